@@ -1,0 +1,481 @@
+//! The audit trail (AUD-1..3): records, redaction, and the per-store hash chain.
+//!
+//! Every record's hash covers its sequence number, its fields, its payload and the previous
+//! record's hash, so editing, deleting or reordering any record breaks the chain at that
+//! record, and `warden audit verify` names it.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::time::Millis;
+
+/// The hash "before" the first record.
+pub const GENESIS_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// What a record is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecordKind {
+    /// A run was opened (mode, principal, effective scope).
+    Run,
+    /// A tool call reached step 3 (or was refused at name resolution).
+    Call,
+    /// The decision on a call (allow or deny, code, rule, policy version).
+    Decision,
+    /// The outcome of an executed call (timing, result hash).
+    Outcome,
+    /// An operator action (configuration, credentials, kill switches).
+    Admin,
+}
+
+impl RecordKind {
+    /// The stored form.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RecordKind::Run => "run",
+            RecordKind::Call => "call",
+            RecordKind::Decision => "decision",
+            RecordKind::Outcome => "outcome",
+            RecordKind::Admin => "admin",
+        }
+    }
+
+    /// Parses the stored form.
+    pub fn parse(s: &str) -> Option<Self> {
+        [
+            RecordKind::Run,
+            RecordKind::Call,
+            RecordKind::Decision,
+            RecordKind::Outcome,
+            RecordKind::Admin,
+        ]
+        .into_iter()
+        .find(|k| k.as_str() == s)
+    }
+}
+
+/// A record before the store sequences and chains it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NewRecord {
+    /// When it happened.
+    pub at: Millis,
+    /// What it is.
+    pub kind: RecordKind,
+    /// The run (or, for admin records, `admin`).
+    pub run_id: String,
+    /// The call within the run.
+    pub call_id: Option<String>,
+    /// The acting principal.
+    pub principal: Option<String>,
+    /// The agent of the run.
+    pub agent: Option<String>,
+    /// The tool called (as requested).
+    pub tool: Option<String>,
+    /// `allow`, `deny`, `executed`, `failed`.
+    pub decision: Option<String>,
+    /// Denial code.
+    pub code: Option<String>,
+    /// Canonical JSON of the details.
+    pub payload: String,
+}
+
+/// A stored, chained record.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditRecord {
+    /// Position in the chain, from 1, without gaps.
+    pub seq: i64,
+    /// The record's fields.
+    #[serde(flatten)]
+    pub record: NewRecord,
+    /// Hash of the previous record.
+    pub prev_hash: String,
+    /// This record's hash.
+    pub hash: String,
+}
+
+impl NewRecord {
+    /// The chain hash of this record at `seq` after `prev_hash`.
+    pub fn chain_hash(&self, seq: i64, prev_hash: &str) -> String {
+        let header = serde_json::json!({
+            "seq": seq,
+            "at": self.at.0,
+            "kind": self.kind.as_str(),
+            "run_id": self.run_id,
+            "call_id": self.call_id,
+            "principal": self.principal,
+            "agent": self.agent,
+            "tool": self.tool,
+            "decision": self.decision,
+            "code": self.code,
+        });
+        let mut h = Sha256::new();
+        h.update(prev_hash.as_bytes());
+        h.update(b"\n");
+        h.update(canonical_json(&header).as_bytes());
+        h.update(b"\n");
+        h.update(self.payload.as_bytes());
+        hex::encode(h.finalize())
+    }
+
+    /// Sequences and chains the record.
+    pub fn chain(self, seq: i64, prev_hash: &str) -> AuditRecord {
+        let hash = self.chain_hash(seq, prev_hash);
+        AuditRecord {
+            seq,
+            record: self,
+            prev_hash: prev_hash.to_owned(),
+            hash,
+        }
+    }
+}
+
+/// Where and how the chain breaks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChainBreak {
+    /// The first record that does not verify (or the missing sequence number).
+    pub seq: i64,
+    /// What is wrong.
+    pub problem: ChainProblem,
+}
+
+/// What is wrong at a break.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ChainProblem {
+    /// The record's content does not match its hash: edited (or moved).
+    Edited,
+    /// The record does not follow the previous one: a record before it was removed or the
+    /// records were reordered.
+    NotLinked,
+    /// A sequence number is missing.
+    Missing,
+    /// The chain ends before the recorded head: records at the end were removed.
+    Truncated,
+}
+
+impl fmt::Display for ChainBreak {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.problem {
+            ChainProblem::Edited => write!(
+                f,
+                "audit record {} does not match its hash: it was edited or moved",
+                self.seq
+            ),
+            ChainProblem::NotLinked => write!(
+                f,
+                "audit record {} does not follow the record before it: records were removed or reordered",
+                self.seq
+            ),
+            ChainProblem::Missing => write!(f, "audit record {} is missing", self.seq),
+            ChainProblem::Truncated => write!(
+                f,
+                "audit records from {} on are missing: the chain was truncated",
+                self.seq
+            ),
+        }
+    }
+}
+
+/// Incremental verifier: feed records in stored order.
+#[derive(Debug)]
+pub struct ChainVerifier {
+    expected_seq: i64,
+    prev_hash: String,
+}
+
+impl Default for ChainVerifier {
+    fn default() -> Self {
+        Self {
+            expected_seq: 1,
+            prev_hash: GENESIS_HASH.to_owned(),
+        }
+    }
+}
+
+impl ChainVerifier {
+    /// Checks the next record.
+    pub fn push(&mut self, r: &AuditRecord) -> Result<(), ChainBreak> {
+        if r.seq > self.expected_seq {
+            return Err(ChainBreak {
+                seq: self.expected_seq,
+                problem: ChainProblem::Missing,
+            });
+        }
+        if r.record.chain_hash(r.seq, &r.prev_hash) != r.hash || r.seq < self.expected_seq {
+            return Err(ChainBreak {
+                seq: r.seq,
+                problem: ChainProblem::Edited,
+            });
+        }
+        if r.prev_hash != self.prev_hash {
+            return Err(ChainBreak {
+                seq: r.seq,
+                problem: ChainProblem::NotLinked,
+            });
+        }
+        self.expected_seq = r.seq + 1;
+        self.prev_hash.clone_from(&r.hash);
+        Ok(())
+    }
+
+    /// Checks the end of the chain against the recorded head (last sequence and hash).
+    pub fn finish(&self, head: Option<(i64, &str)>) -> Result<i64, ChainBreak> {
+        let verified = self.expected_seq - 1;
+        if let Some((head_seq, head_hash)) = head {
+            if head_seq > verified {
+                return Err(ChainBreak {
+                    seq: verified + 1,
+                    problem: ChainProblem::Truncated,
+                });
+            }
+            if head_seq == verified && head_hash != self.prev_hash {
+                return Err(ChainBreak {
+                    seq: verified,
+                    problem: ChainProblem::Edited,
+                });
+            }
+        }
+        Ok(verified)
+    }
+}
+
+/// Serializes JSON with object keys sorted at every level, whatever serde_json's features:
+/// the canonical form hashed by the chain and by argument hashes.
+pub fn canonical_json(value: &Value) -> String {
+    let mut out = String::new();
+    write_canonical(value, &mut out);
+    out
+}
+
+fn write_canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(k.clone()).to_string());
+                out.push(':');
+                if let Some(v) = map.get(k) {
+                    write_canonical(v, out);
+                }
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, v) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(v, out);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+/// SHA-256 of the canonical form of arguments (AUD-3, APR-2).
+pub fn hash_arguments(args: Option<&Map<String, Value>>) -> String {
+    let value = args.map_or_else(|| Value::Object(Map::new()), |m| Value::Object(m.clone()));
+    hex::encode(Sha256::digest(canonical_json(&value).as_bytes()))
+}
+
+/// SHA-256 of any JSON value's canonical form.
+pub fn hash_value(value: &Value) -> String {
+    hex::encode(Sha256::digest(canonical_json(value).as_bytes()))
+}
+
+const SECRET_MARKERS: [&str; 10] = [
+    "password",
+    "passwd",
+    "secret",
+    "token",
+    "apikey",
+    "api_key",
+    "authorization",
+    "credential",
+    "cookie",
+    "private",
+];
+const MAX_STRING: usize = 256;
+const MAX_ITEMS: usize = 50;
+const MAX_DEPTH: usize = 8;
+
+/// A redacted copy of arguments for the audit trail (AUD-3): values under secret-looking keys
+/// are replaced, long strings and arrays are cut, deep nesting is elided.
+pub fn redact(args: Option<&Map<String, Value>>) -> Value {
+    match args {
+        Some(m) => redact_value(&Value::Object(m.clone()), 0),
+        None => Value::Object(Map::new()),
+    }
+}
+
+fn is_secret_key(key: &str) -> bool {
+    let k = key.to_ascii_lowercase().replace('-', "_");
+    SECRET_MARKERS.iter().any(|m| k.contains(m)) || k == "key" || k.ends_with("_key")
+}
+
+fn redact_value(value: &Value, depth: usize) -> Value {
+    if depth >= MAX_DEPTH {
+        return Value::String("[nested too deep]".into());
+    }
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| {
+                    let v = if is_secret_key(k) {
+                        Value::String("[redacted]".into())
+                    } else {
+                        redact_value(v, depth + 1)
+                    };
+                    (k.clone(), v)
+                })
+                .collect(),
+        ),
+        Value::Array(items) => {
+            let mut out: Vec<Value> = items
+                .iter()
+                .take(MAX_ITEMS)
+                .map(|v| redact_value(v, depth + 1))
+                .collect();
+            if items.len() > MAX_ITEMS {
+                out.push(Value::String(format!(
+                    "[{} more items]",
+                    items.len() - MAX_ITEMS
+                )));
+            }
+            Value::Array(out)
+        }
+        Value::String(s) if s.len() > MAX_STRING => {
+            let mut cut = MAX_STRING;
+            while !s.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            Value::String(format!(
+                "{}…[{} chars]",
+                s.get(..cut).unwrap_or_default(),
+                s.chars().count()
+            ))
+        }
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn record(n: i64) -> NewRecord {
+        NewRecord {
+            at: Millis(n),
+            kind: RecordKind::Call,
+            run_id: "run_1".into(),
+            call_id: Some(format!("c{n}")),
+            principal: Some("user:alice".into()),
+            agent: None,
+            tool: Some("t".into()),
+            decision: None,
+            code: None,
+            payload: "{}".into(),
+        }
+    }
+
+    fn chain(n: i64) -> Vec<AuditRecord> {
+        let mut prev = GENESIS_HASH.to_owned();
+        (1..=n)
+            .map(|i| {
+                let r = record(i).chain(i, &prev);
+                prev.clone_from(&r.hash);
+                r
+            })
+            .collect()
+    }
+
+    fn verify(records: &[AuditRecord], head: Option<(i64, &str)>) -> Result<i64, ChainBreak> {
+        let mut v = ChainVerifier::default();
+        for r in records {
+            v.push(r)?;
+        }
+        v.finish(head)
+    }
+
+    #[test]
+    fn an_untouched_chain_verifies() {
+        let c = chain(5);
+        let head = c.last().map(|r| (r.seq, r.hash.as_str()));
+        assert_eq!(verify(&c, head), Ok(5));
+    }
+
+    #[test]
+    fn editing_a_record_is_named() {
+        let mut c = chain(5);
+        c[2].record.tool = Some("other".into());
+        assert_eq!(
+            verify(&c, None).unwrap_err().to_string(),
+            "audit record 3 does not match its hash: it was edited or moved"
+        );
+    }
+
+    #[test]
+    fn deleting_a_record_is_named() {
+        let mut c = chain(5);
+        c.remove(1);
+        assert_eq!(
+            verify(&c, None).unwrap_err().to_string(),
+            "audit record 2 is missing"
+        );
+    }
+
+    #[test]
+    fn reordering_records_is_detected() {
+        let mut c = chain(5);
+        // swap the contents of records 2 and 3, keeping the sequence column in order
+        let (a, b) = (c[1].clone(), c[2].clone());
+        c[1] = AuditRecord { seq: 2, ..b };
+        c[2] = AuditRecord { seq: 3, ..a };
+        let err = verify(&c, None).unwrap_err();
+        assert_eq!(err.seq, 2);
+    }
+
+    #[test]
+    fn truncating_the_end_is_detected_against_the_head() {
+        let c = chain(5);
+        let head = (5, c[4].hash.clone());
+        let err = verify(&c[..3], Some((head.0, &head.1))).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "audit records from 4 on are missing: the chain was truncated"
+        );
+    }
+
+    #[test]
+    fn canonical_json_sorts_keys_at_every_level() {
+        let v = json!({"b": 1, "a": {"d": [1, {"f": 2, "e": 3}], "c": null}});
+        assert_eq!(
+            canonical_json(&v),
+            r#"{"a":{"c":null,"d":[1,{"e":3,"f":2}]},"b":1}"#
+        );
+    }
+
+    #[test]
+    fn secrets_are_redacted_and_long_values_cut() {
+        let args = json!({"amount": 3, "apiKey": "s3cr3t", "Authorization": "Bearer x", "note": "y".repeat(300)});
+        let Value::Object(m) = args else {
+            unreachable!()
+        };
+        let r = redact(Some(&m));
+        assert_eq!(r["amount"], json!(3));
+        assert_eq!(r["apiKey"], json!("[redacted]"));
+        assert_eq!(r["Authorization"], json!("[redacted]"));
+        assert!(r["note"].as_str().unwrap().ends_with("…[300 chars]"));
+    }
+}

@@ -1,0 +1,230 @@
+//! Run authority (RUN-2): the mode, the effective tool scope and the capabilities of a run,
+//! derived from the verified credential alone — never from a request field.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::capability::{Capability, Grant};
+use crate::name::Name;
+use crate::policy::Policy;
+use crate::principal::{Credential, Principal};
+
+/// How a run's authority was derived.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// A user's token: agent memberships ∩ the caller's `run:projects` (∩ token ceiling).
+    Caller,
+    /// A run credential minted by Warden: exactly the agent's memberships.
+    Agent,
+    /// A service account credential: exactly the account's own bindings.
+    ServiceAccount,
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Mode::Caller => "caller",
+            Mode::Agent => "agent",
+            Mode::ServiceAccount => "service-account",
+        })
+    }
+}
+
+/// The authority of one run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Authority {
+    /// The mode.
+    pub mode: Mode,
+    /// Who acts.
+    pub principal: Principal,
+    /// The credential's public id.
+    pub credential_id: Option<String>,
+    /// The agent run, if this is a run of an agent.
+    pub agent: Option<Name>,
+    /// The intent served, for agent-role work.
+    pub intent: Option<String>,
+    /// Capabilities: the owner's grant narrowed by the credential's scopes.
+    pub grant: Grant,
+    /// Projects whose tools the run may see and call, each with the reason.
+    pub projects: BTreeMap<Name, String>,
+    /// Projects whose knowledge the run carries (RUN-1).
+    pub knowledge: BTreeSet<Name>,
+    /// Knowledge projects whose tools the run may not call, each with the reason (RUN-5).
+    pub knowledge_only: BTreeMap<Name, String>,
+    /// When set, the run gets knowledge and no tools at all (RUN-4), for this reason.
+    pub withheld: Option<String>,
+}
+
+/// Why no authority could be resolved.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AuthorityError {
+    /// The requested agent does not exist (or is not visible).
+    #[error("no agent named `{0}`")]
+    UnknownAgent(String),
+    /// The credential's owner no longer exists in configuration.
+    #[error("the credential's owner no longer exists")]
+    OwnerGone,
+    /// A run credential used for another agent than the one it was minted for.
+    #[error("this run credential belongs to agent `{0}`")]
+    WrongAgent(String),
+}
+
+impl Authority {
+    /// Whether the run holds the concrete capability `cap`.
+    pub fn holds(&self, cap: &str) -> bool {
+        self.withheld.is_none() && self.grant.holds(cap)
+    }
+
+    /// An authority that carries knowledge and no tools (RUN-4 fail closed).
+    pub fn withhold(mut self, reason: impl Into<String>) -> Self {
+        let reason = reason.into();
+        for (p, _) in std::mem::take(&mut self.projects) {
+            self.knowledge_only.insert(p, reason.clone());
+        }
+        self.grant = Grant::default();
+        self.withheld = Some(reason);
+        self
+    }
+}
+
+/// Resolves the authority of a run from a verified credential and, for `/mcp/agents/{agent}`,
+/// the agent. Credential validity (expiry, revocation) is checked by the caller.
+pub fn resolve(
+    policy: &Policy,
+    credential: &Credential,
+    agent: Option<&str>,
+) -> Result<Authority, AuthorityError> {
+    if !policy.principal_exists(&credential.principal) {
+        return Err(AuthorityError::OwnerGone);
+    }
+    let agent_spec = match agent {
+        Some(a) => Some(
+            policy
+                .agent(a)
+                .ok_or_else(|| AuthorityError::UnknownAgent(a.to_owned()))?,
+        ),
+        None => None,
+    };
+    let all_projects: Vec<&Name> = policy.projects().keys().collect();
+
+    let (mode, run_agent) = match &credential.principal {
+        Principal::AgentRun { agent: own, .. } => {
+            if agent_spec.is_some_and(|a| &a.name != own) {
+                return Err(AuthorityError::WrongAgent(own.to_string()));
+            }
+            (Mode::Agent, Some(own.clone()))
+        }
+        Principal::User { .. } => (Mode::Caller, agent_spec.map(|a| a.name.clone())),
+        Principal::ServiceAccount { .. } => {
+            (Mode::ServiceAccount, agent_spec.map(|a| a.name.clone()))
+        }
+    };
+    let agent_spec = match &run_agent {
+        Some(a) => Some(
+            policy
+                .agent(a.as_str())
+                .ok_or_else(|| AuthorityError::UnknownAgent(a.to_string()))?,
+        ),
+        None => None,
+    };
+
+    let owner = match (mode, agent_spec) {
+        (Mode::Agent, Some(spec)) => policy.agent_run_capabilities(spec, &credential.principal),
+        _ => policy.rbac.capabilities(&credential.principal),
+    };
+    let grant = Grant {
+        owner,
+        ceiling: credential.scopes.clone(),
+    };
+
+    // Projects the credential's owner may run, within the token ceiling (AUTH-2, RUN-3).
+    let mut owner_projects = BTreeMap::new();
+    let mut refused = BTreeMap::new();
+    for p in &all_projects {
+        let cap = Capability::run_project(p);
+        if !grant.owner.allows(cap.as_str()) {
+            refused.insert(
+                (*p).clone(),
+                format!("{} does not hold `{cap}`", credential.principal),
+            );
+            continue;
+        }
+        if !grant.holds(cap.as_str()) {
+            refused.insert(
+                (*p).clone(),
+                format!("the credential's scopes exclude `{cap}`"),
+            );
+            continue;
+        }
+        if let Some(bound) = &credential.projects
+            && !bound.contains(*p)
+        {
+            refused.insert(
+                (*p).clone(),
+                "the credential is not bound to this project".to_owned(),
+            );
+            continue;
+        }
+        let why = match mode {
+            Mode::Agent => format!(
+                "agent `{}` is a member",
+                run_agent.as_ref().map(Name::as_str).unwrap_or_default()
+            ),
+            _ => policy
+                .rbac
+                .explain(&credential.principal, cap.as_str())
+                .unwrap_or_else(|| format!("granted `{cap}`")),
+        };
+        owner_projects.insert((*p).clone(), why);
+    }
+
+    let (projects, knowledge, knowledge_only) = match agent_spec {
+        None => {
+            let knowledge = owner_projects.keys().cloned().collect();
+            (owner_projects, knowledge, BTreeMap::new())
+        }
+        Some(spec) => {
+            let members: BTreeSet<Name> = spec.memberships.iter().cloned().collect();
+            let projects: BTreeMap<Name, String> = match mode {
+                // Exactly the service account's own bindings (RUN-2), whatever the agent.
+                Mode::ServiceAccount => owner_projects,
+                Mode::Caller | Mode::Agent => owner_projects
+                    .into_iter()
+                    .filter(|(p, _)| members.contains(p))
+                    .map(|(p, why)| {
+                        let why = format!("agent `{}` is a member and {why}", spec.name);
+                        (p, why)
+                    })
+                    .collect(),
+            };
+            let knowledge_only = members
+                .iter()
+                .filter(|p| !projects.contains_key(*p))
+                .map(|p| {
+                    let why = refused
+                        .get(p)
+                        .cloned()
+                        .unwrap_or_else(|| "outside this run's authority".to_owned());
+                    (p.clone(), why)
+                })
+                .collect();
+            (projects, members, knowledge_only)
+        }
+    };
+
+    Ok(Authority {
+        mode,
+        principal: credential.principal.clone(),
+        credential_id: Some(credential.id.clone()),
+        agent: run_agent,
+        intent: None,
+        grant,
+        projects,
+        knowledge,
+        knowledge_only,
+        withheld: None,
+    })
+}

@@ -1,0 +1,183 @@
+//! Capabilities: permission strings such as `run:projects:payments` or `ledger:write`.
+//!
+//! Roles grant capability *patterns* (`run:projects:*`, `*`); a run *holds* a concrete
+//! capability when a pattern of its grant matches it.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::name::{Name, glob_match};
+
+/// The capability prefix that lets a principal run tools of a project.
+pub const RUN_PROJECTS: &str = "run:projects:";
+
+/// The capability needed to decide approvals (APR-4).
+pub const APPROVALS_DECIDE: &str = "approvals:decide";
+
+/// A capability or capability pattern (`*` matches any run of characters).
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Capability(String);
+
+impl Capability {
+    /// Wraps a capability string. Validation of user input happens in the configuration
+    /// layer ([`crate::config`]).
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    /// `run:projects:<project>`.
+    pub fn run_project(project: &Name) -> Self {
+        Self(format!("{RUN_PROJECTS}{project}"))
+    }
+
+    /// The capability string.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether this pattern matches the concrete capability `cap`.
+    pub fn matches(&self, cap: &str) -> bool {
+        glob_match(&self.0, cap)
+    }
+}
+
+impl fmt::Display for Capability {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for Capability {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", self.0)
+    }
+}
+
+/// Checks that a capability string is well-formed: non-empty segments of lowercase letters,
+/// digits, `-`, `_`, `.` or `*`, separated by `:`.
+pub fn validate_capability(value: &str) -> Result<(), String> {
+    if value == "*" {
+        return Ok(());
+    }
+    if value.is_empty() {
+        return Err("a capability cannot be empty".into());
+    }
+    for segment in value.split(':') {
+        if segment.is_empty() {
+            return Err(format!("`{value}` has an empty segment"));
+        }
+        let ok = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || "-_.*".contains(c);
+        if !segment.chars().all(ok) {
+            return Err(format!(
+                "`{value}` may only contain lowercase letters, digits, `-`, `_`, `.`, `*` and `:`"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A set of capability patterns: what a principal, a role or a token scope grants.
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct CapabilitySet(Vec<Capability>);
+
+impl CapabilitySet {
+    /// An empty set: grants nothing.
+    pub fn empty() -> Self {
+        Self(Vec::new())
+    }
+
+    /// Builds a set, dropping duplicates and keeping a stable order.
+    pub fn from_patterns(patterns: impl IntoIterator<Item = Capability>) -> Self {
+        let mut v: Vec<Capability> = patterns.into_iter().collect();
+        v.sort();
+        v.dedup();
+        Self(v)
+    }
+
+    /// Whether any pattern of the set matches `cap`.
+    pub fn allows(&self, cap: &str) -> bool {
+        self.0.iter().any(|p| p.matches(cap))
+    }
+
+    /// The first pattern that matches `cap`, to explain a decision.
+    pub fn matching(&self, cap: &str) -> Option<&Capability> {
+        self.0.iter().find(|p| p.matches(cap))
+    }
+
+    /// The patterns, sorted.
+    pub fn patterns(&self) -> &[Capability] {
+        &self.0
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Adds the patterns of `other`.
+    pub fn extend(&mut self, other: &CapabilitySet) {
+        self.0.extend(other.0.iter().cloned());
+        self.0.sort();
+        self.0.dedup();
+    }
+}
+
+impl fmt::Debug for CapabilitySet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(&self.0).finish()
+    }
+}
+
+/// A grant narrowed by an optional ceiling: a capability is held when the grant allows it
+/// *and* the ceiling (a token's scopes), if any, allows it too (AUTH-2: `owner ∩ scopes`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Grant {
+    /// What the principal holds through its role bindings.
+    pub owner: CapabilitySet,
+    /// The credential's scopes; `None` means "all of the owner's capabilities".
+    pub ceiling: Option<CapabilitySet>,
+}
+
+impl Grant {
+    /// Whether the concrete capability `cap` is held.
+    pub fn holds(&self, cap: &str) -> bool {
+        self.owner.allows(cap) && self.ceiling.as_ref().is_none_or(|c| c.allows(cap))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(p: &[&str]) -> CapabilitySet {
+        CapabilitySet::from_patterns(p.iter().map(|s| Capability::new(*s)))
+    }
+
+    #[test]
+    fn a_scoped_grant_is_the_intersection_of_owner_and_scopes() {
+        let grant = Grant {
+            owner: set(&["run:projects:*", "ledger:read"]),
+            ceiling: Some(set(&["run:projects:payments", "ledger:*"])),
+        };
+        assert!(grant.holds("run:projects:payments"));
+        assert!(!grant.holds("run:projects:infra"));
+        assert!(grant.holds("ledger:read"));
+        // the scope allows ledger:write but the owner does not hold it: never wider than the owner
+        assert!(!grant.holds("ledger:write"));
+    }
+
+    #[test]
+    fn capability_strings_are_validated() {
+        assert!(validate_capability("run:projects:payments").is_ok());
+        assert!(validate_capability("*").is_ok());
+        assert!(validate_capability("ledger:*").is_ok());
+        assert_eq!(
+            validate_capability("ledger::write").unwrap_err(),
+            "`ledger::write` has an empty segment"
+        );
+        assert!(validate_capability("Ledger:Write").is_err());
+    }
+}

@@ -1,0 +1,634 @@
+//! Declarative configuration (OPS-2): YAML resources, parsed with errors that name the file,
+//! the resource and the field, and validated as a whole into a [`Config`] that cannot hold
+//! dangling references.
+
+mod resources;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+pub use resources::*;
+
+use crate::capability::validate_capability;
+use crate::name::Name;
+use crate::principal::Subject;
+
+/// The role every installation has: it grants every capability (`*`).
+pub const BUILTIN_ADMIN_ROLE: &str = "admin";
+
+/// Where a resource came from, for error messages.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Source {
+    /// The file as the user named it, or `store` for resources already applied.
+    pub file: String,
+    /// 1-based index of the YAML document in the file.
+    pub document: usize,
+}
+
+/// A resource with its origin.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Located {
+    /// Where it came from (`None` for resources created by Warden itself).
+    pub source: Option<Source>,
+    /// The resource.
+    pub resource: Resource,
+}
+
+/// A configuration error: names the file, the resource and the field.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub struct ConfigError {
+    /// The file, if the resource came from one.
+    pub file: Option<String>,
+    /// 1-based document index within the file.
+    pub document: Option<usize>,
+    /// `Kind "key"`, when known.
+    pub resource: Option<String>,
+    /// Path of the offending field (`scope.project`, `permissions[1]`), when known.
+    pub field: Option<String>,
+    /// What is wrong and, where possible, what to do.
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts = Vec::new();
+        match (&self.file, self.document) {
+            (Some(file), Some(doc)) => parts.push(format!("{file} (document {doc})")),
+            (Some(file), None) => parts.push(file.clone()),
+            (None, _) => {}
+        }
+        if let Some(r) = &self.resource {
+            parts.push(r.clone());
+        }
+        if let Some(field) = &self.field {
+            parts.push(format!("field `{field}`"));
+        }
+        parts.push(self.message.clone());
+        f.write_str(&parts.join(": "))
+    }
+}
+
+fn label(kind: Kind, key: &str) -> String {
+    format!("{kind} `{key}`")
+}
+
+/// Parses every YAML document of `text` (the content of `file`) into resources.
+///
+/// Returns every error found, not only the first, so one run of `warden apply` shows them all.
+pub fn parse_documents(file: &str, text: &str) -> Result<Vec<Located>, Vec<ConfigError>> {
+    let mut out = Vec::new();
+    let mut errors = Vec::new();
+    for (i, doc) in yaml_serde::Deserializer::from_str(text).enumerate() {
+        let document = i + 1;
+        let err = |resource: Option<String>, field: Option<String>, message: String| ConfigError {
+            file: Some(file.to_owned()),
+            document: Some(document),
+            resource,
+            field,
+            message,
+        };
+        let value = match <yaml_serde::Value as serde::Deserialize>::deserialize(doc) {
+            Ok(v) => v,
+            Err(e) => {
+                errors.push(err(None, None, format!("not valid YAML: {e}")));
+                // A syntax error ends the stream: later documents cannot be located reliably.
+                break;
+            }
+        };
+        if value.is_null() {
+            continue;
+        }
+        match parse_one(value) {
+            Ok(resource) => out.push(Located {
+                source: Some(Source {
+                    file: file.to_owned(),
+                    document,
+                }),
+                resource,
+            }),
+            Err((resource, field, message)) => errors.push(err(resource, field, message)),
+        }
+    }
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(errors)
+    }
+}
+
+type ParseFailure = (Option<String>, Option<String>, String);
+
+fn parse_one(value: yaml_serde::Value) -> Result<Resource, ParseFailure> {
+    let yaml_serde::Value::Mapping(mut map) = value else {
+        return Err((
+            None,
+            None,
+            "a resource must be a mapping with a `kind` field".into(),
+        ));
+    };
+    let kind_value = map.remove("kind").ok_or_else(|| {
+        (
+            None,
+            Some("kind".to_owned()),
+            format!("missing; expected one of {}", kind_list()),
+        )
+    })?;
+    let kind_str = kind_value.as_str().unwrap_or_default().to_owned();
+    let kind = Kind::ALL
+        .into_iter()
+        .find(|k| k.as_str() == kind_str)
+        .ok_or_else(|| {
+            let hint = Kind::parse_loose(&kind_str)
+                .map(|k| format!(" (did you mean `{k}`?)"))
+                .unwrap_or_default();
+            (
+                None,
+                Some("kind".to_owned()),
+                format!(
+                    "unknown kind `{kind_str}`{hint}; expected one of {}",
+                    kind_list()
+                ),
+            )
+        })?;
+    let name_hint = map.get("name").and_then(|v| v.as_str()).map(str::to_owned);
+    let label = Some(match &name_hint {
+        Some(n) => label(kind, n),
+        None => kind.to_string(),
+    });
+    // Through JSON values: YAML values spell enums as tags (`!user alice`), configuration
+    // spells them as one-key maps (`{ user: alice }`), which is what JSON values do.
+    let value = serde_json::to_value(yaml_serde::Value::Mapping(map)).map_err(|e| {
+        (
+            label.clone(),
+            None,
+            format!("cannot be read as configuration: {e}"),
+        )
+    })?;
+    let fail = |e: serde_path_to_error::Error<serde_json::Error>| {
+        let path = e.path().to_string();
+        let message = e.inner().to_string();
+        let field = match unknown_field_name(&message) {
+            Some(f) if path == "." => Some(f),
+            Some(f) if path == f || path.ends_with(&format!(".{f}")) => Some(path),
+            Some(f) => Some(format!("{path}.{f}")),
+            None if path == "." => None,
+            None => Some(path),
+        };
+        (label.clone(), field, message)
+    };
+    macro_rules! parse_as {
+        ($variant:ident) => {
+            serde_path_to_error::deserialize(value)
+                .map(Resource::$variant)
+                .map_err(fail)
+        };
+    }
+    match kind {
+        Kind::User => parse_as!(User),
+        Kind::ServiceAccount => parse_as!(ServiceAccount),
+        Kind::Role => parse_as!(Role),
+        Kind::RoleBinding => parse_as!(RoleBinding),
+        Kind::Project => parse_as!(Project),
+        Kind::Upstream => parse_as!(Upstream),
+        Kind::Agent => parse_as!(Agent),
+        Kind::ToolPolicy => parse_as!(ToolPolicy),
+        Kind::Autonomy => parse_as!(Autonomy),
+        Kind::WriteBudget => parse_as!(WriteBudget),
+        Kind::KillSwitch => parse_as!(KillSwitch),
+        Kind::Workspace => parse_as!(Workspace),
+    }
+}
+
+fn kind_list() -> String {
+    Kind::ALL
+        .iter()
+        .map(|k| format!("`{k}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn unknown_field_name(message: &str) -> Option<String> {
+    let rest = message.strip_prefix("unknown field `")?;
+    let end = rest.find('`')?;
+    rest.get(..end).map(str::to_owned)
+}
+
+/// A validated configuration: every reference resolves, every pattern is well-formed.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Config {
+    resources: BTreeMap<(Kind, String), Located>,
+}
+
+impl Config {
+    /// Merges `overlay` (new or changed resources) over `base` (what is applied already) by
+    /// kind and key, then validates the result. Two resources of `overlay` with the same kind
+    /// and key are an error.
+    pub fn merge(base: Vec<Located>, overlay: Vec<Located>) -> Result<Config, Vec<ConfigError>> {
+        let mut map: BTreeMap<(Kind, String), Located> = BTreeMap::new();
+        for r in base {
+            map.insert((r.resource.kind(), r.resource.key()), r);
+        }
+        let mut seen = BTreeSet::new();
+        let mut errors = Vec::new();
+        for r in overlay {
+            let id = (r.resource.kind(), r.resource.key());
+            if !seen.insert(id.clone()) {
+                errors.push(error_at(
+                    &r,
+                    None,
+                    "defined more than once in this apply; keep one definition".into(),
+                ));
+                continue;
+            }
+            map.insert(id, r);
+        }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        Config::validate_map(map)
+    }
+
+    /// Validates a complete set of resources.
+    pub fn validate(resources: Vec<Located>) -> Result<Config, Vec<ConfigError>> {
+        Config::merge(Vec::new(), resources)
+    }
+
+    /// The configuration without the resource `kind`/`key`, validated: deleting a resource
+    /// that others still reference is refused, naming them.
+    pub fn without(&self, kind: Kind, key: &str) -> Result<Config, Vec<ConfigError>> {
+        let mut map = self.resources.clone();
+        if map.remove(&(kind, key.to_owned())).is_none() {
+            return Err(vec![ConfigError {
+                file: None,
+                document: None,
+                resource: Some(label(kind, key)),
+                field: None,
+                message: "not found".into(),
+            }]);
+        }
+        Config::validate_map(map)
+    }
+
+    fn validate_map(map: BTreeMap<(Kind, String), Located>) -> Result<Config, Vec<ConfigError>> {
+        let config = Config { resources: map };
+        let errors = config.check();
+        if errors.is_empty() {
+            Ok(config)
+        } else {
+            Err(errors)
+        }
+    }
+
+    /// Every resource, in kind order.
+    pub fn resources(&self) -> impl Iterator<Item = &Located> {
+        self.resources.values()
+    }
+
+    /// Looks up one resource.
+    pub fn get(&self, kind: Kind, key: &str) -> Option<&Resource> {
+        self.resources
+            .get(&(kind, key.to_owned()))
+            .map(|l| &l.resource)
+    }
+
+    /// Whether a resource exists.
+    pub fn contains(&self, kind: Kind, key: &str) -> bool {
+        self.resources.contains_key(&(kind, key.to_owned()))
+    }
+
+    /// Resources of one kind.
+    pub fn of_kind(&self, kind: Kind) -> impl Iterator<Item = &Resource> {
+        self.resources
+            .range((kind, String::new())..)
+            .take_while(move |((k, _), _)| *k == kind)
+            .map(|(_, l)| &l.resource)
+    }
+
+    fn check(&self) -> Vec<ConfigError> {
+        let mut errors = Vec::new();
+        for located in self.resources.values() {
+            check_resource(self, located, &mut errors);
+        }
+        // Report in the order the user wrote things.
+        errors.sort_by(|a, b| (&a.file, a.document).cmp(&(&b.file, b.document)));
+        errors
+    }
+
+    fn has_subject(&self, subject: &Subject) -> bool {
+        match subject {
+            Subject::User(n) => self.contains(Kind::User, n.as_str()),
+            Subject::ServiceAccount(n) => self.contains(Kind::ServiceAccount, n.as_str()),
+            Subject::Agent(n) => self.contains(Kind::Agent, n.as_str()),
+            // Groups are declared by the users that list them; an empty group is harmless.
+            Subject::Group(_) => true,
+        }
+    }
+}
+
+fn error_at(located: &Located, field: Option<&str>, message: String) -> ConfigError {
+    ConfigError {
+        file: located.source.as_ref().map(|s| s.file.clone()),
+        document: located.source.as_ref().map(|s| s.document),
+        resource: Some(label(located.resource.kind(), &located.resource.key())),
+        field: field.map(str::to_owned),
+        message,
+    }
+}
+
+fn subject_kind(subject: &Subject) -> (&'static str, Kind) {
+    match subject {
+        Subject::User(_) => ("user", Kind::User),
+        Subject::ServiceAccount(_) => ("serviceAccount", Kind::ServiceAccount),
+        Subject::Group(_) => ("group", Kind::User),
+        Subject::Agent(_) => ("agent", Kind::Agent),
+    }
+}
+
+fn subject_name(subject: &Subject) -> &Name {
+    match subject {
+        Subject::User(n) | Subject::ServiceAccount(n) | Subject::Group(n) | Subject::Agent(n) => n,
+    }
+}
+
+fn check_resource(config: &Config, located: &Located, errors: &mut Vec<ConfigError>) {
+    let mut fail = |field: &str, message: String| {
+        errors.push(error_at(located, Some(field), message));
+    };
+    let missing = |kind: Kind, name: &str| {
+        format!("no {kind} named `{name}`; apply it first or fix the name")
+    };
+    match &located.resource {
+        Resource::User(_) | Resource::ServiceAccount(_) => {}
+        Resource::Role(r) => {
+            if r.name.as_str() == BUILTIN_ADMIN_ROLE {
+                fail(
+                    "name",
+                    format!("`{BUILTIN_ADMIN_ROLE}` is a built-in role and cannot be redefined"),
+                );
+            }
+            for (i, p) in r.permissions.iter().enumerate() {
+                if let Err(e) = validate_capability(p) {
+                    fail(&format!("permissions[{i}]"), e);
+                }
+            }
+        }
+        Resource::RoleBinding(b) => {
+            if b.role.as_str() != BUILTIN_ADMIN_ROLE
+                && !config.contains(Kind::Role, b.role.as_str())
+            {
+                fail("role", missing(Kind::Role, b.role.as_str()));
+            }
+            if !config.has_subject(&b.subject) {
+                let (field, kind) = subject_kind(&b.subject);
+                fail(
+                    &format!("subject.{field}"),
+                    missing(kind, subject_name(&b.subject).as_str()),
+                );
+            }
+        }
+        Resource::Project(p) => {
+            let mut seen = BTreeSet::new();
+            for (i, prompt) in p.prompts.iter().enumerate() {
+                if !seen.insert(&prompt.name) {
+                    fail(
+                        &format!("prompts[{i}].name"),
+                        format!("prompt `{}` is defined twice", prompt.name),
+                    );
+                }
+            }
+            let mut seen = BTreeSet::new();
+            for (i, doc) in p.documents.iter().enumerate() {
+                if !seen.insert(&doc.name) {
+                    fail(
+                        &format!("documents[{i}].name"),
+                        format!("document `{}` is defined twice", doc.name),
+                    );
+                }
+            }
+        }
+        Resource::Upstream(u) => {
+            if !config.contains(Kind::Project, u.project.as_str()) {
+                fail("project", missing(Kind::Project, u.project.as_str()));
+            }
+            match (&u.stdio, &u.http) {
+                (Some(_), Some(_)) => {
+                    fail("http", "give either `stdio` or `http`, not both".into())
+                }
+                (None, None) => fail(
+                    "stdio",
+                    "give either `stdio` (a command) or `http` (a URL)".into(),
+                ),
+                (Some(s), None) => {
+                    if s.command.trim().is_empty() {
+                        fail("stdio.command", "cannot be empty".into());
+                    }
+                    for (k, v) in &s.env {
+                        if let Err(e) = check_reference(v) {
+                            fail(&format!("stdio.env.{k}"), e);
+                        }
+                    }
+                }
+                (None, Some(h)) => {
+                    if !(h.url.starts_with("http://") || h.url.starts_with("https://")) {
+                        fail(
+                            "http.url",
+                            format!("`{}` is not an http:// or https:// URL", h.url),
+                        );
+                    }
+                    for (k, v) in &h.headers {
+                        if let Err(e) = check_reference(v) {
+                            fail(&format!("http.headers.{k}"), e);
+                        }
+                    }
+                }
+            }
+            if let Some(prefix) = &u.prefix
+                && !prefix.is_empty()
+                && let Err(e) = Name::new(prefix)
+            {
+                fail("prefix", format!("{}; use \"\" for no prefix", e.reason));
+            }
+            if u.timeout.is_some_and(|t| t.is_zero()) {
+                fail("timeout", "must be greater than zero".into());
+            }
+        }
+        Resource::Agent(a) => {
+            for (i, m) in a.memberships.iter().enumerate() {
+                if !config.contains(Kind::Project, m.as_str()) {
+                    fail(
+                        &format!("memberships[{i}]"),
+                        missing(Kind::Project, m.as_str()),
+                    );
+                }
+            }
+            for (i, s) in a.schedules.iter().enumerate() {
+                if let Err(e) = crate::cron::Schedule::parse(&s.cron) {
+                    fail(&format!("schedules[{i}].cron"), e);
+                }
+                if s.runner.command.trim().is_empty() {
+                    fail(
+                        &format!("schedules[{i}].runner.command"),
+                        "cannot be empty".into(),
+                    );
+                }
+            }
+        }
+        Resource::ToolPolicy(t) => {
+            if !config.contains(Kind::Project, t.project.as_str()) {
+                fail("project", missing(Kind::Project, t.project.as_str()));
+            }
+            if t.tool.trim().is_empty() {
+                fail(
+                    "tool",
+                    "give a catalog name or a glob such as `ledger__*`".into(),
+                );
+            }
+            if let Some(c) = &t.capability
+                && let Err(e) = validate_capability(c)
+            {
+                fail("capability", e);
+            }
+            if t.rate_limit.as_ref().is_some_and(|r| r.per_minute == 0) {
+                fail(
+                    "rateLimit.perMinute",
+                    "must be at least 1; use `deny` to refuse every call".into(),
+                );
+            }
+            if t.ungoverned.as_ref().is_some_and(|r| r.trim().is_empty()) {
+                fail(
+                    "ungoverned",
+                    "state the reason the mutation is ungoverned".into(),
+                );
+            }
+            if t.deny.as_ref().is_some_and(|r| r.trim().is_empty()) {
+                fail("deny", "state the reason calls are refused".into());
+            }
+            for (i, p) in t.project_arguments.iter().enumerate() {
+                if !p.starts_with('/') {
+                    fail(
+                        &format!("projectArguments[{i}]"),
+                        format!("`{p}` is not a JSON pointer; write e.g. `/project`"),
+                    );
+                }
+            }
+        }
+        Resource::Autonomy(a) => {
+            if a.level > 4 {
+                fail(
+                    "level",
+                    format!("{} is not a level; use 0, 1, 2, 3 or 4", a.level),
+                );
+            }
+            let (field, kind, name) = match &a.subject {
+                AutonomySubject::Agent(n) => ("subject.agent", Kind::Agent, n.as_str()),
+                AutonomySubject::User(n) => ("subject.user", Kind::User, n.as_str()),
+                AutonomySubject::ServiceAccount(n) => {
+                    ("subject.serviceAccount", Kind::ServiceAccount, n.as_str())
+                }
+                AutonomySubject::Project(n) => ("subject.project", Kind::Project, n.as_str()),
+                AutonomySubject::Intent(_) => ("subject.intent", Kind::Agent, ""),
+            };
+            if !name.is_empty() && !config.contains(kind, name) {
+                fail(field, missing(kind, name));
+            }
+            if a.veto_window.is_some_and(|w| w.is_zero()) {
+                fail("vetoWindow", "must be greater than zero".into());
+            }
+        }
+        Resource::WriteBudget(w) => {
+            let target = match &w.subject {
+                BudgetSubject::Agent(n) => Some(("subject.agent", Kind::Agent, n)),
+                BudgetSubject::User(n) => Some(("subject.user", Kind::User, n)),
+                BudgetSubject::ServiceAccount(n) => {
+                    Some(("subject.serviceAccount", Kind::ServiceAccount, n))
+                }
+                BudgetSubject::All(true) => None,
+                BudgetSubject::All(false) => {
+                    fail("subject.all", "write `all: true` or name a subject".into());
+                    None
+                }
+            };
+            if let Some((field, kind, name)) = target
+                && !config.contains(kind, name.as_str())
+            {
+                fail(field, missing(kind, name.as_str()));
+            }
+        }
+        Resource::KillSwitch(k) => {
+            if k.reason.trim().is_empty() {
+                fail("reason", "say why the scope is frozen".into());
+            }
+            match &k.scope {
+                KillScope::All(true) => {}
+                KillScope::All(false) => {
+                    fail("scope.all", "write `all: true` or name a scope".into())
+                }
+                KillScope::Project(n) => {
+                    if !config.contains(Kind::Project, n.as_str()) {
+                        fail("scope.project", missing(Kind::Project, n.as_str()));
+                    }
+                }
+                KillScope::Agent(n) => {
+                    if !config.contains(Kind::Agent, n.as_str()) {
+                        fail("scope.agent", missing(Kind::Agent, n.as_str()));
+                    }
+                }
+                KillScope::Tool(t) => {
+                    if t.trim().is_empty() {
+                        fail("scope.tool", "give a catalog name or a glob".into());
+                    }
+                }
+                KillScope::Principal(s) => {
+                    if !config.has_subject(s) {
+                        let (field, kind) = subject_kind(s);
+                        fail(
+                            &format!("scope.principal.{field}"),
+                            missing(kind, subject_name(s).as_str()),
+                        );
+                    }
+                }
+            }
+        }
+        Resource::Workspace(w) => {
+            if !config.contains(Kind::Project, w.project.as_str()) {
+                fail("project", missing(Kind::Project, w.project.as_str()));
+            }
+        }
+    }
+}
+
+/// Checks a configuration value that may hold `${env:NAME}` / `${secret:NAME}` references.
+pub fn check_reference(value: &str) -> Result<(), String> {
+    let mut rest = value;
+    while let Some(start) = rest.find("${") {
+        let after = rest.get(start + 2..).unwrap_or_default();
+        let Some(end) = after.find('}') else {
+            return Err(format!("`{value}` has an unterminated `${{`"));
+        };
+        let inner = after.get(..end).unwrap_or_default();
+        let ok = inner
+            .strip_prefix("env:")
+            .or_else(|| inner.strip_prefix("secret:"))
+            .is_some_and(|n| {
+                !n.is_empty()
+                    && n.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
+            });
+        if !ok {
+            return Err(format!(
+                "`${{{inner}}}` is not a reference; write `${{env:NAME}}` or `${{secret:NAME}}`"
+            ));
+        }
+        rest = after.get(end + 1..).unwrap_or_default();
+    }
+    Ok(())
+}
+
+/// The JSON Schema of a configuration document, generated from the same types that parse it.
+pub fn json_schema() -> serde_json::Value {
+    let schema = schemars::schema_for!(Resource);
+    serde_json::to_value(schema).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,169 @@
+use super::*;
+
+const APPENDIX_A: &str = include_str!("../../tests/fixtures/appendix-a.yaml");
+
+fn errors(file: &str, text: &str) -> Vec<String> {
+    match parse_documents(file, text).and_then(Config::validate) {
+        Ok(_) => Vec::new(),
+        Err(e) => e.into_iter().map(|e| e.to_string()).collect(),
+    }
+}
+
+#[test]
+fn the_configuration_of_appendix_a_is_accepted_as_written() {
+    let docs = parse_documents("appendix-a.yaml", APPENDIX_A).unwrap();
+    assert_eq!(docs.len(), 13);
+    let config = Config::validate(docs).unwrap();
+    assert!(config.contains(Kind::ToolPolicy, "payments/ledger__refund"));
+    assert!(config.contains(Kind::RoleBinding, "payments-operator:user:alice"));
+    assert!(config.contains(Kind::KillSwitch, "tool:ledger__refund"));
+}
+
+#[test]
+fn a_misspelt_field_names_the_file_the_resource_and_the_field() {
+    let text = "kind: Project\nname: payments\n---\nkind: ToolPolicy\nproject: payments\ntool: ledger__refund\ncapabilty: ledger:write\n";
+    assert_eq!(
+        errors("bad.yaml", text),
+        vec![
+            "bad.yaml (document 2): ToolPolicy: field `capabilty`: unknown field `capabilty`, expected one of `name`, `project`, `tool`, `class`, `capability`, `risk`, `rateLimit`, `strict`, `deny`, `ungoverned`, `projectArguments`"
+        ]
+    );
+}
+
+#[test]
+fn a_wrong_type_names_the_nested_field() {
+    let text = "kind: Project\nname: payments\n---\nkind: ToolPolicy\nproject: payments\ntool: x\nrateLimit: { perMinute: lots }\n";
+    assert_eq!(
+        errors("bad.yaml", text),
+        vec![
+            "bad.yaml (document 2): ToolPolicy: field `rateLimit.perMinute`: invalid type: string \"lots\", expected u32"
+        ]
+    );
+}
+
+#[test]
+fn an_unknown_kind_suggests_the_right_one() {
+    assert_eq!(
+        errors("k.yaml", "kind: toolpolicy\nname: x\n"),
+        vec![
+            "k.yaml (document 1): field `kind`: unknown kind `toolpolicy` (did you mean `ToolPolicy`?); expected one of `User`, `ServiceAccount`, `Role`, `RoleBinding`, `Project`, `Upstream`, `Agent`, `ToolPolicy`, `Autonomy`, `WriteBudget`, `KillSwitch`, `Workspace`"
+        ]
+    );
+}
+
+#[test]
+fn dangling_references_are_refused_with_the_field() {
+    let text = "kind: RoleBinding\nrole: payments-operator\nsubject: { user: alice }\n---\nkind: Agent\nname: sre-bot\nmemberships: [payments]\n";
+    assert_eq!(
+        errors("refs.yaml", text),
+        vec![
+            "refs.yaml (document 1): RoleBinding `payments-operator:user:alice`: field `role`: no Role named `payments-operator`; apply it first or fix the name",
+            "refs.yaml (document 1): RoleBinding `payments-operator:user:alice`: field `subject.user`: no User named `alice`; apply it first or fix the name",
+            "refs.yaml (document 2): Agent `sre-bot`: field `memberships[0]`: no Project named `payments`; apply it first or fix the name",
+        ]
+    );
+}
+
+#[test]
+fn a_subject_with_an_unknown_key_is_refused() {
+    let text =
+        "kind: User\nname: alice\n---\nkind: RoleBinding\nrole: admin\nsubject: { usr: alice }\n";
+    assert_eq!(
+        errors("s.yaml", text),
+        vec![
+            "s.yaml (document 2): RoleBinding: field `subject`: unknown variant `usr`, expected one of `user`, `serviceAccount`, `group`, `agent`"
+        ]
+    );
+}
+
+#[test]
+fn bad_values_are_refused_with_guidance() {
+    let text = r#"
+kind: Project
+name: p
+---
+kind: Role
+name: r
+permissions: ["Run:Projects:P"]
+---
+kind: Upstream
+name: u
+project: p
+http: { url: "ftp://x", headers: { Authorization: "${vault:x}" } }
+---
+kind: Autonomy
+subject: { project: p }
+level: 7
+---
+kind: KillSwitch
+scope: { all: true }
+reason: ""
+"#;
+    assert_eq!(
+        errors("v.yaml", text),
+        vec![
+            "v.yaml (document 2): Role `r`: field `permissions[0]`: `Run:Projects:P` may only contain lowercase letters, digits, `-`, `_`, `.`, `*` and `:`",
+            "v.yaml (document 3): Upstream `u`: field `http.url`: `ftp://x` is not an http:// or https:// URL",
+            "v.yaml (document 3): Upstream `u`: field `http.headers.Authorization`: `${vault:x}` is not a reference; write `${env:NAME}` or `${secret:NAME}`",
+            "v.yaml (document 4): Autonomy `project:p`: field `level`: 7 is not a level; use 0, 1, 2, 3 or 4",
+            "v.yaml (document 5): KillSwitch `all`: field `reason`: say why the scope is frozen",
+        ]
+    );
+}
+
+#[test]
+fn a_resource_defined_twice_in_one_apply_is_refused() {
+    let text = "kind: User\nname: alice\n---\nkind: User\nname: alice\n";
+    assert_eq!(
+        errors("d.yaml", text),
+        vec![
+            "d.yaml (document 2): User `alice`: defined more than once in this apply; keep one definition"
+        ]
+    );
+}
+
+#[test]
+fn deleting_a_referenced_resource_is_refused() {
+    let config = Config::validate(parse_documents("a.yaml", APPENDIX_A).unwrap()).unwrap();
+    let err: Vec<String> = config
+        .without(Kind::Project, "payments")
+        .unwrap_err()
+        .into_iter()
+        .map(|e| e.to_string())
+        .collect();
+    assert!(
+        err.iter()
+            .any(|e| e.contains("Upstream `ledger`: field `project`: no Project named `payments`")),
+        "{err:?}"
+    );
+    assert!(
+        config
+            .without(Kind::KillSwitch, "tool:ledger__refund")
+            .is_ok()
+    );
+}
+
+#[test]
+fn invalid_yaml_is_reported_with_its_location() {
+    let errs = errors("y.yaml", "kind: User\nname: [unclosed\n");
+    assert_eq!(errs.len(), 1);
+    assert!(
+        errs[0].starts_with("y.yaml (document 1): not valid YAML: "),
+        "{}",
+        errs[0]
+    );
+    assert!(errs[0].contains("line"), "{}", errs[0]);
+}
+
+#[test]
+fn the_json_schema_is_generated_from_the_same_types() {
+    let schema = json_schema();
+    let text = schema.to_string();
+    for kind in Kind::ALL {
+        assert!(
+            text.contains(&format!("\"{}\"", kind.as_str())),
+            "{kind} missing"
+        );
+    }
+    assert!(text.contains("maxWritesPerMinute"));
+}

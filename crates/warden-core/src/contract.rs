@@ -1,0 +1,200 @@
+//! The decision contract (GOV-3): the outcome of a governed call as the caller sees it, with
+//! one serializer.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::decision::{Denial, DenyCode};
+
+/// What an executed tool returned.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ToolOutput {
+    /// A built-in tool's result: the contract's `data`.
+    Data(Value),
+    /// An upstream's `CallToolResult`, passed through intact (content, `structuredContent`,
+    /// and the upstream's own `isError`).
+    Upstream {
+        /// The result object as the upstream sent it.
+        result: Map<String, Value>,
+        /// The upstream's `isError`.
+        is_error: bool,
+    },
+}
+
+/// The verdict of a governed call.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Verdict {
+    /// Executed, with its output.
+    Executed {
+        /// The output.
+        output: ToolOutput,
+        /// The rule that allowed it.
+        rule: String,
+    },
+    /// Parked for a human decision.
+    Pending {
+        /// The approval to decide.
+        approval_id: String,
+        /// The rule that parked it.
+        rule: String,
+    },
+    /// Refused.
+    Denied(Denial),
+}
+
+/// The outcome of one governed `tools/call`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CallOutcome {
+    /// The run.
+    pub run_id: String,
+    /// The call within the run.
+    pub call_id: String,
+    /// The tool name as requested.
+    pub tool: String,
+    /// The verdict.
+    pub verdict: Verdict,
+    /// Whether the call left audit records (false for kill-switch and validation refusals,
+    /// and when the store was unreachable).
+    pub audited: bool,
+}
+
+/// The wire shape of GOV-3:
+/// `{"status", "code"?, "data"?, "approvalId"?, "runId", "message"}`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DecisionContract {
+    /// `executed`, `pending_approval` or `denied`.
+    pub status: &'static str,
+    /// Only when denied.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<DenyCode>,
+    /// Only when executed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+    /// Only when pending.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval_id: Option<String>,
+    /// The run.
+    pub run_id: String,
+    /// One line for the caller.
+    pub message: String,
+}
+
+impl CallOutcome {
+    /// The contract of this outcome. For upstream results `data` is the upstream's
+    /// `structuredContent` when it has one, else its result object.
+    pub fn contract(&self) -> DecisionContract {
+        let (status, code, data, approval_id, message) = match &self.verdict {
+            Verdict::Executed { output, .. } => {
+                let data = match output {
+                    ToolOutput::Data(v) => v.clone(),
+                    ToolOutput::Upstream { result, .. } => result
+                        .get("structuredContent")
+                        .cloned()
+                        .unwrap_or_else(|| Value::Object(result.clone())),
+                };
+                (
+                    "executed",
+                    None,
+                    Some(data),
+                    None,
+                    format!("executed `{}`", self.tool),
+                )
+            }
+            Verdict::Pending { approval_id, .. } => (
+                "pending_approval",
+                None,
+                None,
+                Some(approval_id.clone()),
+                format!("`{}` awaits approval `{approval_id}`", self.tool),
+            ),
+            Verdict::Denied(d) => ("denied", Some(d.code), None, None, d.message.clone()),
+        };
+        DecisionContract {
+            status,
+            code,
+            data,
+            approval_id,
+            run_id: self.run_id.clone(),
+            message,
+        }
+    }
+
+    /// The contract without `data`, as attached to passed-through upstream results.
+    pub fn contract_meta(&self) -> DecisionContract {
+        DecisionContract {
+            data: None,
+            ..self.contract()
+        }
+    }
+
+    /// `isError` of the MCP result: true exactly when denied (GOV-3); for upstream results,
+    /// the upstream's own flag.
+    pub fn is_error(&self) -> bool {
+        match &self.verdict {
+            Verdict::Denied(_) => true,
+            Verdict::Pending { .. } => false,
+            Verdict::Executed { output, .. } => match output {
+                ToolOutput::Data(_) => false,
+                ToolOutput::Upstream { is_error, .. } => *is_error,
+            },
+        }
+    }
+
+    /// The denial, if refused.
+    pub fn denial(&self) -> Option<&Denial> {
+        match &self.verdict {
+            Verdict::Denied(d) => Some(d),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn outcome(verdict: Verdict) -> CallOutcome {
+        CallOutcome {
+            run_id: "run_1".into(),
+            call_id: "c1".into(),
+            tool: "t".into(),
+            verdict,
+            audited: true,
+        }
+    }
+
+    #[test]
+    fn the_contract_has_exactly_the_fields_of_its_status() {
+        let executed = outcome(Verdict::Executed {
+            output: ToolOutput::Data(json!({"x": 1})),
+            rule: "r".into(),
+        });
+        assert_eq!(
+            serde_json::to_value(executed.contract()).unwrap(),
+            json!({"status":"executed","data":{"x":1},"runId":"run_1","message":"executed `t`"})
+        );
+        assert!(!executed.is_error());
+        let pending = outcome(Verdict::Pending {
+            approval_id: "apr_1".into(),
+            rule: "r".into(),
+        });
+        assert_eq!(
+            serde_json::to_value(pending.contract()).unwrap(),
+            json!({"status":"pending_approval","approvalId":"apr_1","runId":"run_1","message":"`t` awaits approval `apr_1`"})
+        );
+        assert!(!pending.is_error());
+        let denied = outcome(Verdict::Denied(Denial::new(
+            DenyCode::Capability,
+            "rule",
+            "no",
+        )));
+        assert_eq!(
+            serde_json::to_value(denied.contract()).unwrap(),
+            json!({"status":"denied","code":"CAPABILITY","runId":"run_1","message":"no"})
+        );
+        assert!(denied.is_error());
+    }
+}

@@ -1,0 +1,403 @@
+//! The decision function (RUN-6) and the closed set of denial codes (GOV-4).
+//!
+//! [`decide`] answers both "may this run see the tool" (`tools/list`) and "may it call it"
+//! (`tools/call`, step 4 of GOV-2). The other steps of the pipeline are pure functions here
+//! too; [`crate::pipeline`] runs them in the spec's order around the store and the upstream.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::authority::Authority;
+use crate::policy::{AutonomyLevel, Policy};
+use crate::tool::{Catalog, Governance, Risk, ToolDescriptor};
+
+/// Why a call was refused: a closed, documented set (GOV-4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum DenyCode {
+    /// A kill switch freezes the scope (step 1).
+    KillSwitch,
+    /// The arguments do not match the advertised schema (step 2).
+    Validation,
+    /// No such tool in this run's catalog — also for tools that exist but are hidden.
+    UnknownTool,
+    /// The run lacks a capability the tool requires, or an argument names a resource outside
+    /// the run's authority (step 4).
+    Capability,
+    /// The tool's policy refuses the call (step 5).
+    ToolPolicy,
+    /// The tool's rate limit is exhausted (step 5).
+    RateLimited,
+    /// The write budget is exhausted (step 6).
+    WriteBudget,
+    /// Autonomy level 0: no side effects (step 7).
+    AutonomyShadow,
+    /// The mutation needs a human approval; interim code until approvals are built (step 7).
+    ApprovalRequired,
+    /// A human rejected the approval.
+    ApprovalRejected,
+    /// The approval expired undecided.
+    ApprovalExpired,
+    /// A staged action was vetoed.
+    Vetoed,
+    /// A mutation without a governance decision (GOV-5).
+    Ungoverned,
+    /// Governance could not run (store unreachable) or the upstream is unavailable.
+    Unavailable,
+    /// An approval without a requester reference (APR-5).
+    ApprovalProvenanceMissing,
+    /// An approval whose requester reference is malformed (APR-5).
+    ApprovalProvenanceInvalid,
+    /// The requester's credential was revoked (APR-5).
+    RequesterRevoked,
+    /// The requester's role no longer exists (APR-5).
+    RequesterRoleUnavailable,
+    /// The requester's authority could not be resolved (APR-5).
+    RequesterResolutionFailed,
+}
+
+impl DenyCode {
+    /// Every code, in the order of GOV-4.
+    pub const ALL: [DenyCode; 19] = [
+        DenyCode::KillSwitch,
+        DenyCode::Validation,
+        DenyCode::UnknownTool,
+        DenyCode::Capability,
+        DenyCode::ToolPolicy,
+        DenyCode::RateLimited,
+        DenyCode::WriteBudget,
+        DenyCode::AutonomyShadow,
+        DenyCode::ApprovalRequired,
+        DenyCode::ApprovalRejected,
+        DenyCode::ApprovalExpired,
+        DenyCode::Vetoed,
+        DenyCode::Ungoverned,
+        DenyCode::Unavailable,
+        DenyCode::ApprovalProvenanceMissing,
+        DenyCode::ApprovalProvenanceInvalid,
+        DenyCode::RequesterRevoked,
+        DenyCode::RequesterRoleUnavailable,
+        DenyCode::RequesterResolutionFailed,
+    ];
+
+    /// The code as it appears on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DenyCode::KillSwitch => "KILL_SWITCH",
+            DenyCode::Validation => "VALIDATION",
+            DenyCode::UnknownTool => "UNKNOWN_TOOL",
+            DenyCode::Capability => "CAPABILITY",
+            DenyCode::ToolPolicy => "TOOL_POLICY",
+            DenyCode::RateLimited => "RATE_LIMITED",
+            DenyCode::WriteBudget => "WRITE_BUDGET",
+            DenyCode::AutonomyShadow => "AUTONOMY_SHADOW",
+            DenyCode::ApprovalRequired => "APPROVAL_REQUIRED",
+            DenyCode::ApprovalRejected => "APPROVAL_REJECTED",
+            DenyCode::ApprovalExpired => "APPROVAL_EXPIRED",
+            DenyCode::Vetoed => "VETOED",
+            DenyCode::Ungoverned => "UNGOVERNED",
+            DenyCode::Unavailable => "UNAVAILABLE",
+            DenyCode::ApprovalProvenanceMissing => "APPROVAL_PROVENANCE_MISSING",
+            DenyCode::ApprovalProvenanceInvalid => "APPROVAL_PROVENANCE_INVALID",
+            DenyCode::RequesterRevoked => "REQUESTER_REVOKED",
+            DenyCode::RequesterRoleUnavailable => "REQUESTER_ROLE_UNAVAILABLE",
+            DenyCode::RequesterResolutionFailed => "REQUESTER_RESOLUTION_FAILED",
+        }
+    }
+
+    /// Parses the wire form.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.as_str() == s)
+    }
+}
+
+impl fmt::Display for DenyCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A refusal: the code and message for the caller, the rule for operators.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Denial {
+    /// The code (GOV-4).
+    pub code: DenyCode,
+    /// The rule that decided, e.g. `kill-switch:incident-4411`. Operators only: for
+    /// `UNKNOWN_TOOL` it would reveal why a hidden tool is hidden.
+    pub rule: String,
+    /// One line for the caller.
+    pub message: String,
+}
+
+impl Denial {
+    /// Builds a denial.
+    pub fn new(code: DenyCode, rule: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            rule: rule.into(),
+            message: message.into(),
+        }
+    }
+
+    /// The one refusal for a tool the run was never shown (RUN-6): identical for invented,
+    /// misspelt and hidden names.
+    pub fn unknown_tool(name: &str, rule: impl Into<String>) -> Self {
+        Self::new(
+            DenyCode::UnknownTool,
+            rule,
+            format!("unknown tool `{}`", truncate_name(name)),
+        )
+    }
+}
+
+fn truncate_name(name: &str) -> &str {
+    let mut end = name.len().min(128);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    name.get(..end).unwrap_or_default()
+}
+
+/// The answer of the decision function.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// Allowed, by this rule.
+    Allow {
+        /// The rule that allowed it.
+        rule: String,
+    },
+    /// Refused.
+    Deny(Denial),
+}
+
+/// What the decision is for.
+#[derive(Clone, Copy, Debug)]
+pub enum Purpose<'a> {
+    /// May the run see the tool (`tools/list`, and name resolution before `tools/call`)?
+    List,
+    /// May the run call it with these arguments (GOV-2 step 4)?
+    Call {
+        /// The call's arguments.
+        args: Option<&'a Map<String, Value>>,
+    },
+}
+
+/// The decision function (RUN-6): one function for both enforcement points.
+pub fn decide(authority: &Authority, tool: &ToolDescriptor, purpose: Purpose<'_>) -> Decision {
+    if let Some(reason) = &authority.withheld {
+        return Decision::Deny(Denial::unknown_tool(
+            &tool.name,
+            format!("fail-closed:{reason}"),
+        ));
+    }
+    let scope_rule = match &tool.project {
+        None => "scope:builtin".to_owned(),
+        Some(p) => {
+            if !authority.projects.contains_key(p) {
+                let why = authority
+                    .knowledge_only
+                    .get(p)
+                    .map(|w| format!(" ({w})"))
+                    .unwrap_or_default();
+                return Decision::Deny(Denial::unknown_tool(
+                    &tool.name,
+                    format!("scope:project-not-granted:{p}{why}"),
+                ));
+            }
+            format!("scope:project:{p}")
+        }
+    };
+    let Purpose::Call { args } = purpose else {
+        return Decision::Allow { rule: scope_rule };
+    };
+    if let Some(cap) = &tool.capability
+        && !authority.grant.holds(cap.as_str())
+    {
+        return Decision::Deny(Denial::new(
+            DenyCode::Capability,
+            format!("capability:{cap}"),
+            format!(
+                "this run lacks the capability `{cap}` that `{}` requires",
+                tool.name
+            ),
+        ));
+    }
+    for pointer in &tool.project_arguments {
+        for named in named_projects(args, pointer) {
+            let allowed = authority.projects.keys().any(|p| p.as_str() == named);
+            if !allowed {
+                return Decision::Deny(Denial::new(
+                    DenyCode::Capability,
+                    format!("ceiling:argument:{pointer}"),
+                    format!(
+                        "argument `{pointer}` names project `{}`, which is outside this run's authority",
+                        truncate_name(named)
+                    ),
+                ));
+            }
+        }
+    }
+    Decision::Allow {
+        rule: match &tool.capability {
+            Some(cap) => format!("capability:{cap}"),
+            None => scope_rule,
+        },
+    }
+}
+
+fn named_projects<'a>(args: Option<&'a Map<String, Value>>, pointer: &str) -> Vec<&'a str> {
+    let Some(args) = args else { return Vec::new() };
+    let Some(rest) = pointer.strip_prefix('/') else {
+        return Vec::new();
+    };
+    let mut segments = rest.split('/');
+    let first = segments.next().unwrap_or_default();
+    let Some(mut value) = args.get(first) else {
+        return Vec::new();
+    };
+    for seg in segments {
+        match value.get(seg) {
+            Some(v) => value = v,
+            None => return Vec::new(),
+        }
+    }
+    match value {
+        Value::String(s) => vec![s.as_str()],
+        Value::Array(items) => items.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Name resolution before the pipeline (RUN-6): a name the run was never shown gets the same
+/// refusal whether it is invented, misspelt or hidden.
+pub fn resolve_tool<'c>(
+    catalog: &'c Catalog,
+    authority: &Authority,
+    name: &str,
+) -> Result<&'c std::sync::Arc<ToolDescriptor>, Denial> {
+    let Some(tool) = catalog.get(name) else {
+        return Err(Denial::unknown_tool(name, "resolve:no-such-tool"));
+    };
+    match decide(authority, tool, Purpose::List) {
+        Decision::Allow { .. } => Ok(tool),
+        Decision::Deny(d) => Err(d),
+    }
+}
+
+/// GOV-2 step 1: a kill switch freezing this call.
+pub fn kill_switch(
+    policy: &Policy,
+    authority: &Authority,
+    tool: &ToolDescriptor,
+) -> Option<Denial> {
+    policy.kill_switch_for(authority, tool).map(|(key, k)| {
+        Denial::new(
+            DenyCode::KillSwitch,
+            format!("kill-switch:{key}"),
+            format!("`{}` is frozen by a kill switch: {}", tool.name, k.reason),
+        )
+    })
+}
+
+/// GOV-2 step 2: schema validation.
+pub fn validate(tool: &ToolDescriptor, args: Option<&Map<String, Value>>) -> Option<Denial> {
+    tool.schema.validate(args).err().map(|failure| {
+        Denial::new(
+            DenyCode::Validation,
+            format!("schema:{}", tool.name),
+            failure.to_string(),
+        )
+    })
+}
+
+/// GOV-2 step 5, static part: governance status and explicit refusals.
+pub fn tool_policy(tool: &ToolDescriptor) -> Option<Denial> {
+    match &tool.governance {
+        Governance::Unmapped => {
+            return Some(Denial::new(
+                DenyCode::Ungoverned,
+                "governance:unmapped",
+                format!(
+                    "`{}` is a mutation without a governance decision; an operator must classify it with a ToolPolicy",
+                    tool.name
+                ),
+            ));
+        }
+        Governance::Ungoverned { reason } => {
+            return Some(Denial::new(
+                DenyCode::Ungoverned,
+                format!(
+                    "governance:ungoverned:{}",
+                    tool.policy.as_deref().unwrap_or_default()
+                ),
+                format!(
+                    "`{}` is declared ungoverned ({reason}) and is not executed with governance on",
+                    tool.name
+                ),
+            ));
+        }
+        Governance::Read | Governance::Governed { .. } => {}
+    }
+    tool.deny.as_ref().map(|reason| {
+        Denial::new(
+            DenyCode::ToolPolicy,
+            format!(
+                "tool-policy:{}:deny",
+                tool.policy.as_deref().unwrap_or(&tool.name)
+            ),
+            format!("`{}` is refused by policy: {reason}", tool.name),
+        )
+    })
+}
+
+/// The outcome of GOV-2 step 7.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Gate {
+    /// Execute now.
+    Execute {
+        /// The rule.
+        rule: String,
+    },
+    /// Park for a human approval (L1 every mutation, L2 dangerous ones).
+    Park {
+        /// The rule.
+        rule: String,
+    },
+    /// Stage for a veto window (L3 dangerous ones).
+    Stage {
+        /// The rule.
+        rule: String,
+        /// The window.
+        window: std::time::Duration,
+    },
+    /// Refuse.
+    Deny(Denial),
+}
+
+/// GOV-2 step 7: risk and autonomy (APR-1). Reads are never gated.
+pub fn autonomy_gate(tool: &ToolDescriptor, level: &AutonomyLevel) -> Gate {
+    let rule = format!("{}:L{}", level.rule, level.level);
+    if !tool.is_mutation() {
+        return Gate::Execute {
+            rule: "autonomy:read".into(),
+        };
+    }
+    match (level.level, tool.risk) {
+        (0, _) => Gate::Deny(Denial::new(
+            DenyCode::AutonomyShadow,
+            rule,
+            format!(
+                "autonomy level 0 allows no side effects; `{}` was not executed",
+                tool.name
+            ),
+        )),
+        (1, _) | (2, Risk::Dangerous) => Gate::Park { rule },
+        (3, Risk::Dangerous) => Gate::Stage {
+            rule,
+            window: level.veto_window,
+        },
+        _ => Gate::Execute { rule },
+    }
+}

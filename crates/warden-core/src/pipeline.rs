@@ -1,0 +1,524 @@
+//! The governed call (GOV-2) as an explicit ordered sequence over small traits.
+//!
+//! ```text
+//! resolve name ─► 1 kill switch ─► 2 validate ─► 3 audit (run + call) ─► 4 capability
+//!   ─► 5 tool policy ─► 6 write budget ─► 7 autonomy ─► execute ─► outcome record
+//! ```
+//!
+//! The order is part of the contract: a frozen scope creates nothing (1 before 3); invalid
+//! input writes nothing (2 before 3); from 3 on every refusal is recorded. Any failure of the
+//! machinery (store, counters) is a denial with code `UNAVAILABLE`, never an execution.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde_json::{Map, Value, json};
+
+use crate::audit::{NewRecord, RecordKind, canonical_json, hash_arguments, hash_value, redact};
+use crate::authority::Authority;
+use crate::contract::{CallOutcome, ToolOutput, Verdict};
+use crate::decision::{self, Decision, Denial, DenyCode, Gate, Purpose};
+use crate::policy::{CounterSpec, Policy};
+use crate::time::Millis;
+use crate::tool::{Catalog, ToolDescriptor};
+
+/// A failure of the machinery behind the pipeline (store unreachable, …). The message is for
+/// operators' logs, never for the caller.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct EnvError(pub String);
+
+/// Why an upstream could not execute a call.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ExecError {
+    /// The upstream is down, restarting or timed out; the message is safe for the caller.
+    #[error("{0}")]
+    Unavailable(String),
+    /// The client cancelled the call.
+    #[error("cancelled")]
+    Cancelled,
+}
+
+/// Appends audit records durably (the store).
+pub trait AuditLog: Send + Sync {
+    /// Appends records in order; returns once they are durable.
+    fn append(&self, records: Vec<NewRecord>) -> impl Future<Output = Result<(), EnvError>> + Send;
+}
+
+/// Exact counters for rate limits and write budgets (the store).
+pub trait Counters: Send + Sync {
+    /// Takes one unit from `counter` in the window containing `now`; `Ok(false)` when the
+    /// limit is reached. Exact under concurrency.
+    fn take(
+        &self,
+        counter: &CounterSpec,
+        now: Millis,
+    ) -> impl Future<Output = Result<bool, EnvError>> + Send;
+}
+
+/// The time.
+pub trait Clock: Send + Sync {
+    /// Now.
+    fn now(&self) -> Millis;
+}
+
+/// One call to execute.
+#[derive(Debug)]
+pub struct Execution<'a> {
+    /// The tool.
+    pub tool: &'a Arc<ToolDescriptor>,
+    /// Validated arguments.
+    pub args: Option<Map<String, Value>>,
+    /// The run's authority.
+    pub authority: &'a Authority,
+    /// The run.
+    pub run_id: &'a str,
+    /// The call.
+    pub call_id: &'a str,
+}
+
+/// Executes admitted calls (upstreams and built-in tool sets).
+pub trait Executor: Send + Sync {
+    /// Executes the call.
+    fn execute(
+        &self,
+        call: Execution<'_>,
+    ) -> impl Future<Output = Result<ToolOutput, ExecError>> + Send;
+}
+
+/// The state of a run shared by its calls: its id and whether its run record exists.
+#[derive(Debug)]
+pub struct RunState {
+    id: String,
+    opened: AtomicBool,
+}
+
+impl RunState {
+    /// A run not yet recorded; its record is written with its first audited call.
+    pub fn new(id: impl Into<String>) -> Self {
+        Self {
+            id: id.into(),
+            opened: AtomicBool::new(false),
+        }
+    }
+
+    /// The run's id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Whether the run record was written.
+    pub fn is_opened(&self) -> bool {
+        self.opened.load(Ordering::Acquire)
+    }
+}
+
+/// One `tools/call` request.
+#[derive(Debug)]
+pub struct CallRequest<'a> {
+    /// The call's id (unique in the run).
+    pub call_id: String,
+    /// The tool name as the client sent it.
+    pub name: &'a str,
+    /// The arguments.
+    pub args: Option<Map<String, Value>>,
+}
+
+/// The pipeline's dependencies.
+#[derive(Debug)]
+pub struct Pipeline<'a, A, C, K, X> {
+    /// Audit log.
+    pub audit: &'a A,
+    /// Counters.
+    pub counters: &'a C,
+    /// Clock.
+    pub clock: &'a K,
+    /// Executor.
+    pub executor: &'a X,
+}
+
+/// The step that decided a call, recorded with the decision.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Step {
+    Resolve,
+    Capability,
+    ToolPolicy,
+    WriteBudget,
+    Autonomy,
+    Execute,
+}
+
+impl Step {
+    fn as_str(self) -> &'static str {
+        match self {
+            Step::Resolve => "resolve",
+            Step::Capability => "capability",
+            Step::ToolPolicy => "tool-policy",
+            Step::WriteBudget => "write-budget",
+            Step::Autonomy => "autonomy",
+            Step::Execute => "execute",
+        }
+    }
+}
+
+impl<A: AuditLog, C: Counters, K: Clock, X: Executor> Pipeline<'_, A, C, K, X> {
+    /// Runs one governed call through GOV-2.
+    pub async fn call(
+        &self,
+        policy: &Policy,
+        catalog: &Catalog,
+        authority: &Authority,
+        run: &RunState,
+        request: CallRequest<'_>,
+    ) -> CallOutcome {
+        let CallRequest {
+            call_id,
+            name,
+            args,
+        } = request;
+        let mut outcome = CallOutcome {
+            run_id: run.id.clone(),
+            call_id: call_id.clone(),
+            tool: name.to_owned(),
+            verdict: Verdict::Denied(Denial::unknown_tool(name, "")),
+            audited: false,
+        };
+        let rec = Recorder {
+            policy,
+            authority,
+            run,
+            call_id: &call_id,
+            tool: name,
+        };
+
+        // Name resolution comes first (RUN-6): a hidden tool is never validated.
+        let tool = match decision::resolve_tool(catalog, authority, name) {
+            Ok(t) => t,
+            Err(denial) => {
+                let now = self.clock.now();
+                let mut records = rec.open(now, None, args.as_ref());
+                records.push(rec.decision(now, Step::Resolve, &Decision::Deny(denial.clone())));
+                return self.finish_denied(outcome, &rec, records, denial).await;
+            }
+        };
+
+        // 1. kill switch: a frozen scope creates nothing, not even a run.
+        if let Some(denial) = decision::kill_switch(policy, authority, tool) {
+            outcome.verdict = Verdict::Denied(denial);
+            return outcome;
+        }
+
+        // 2. validate input against the advertised schema, before any write.
+        if let Some(denial) = decision::validate(tool, args.as_ref()) {
+            outcome.verdict = Verdict::Denied(denial);
+            return outcome;
+        }
+
+        // 3. open the run and append the call: from here on everything is recorded.
+        let now = self.clock.now();
+        let opened = rec.open(now, Some(tool), args.as_ref());
+        if let Err(e) = self.audit.append(opened).await {
+            rec.reopen_on_failure();
+            outcome.verdict = Verdict::Denied(unavailable(&e));
+            return outcome;
+        }
+        outcome.audited = true;
+
+        // 4..7, each a refusal recorded as such.
+        let admitted = match self
+            .admit(policy, authority, run, tool, args.as_ref())
+            .await
+        {
+            Ok(admitted) => admitted,
+            Err((step, denial)) => {
+                let record = rec.decision(self.clock.now(), step, &Decision::Deny(denial.clone()));
+                return self
+                    .finish_denied(outcome, &rec, vec![record], denial)
+                    .await;
+            }
+        };
+
+        {
+            let rule = admitted;
+            {
+                let allow = Decision::Allow { rule: rule.clone() };
+                let record = rec.decision(self.clock.now(), Step::Autonomy, &allow);
+                // The decision is durable before any side effect.
+                if let Err(e) = self.audit.append(vec![record]).await {
+                    outcome.verdict = Verdict::Denied(unavailable(&e));
+                    return outcome;
+                }
+                let started = self.clock.now();
+                let result = self
+                    .executor
+                    .execute(Execution {
+                        tool,
+                        args,
+                        authority,
+                        run_id: &run.id,
+                        call_id: &call_id,
+                    })
+                    .await;
+                let finished = self.clock.now();
+                let (verdict, record) = match result {
+                    Ok(output) => {
+                        let record = rec.outcome(finished, started, Ok(&output));
+                        (Verdict::Executed { output, rule }, record)
+                    }
+                    Err(e) => {
+                        let record = rec.outcome(finished, started, Err(&e));
+                        let denial = match e {
+                            ExecError::Unavailable(msg) => Denial::new(
+                                DenyCode::Unavailable,
+                                format!("upstream:{}", upstream_of(tool)),
+                                msg,
+                            ),
+                            ExecError::Cancelled => Denial::new(
+                                DenyCode::Unavailable,
+                                "execute:cancelled",
+                                "the call was cancelled",
+                            ),
+                        };
+                        (Verdict::Denied(denial), record)
+                    }
+                };
+                // An outcome that cannot be recorded is still the truth of what happened:
+                // the durable decision record above already shows the call was admitted.
+                let _ = self.audit.append(vec![record]).await;
+                outcome.verdict = verdict;
+                outcome
+            }
+        }
+    }
+
+    async fn admit(
+        &self,
+        policy: &Policy,
+        authority: &Authority,
+        run: &RunState,
+        tool: &ToolDescriptor,
+        args: Option<&Map<String, Value>>,
+    ) -> Result<String, (Step, Denial)> {
+        // 4. capability (RBAC, run authority, token ceiling, arguments naming projects).
+        if let Decision::Deny(d) = decision::decide(authority, tool, Purpose::Call { args }) {
+            return Err((Step::Capability, d));
+        }
+        // 5. tool policy: governance status, explicit refusals, rate limit.
+        if let Some(d) = decision::tool_policy(tool) {
+            return Err((Step::ToolPolicy, d));
+        }
+        if let Some(limit) = policy.rate_limit_for(tool) {
+            self.take(&limit, Step::ToolPolicy, DenyCode::RateLimited, || {
+                format!(
+                    "`{}` allows {} calls per minute; try again later",
+                    tool.name, limit.limit
+                )
+            })
+            .await?;
+        }
+        // 6. write budget (mutations only).
+        if tool.is_mutation() {
+            for budget in policy.write_budgets_for(authority, &run.id) {
+                self.take(&budget, Step::WriteBudget, DenyCode::WriteBudget, || {
+                    format!(
+                        "the write budget of {} writes per minute is spent; try again later",
+                        budget.limit
+                    )
+                })
+                .await?;
+            }
+        }
+        // 7. risk and autonomy.
+        let level = policy.autonomy_for(authority, tool);
+        match decision::autonomy_gate(tool, &level) {
+            Gate::Execute { rule } => Ok(rule),
+            Gate::Deny(d) => Err((Step::Autonomy, d)),
+            // Interim until approvals are built: a call that must park or stage is refused
+            // with `APPROVAL_REQUIRED`.
+            Gate::Park { rule } | Gate::Stage { rule, .. } => Err((
+                Step::Autonomy,
+                Denial::new(
+                    DenyCode::ApprovalRequired,
+                    rule,
+                    format!(
+                        "`{}` needs a human approval at autonomy level {}; approvals are not available yet, so it was not executed",
+                        tool.name, level.level
+                    ),
+                ),
+            )),
+        }
+    }
+
+    async fn take(
+        &self,
+        counter: &CounterSpec,
+        step: Step,
+        code: DenyCode,
+        message: impl FnOnce() -> String,
+    ) -> Result<(), (Step, Denial)> {
+        match self.counters.take(counter, self.clock.now()).await {
+            Ok(true) => Ok(()),
+            Ok(false) => Err((step, Denial::new(code, counter.rule.clone(), message()))),
+            Err(e) => Err((step, unavailable(&e))),
+        }
+    }
+
+    async fn finish_denied(
+        &self,
+        mut outcome: CallOutcome,
+        rec: &Recorder<'_>,
+        records: Vec<NewRecord>,
+        denial: Denial,
+    ) -> CallOutcome {
+        match self.audit.append(records).await {
+            Ok(()) => {
+                outcome.audited = true;
+                outcome.verdict = Verdict::Denied(denial);
+            }
+            Err(e) => {
+                rec.reopen_on_failure();
+                outcome.verdict = Verdict::Denied(unavailable(&e));
+            }
+        }
+        outcome
+    }
+}
+
+fn unavailable(e: &EnvError) -> Denial {
+    Denial::new(
+        DenyCode::Unavailable,
+        format!("store:{e}"),
+        "governance is unavailable (the store cannot be reached); nothing was executed",
+    )
+}
+
+fn upstream_of(tool: &ToolDescriptor) -> String {
+    match &tool.source {
+        crate::tool::ToolSource::Upstream { upstream, .. } => upstream.to_string(),
+        crate::tool::ToolSource::Builtin { set, .. } => set.to_string(),
+    }
+}
+
+/// Builds the audit records of one call.
+struct Recorder<'a> {
+    policy: &'a Policy,
+    authority: &'a Authority,
+    run: &'a RunState,
+    call_id: &'a str,
+    tool: &'a str,
+}
+
+impl Recorder<'_> {
+    fn base(&self, at: Millis, kind: RecordKind, payload: Value) -> NewRecord {
+        NewRecord {
+            at,
+            kind,
+            run_id: self.run.id.clone(),
+            call_id: (kind != RecordKind::Run).then(|| self.call_id.to_owned()),
+            principal: Some(self.authority.principal.to_string()),
+            agent: self.authority.agent.as_ref().map(ToString::to_string),
+            tool: (kind != RecordKind::Run).then(|| self.tool.to_owned()),
+            decision: None,
+            code: None,
+            payload: canonical_json(&payload),
+        }
+    }
+
+    /// The run record (first audited call of the run only) and the call record.
+    fn open(
+        &self,
+        at: Millis,
+        tool: Option<&ToolDescriptor>,
+        args: Option<&Map<String, Value>>,
+    ) -> Vec<NewRecord> {
+        let mut records = Vec::with_capacity(2);
+        if !self.run.opened.swap(true, Ordering::AcqRel) {
+            records.push(self.base(
+                at,
+                RecordKind::Run,
+                run_payload(self.authority, self.policy),
+            ));
+        }
+        let payload = json!({
+            "args_hash": hash_arguments(args),
+            "args": redact(args),
+            "project": tool.and_then(|t| t.project.as_ref()).map(ToString::to_string),
+            "class": tool.map(|t| t.class),
+        });
+        records.push(self.base(at, RecordKind::Call, payload));
+        records
+    }
+
+    /// A failed append of the run record must let the next call write it.
+    fn reopen_on_failure(&self) {
+        self.run.opened.store(false, Ordering::Release);
+    }
+
+    fn decision(&self, at: Millis, step: Step, decision: &Decision) -> NewRecord {
+        let (verdict, code, rule, message) = match decision {
+            Decision::Allow { rule } => ("allow", None, rule.as_str(), None),
+            Decision::Deny(d) => (
+                "deny",
+                Some(d.code),
+                d.rule.as_str(),
+                Some(d.message.as_str()),
+            ),
+        };
+        let payload = json!({
+            "decision": verdict,
+            "code": code,
+            "rule": rule,
+            "step": step.as_str(),
+            "policy_revision": self.policy.revision,
+            "message": message,
+        });
+        let mut r = self.base(at, RecordKind::Decision, payload);
+        r.decision = Some(verdict.to_owned());
+        r.code = code.map(|c| c.as_str().to_owned());
+        r
+    }
+
+    fn outcome(
+        &self,
+        at: Millis,
+        started: Millis,
+        result: Result<&ToolOutput, &ExecError>,
+    ) -> NewRecord {
+        let duration_ms = at.0.saturating_sub(started.0);
+        let (status, payload) = match result {
+            Ok(output) => {
+                let (hash, is_error) = match output {
+                    ToolOutput::Data(v) => (hash_value(v), false),
+                    ToolOutput::Upstream { result, is_error } => {
+                        (hash_value(&Value::Object(result.clone())), *is_error)
+                    }
+                };
+                (
+                    "executed",
+                    json!({"status": "executed", "step": Step::Execute.as_str(), "duration_ms": duration_ms, "result_hash": hash, "is_error": is_error}),
+                )
+            }
+            Err(e) => (
+                "failed",
+                json!({"status": "failed", "step": Step::Execute.as_str(), "duration_ms": duration_ms, "error": e.to_string()}),
+            ),
+        };
+        let mut r = self.base(at, RecordKind::Outcome, payload);
+        r.decision = Some(status.to_owned());
+        r
+    }
+}
+
+fn run_payload(authority: &Authority, policy: &Policy) -> Value {
+    json!({
+        "mode": authority.mode,
+        "principal": authority.principal.to_string(),
+        "credential": authority.credential_id,
+        "agent": authority.agent.as_ref().map(ToString::to_string),
+        "projects": authority.projects,
+        "knowledge_only": authority.knowledge_only,
+        "withheld": authority.withheld,
+        "policy_revision": policy.revision,
+    })
+}

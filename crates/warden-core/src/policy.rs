@@ -1,0 +1,244 @@
+//! The policy snapshot: a validated configuration compiled for the call path. Immutable; a
+//! new one is built on every configuration change and swapped in atomically.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::authority::Authority;
+use crate::capability::Capability;
+use crate::config::{
+    AgentSpec, AutonomySpec, AutonomySubject, BudgetPer, BudgetSubject, Config, KillScope,
+    KillSwitchSpec, Kind, ProjectSpec, Resource, ToolPolicySpec, WriteBudgetSpec,
+};
+use crate::name::{Name, glob_match};
+use crate::principal::{Principal, Subject};
+use crate::rbac::RbacBundle;
+use crate::tool::ToolDescriptor;
+
+/// Autonomy level when nothing is configured (APR-1).
+pub const DEFAULT_AUTONOMY_LEVEL: u8 = 2;
+
+/// Default veto window of level 3.
+pub const DEFAULT_VETO_WINDOW: Duration = Duration::from_secs(600);
+
+/// A compiled, immutable policy.
+#[derive(Debug, Default)]
+pub struct Policy {
+    /// The store's configuration revision this policy was compiled from; recorded with every
+    /// decision as the policy version.
+    pub revision: u64,
+    /// The validated configuration.
+    pub config: Arc<Config>,
+    /// Roles and bindings.
+    pub rbac: RbacBundle,
+    projects: BTreeMap<Name, ProjectSpec>,
+    agents: BTreeMap<Name, AgentSpec>,
+    tool_policies: Vec<(String, ToolPolicySpec)>,
+    autonomy: Vec<(String, AutonomySpec)>,
+    budgets: Vec<(String, WriteBudgetSpec)>,
+    kill_switches: Vec<(String, KillSwitchSpec)>,
+}
+
+/// The effective autonomy level of a call and the rule that set it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AutonomyLevel {
+    /// 0…4.
+    pub level: u8,
+    /// `autonomy:<key>` or `autonomy:default`.
+    pub rule: String,
+    /// The veto window (level 3).
+    pub veto_window: Duration,
+}
+
+/// A counter a call must take one unit from (rate limits, write budgets).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CounterSpec {
+    /// Store key of the counter.
+    pub key: String,
+    /// Units per window.
+    pub limit: u32,
+    /// Window length.
+    pub window: Duration,
+    /// The rule that set it, for the denial.
+    pub rule: String,
+}
+
+impl Policy {
+    /// Compiles a policy from a validated configuration at a store revision.
+    pub fn compile(config: Config, revision: u64) -> Self {
+        let mut policy = Policy {
+            revision,
+            rbac: RbacBundle::compile(&config),
+            ..Policy::default()
+        };
+        for located in config.resources() {
+            let key = located.resource.key();
+            match &located.resource {
+                Resource::Project(p) => {
+                    policy.projects.insert(p.name.clone(), p.clone());
+                }
+                Resource::Agent(a) => {
+                    policy.agents.insert(a.name.clone(), a.clone());
+                }
+                Resource::ToolPolicy(t) => policy.tool_policies.push((key, t.clone())),
+                Resource::Autonomy(a) => policy.autonomy.push((key, a.clone())),
+                Resource::WriteBudget(w) => policy.budgets.push((key, w.clone())),
+                Resource::KillSwitch(k) => policy.kill_switches.push((key, k.clone())),
+                _ => {}
+            }
+        }
+        policy.config = Arc::new(config);
+        policy
+    }
+
+    /// Every project.
+    pub fn projects(&self) -> &BTreeMap<Name, ProjectSpec> {
+        &self.projects
+    }
+
+    /// One agent.
+    pub fn agent(&self, name: &str) -> Option<&AgentSpec> {
+        self.agents.get(name)
+    }
+
+    /// Every agent.
+    pub fn agents(&self) -> &BTreeMap<Name, AgentSpec> {
+        &self.agents
+    }
+
+    /// Whether a user exists.
+    pub fn has_user(&self, name: &str) -> bool {
+        self.config.contains(Kind::User, name)
+    }
+
+    /// Whether a service account exists.
+    pub fn has_service_account(&self, name: &str) -> bool {
+        self.config.contains(Kind::ServiceAccount, name)
+    }
+
+    /// Whether the principal still exists in configuration.
+    pub fn principal_exists(&self, principal: &Principal) -> bool {
+        match principal {
+            Principal::User { name } => self.has_user(name.as_str()),
+            Principal::ServiceAccount { name } => self.has_service_account(name.as_str()),
+            Principal::AgentRun { agent, .. } => self.agents.contains_key(agent),
+        }
+    }
+
+    /// Tool policies with their keys.
+    pub fn tool_policies(&self) -> impl Iterator<Item = (&str, &ToolPolicySpec)> {
+        self.tool_policies.iter().map(|(k, v)| (k.as_str(), v))
+    }
+
+    /// The first kill switch that freezes this call, if any (GOV-2 step 1).
+    pub fn kill_switch_for(
+        &self,
+        authority: &Authority,
+        tool: &ToolDescriptor,
+    ) -> Option<(&str, &KillSwitchSpec)> {
+        self.kill_switches
+            .iter()
+            .find(|(_, k)| match &k.scope {
+                KillScope::All(all) => *all,
+                KillScope::Project(p) => tool.project.as_ref() == Some(p),
+                KillScope::Agent(a) => authority.agent.as_ref() == Some(a),
+                KillScope::Tool(pattern) => glob_match(pattern, &tool.name),
+                KillScope::Principal(subject) => self.subject_covers(subject, &authority.principal),
+            })
+            .map(|(key, k)| (key.as_str(), k))
+    }
+
+    /// Whether a configuration subject denotes the principal (directly or by group).
+    pub fn subject_covers(&self, subject: &Subject, principal: &Principal) -> bool {
+        match (subject, principal) {
+            (Subject::User(a), Principal::User { name }) => a == name,
+            (Subject::ServiceAccount(a), Principal::ServiceAccount { name }) => a == name,
+            (Subject::Agent(a), Principal::AgentRun { agent, .. }) => a == agent,
+            (Subject::Group(g), Principal::User { name }) => {
+                matches!(self.config.get(Kind::User, name.as_str()), Some(Resource::User(u)) if u.groups.contains(g))
+            }
+            _ => false,
+        }
+    }
+
+    /// The most restrictive autonomy level applicable to a call (APR-1), L2 when none.
+    pub fn autonomy_for(&self, authority: &Authority, tool: &ToolDescriptor) -> AutonomyLevel {
+        let applicable = self.autonomy.iter().filter(|(_, a)| match &a.subject {
+            AutonomySubject::Agent(n) => authority.agent.as_ref() == Some(n),
+            AutonomySubject::User(n) => {
+                matches!(&authority.principal, Principal::User { name } if name == n)
+            }
+            AutonomySubject::ServiceAccount(n) => {
+                matches!(&authority.principal, Principal::ServiceAccount { name } if name == n)
+            }
+            AutonomySubject::Project(p) => tool.project.as_ref() == Some(p),
+            AutonomySubject::Intent(i) => authority.intent.as_deref() == Some(i.as_str()),
+        });
+        applicable
+            .min_by_key(|(_, a)| a.level)
+            .map(|(key, a)| AutonomyLevel {
+                level: a.level,
+                rule: format!("autonomy:{key}"),
+                veto_window: a.veto_window.unwrap_or(DEFAULT_VETO_WINDOW),
+            })
+            .unwrap_or(AutonomyLevel {
+                level: DEFAULT_AUTONOMY_LEVEL,
+                rule: "autonomy:default".into(),
+                veto_window: DEFAULT_VETO_WINDOW,
+            })
+    }
+
+    /// The write budgets a mutation by this run must fit in (GOV-2 step 6).
+    pub fn write_budgets_for(&self, authority: &Authority, run_id: &str) -> Vec<CounterSpec> {
+        self.budgets
+            .iter()
+            .filter(|(_, b)| match &b.subject {
+                BudgetSubject::All(all) => *all,
+                BudgetSubject::Agent(n) => authority.agent.as_ref() == Some(n),
+                BudgetSubject::User(n) => {
+                    matches!(&authority.principal, Principal::User { name } if name == n)
+                }
+                BudgetSubject::ServiceAccount(n) => {
+                    matches!(&authority.principal, Principal::ServiceAccount { name } if name == n)
+                }
+            })
+            .map(|(key, b)| CounterSpec {
+                key: match b.per {
+                    BudgetPer::Subject => format!("budget:{key}"),
+                    BudgetPer::Run => format!("budget:{key}:run:{run_id}"),
+                },
+                limit: b.max_writes_per_minute,
+                window: Duration::from_secs(60),
+                rule: format!("write-budget:{key}"),
+            })
+            .collect()
+    }
+
+    /// The rate limit of a tool, if any (GOV-2 step 5).
+    pub fn rate_limit_for(&self, tool: &ToolDescriptor) -> Option<CounterSpec> {
+        tool.rate_limit_per_minute.map(|limit| CounterSpec {
+            key: format!("rate:{}", tool.name),
+            limit,
+            window: Duration::from_secs(60),
+            rule: format!(
+                "tool-policy:{}:rate-limit",
+                tool.policy.as_deref().unwrap_or(&tool.name)
+            ),
+        })
+    }
+
+    /// Capabilities an agent's unattended runs hold: its role bindings plus
+    /// `run:projects:<p>` for each membership (RUN-2 `agent` mode).
+    pub fn agent_run_capabilities(
+        &self,
+        agent: &AgentSpec,
+        principal: &Principal,
+    ) -> crate::capability::CapabilitySet {
+        let mut caps = self.rbac.capabilities(principal);
+        caps.extend(&crate::capability::CapabilitySet::from_patterns(
+            agent.memberships.iter().map(Capability::run_project),
+        ));
+        caps
+    }
+}

@@ -1,0 +1,137 @@
+//! The RBAC bundle: roles and bindings compiled into an immutable value.
+//!
+//! Capabilities come from the bundle, never from role-name strings. A new bundle is compiled
+//! whenever configuration changes and swapped in atomically by the server.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use crate::capability::{Capability, CapabilitySet};
+use crate::config::{BUILTIN_ADMIN_ROLE, Config, Kind, Resource};
+use crate::name::Name;
+use crate::principal::{Principal, Subject};
+
+/// One role granted to a subject, kept to explain decisions.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RoleGrant {
+    /// The role's name.
+    pub role: Name,
+    /// The subject the binding names (the user, or one of the user's groups, …).
+    pub via: Subject,
+}
+
+/// Roles and bindings compiled for lookup by principal.
+#[derive(Clone, Debug, Default)]
+pub struct RbacBundle {
+    roles: HashMap<Name, CapabilitySet>,
+    bindings: HashMap<Subject, Vec<Name>>,
+    groups: HashMap<Name, Vec<Name>>,
+}
+
+impl RbacBundle {
+    /// Compiles the bundle from a validated configuration.
+    pub fn compile(config: &Config) -> Self {
+        let mut roles = HashMap::new();
+        roles.insert(
+            Name::from_static(BUILTIN_ADMIN_ROLE),
+            CapabilitySet::from_patterns([Capability::new("*")]),
+        );
+        for r in config.of_kind(Kind::Role) {
+            if let Resource::Role(role) = r {
+                roles.insert(
+                    role.name.clone(),
+                    CapabilitySet::from_patterns(role.permissions.iter().map(Capability::new)),
+                );
+            }
+        }
+        let mut bindings: HashMap<Subject, Vec<Name>> = HashMap::new();
+        for r in config.of_kind(Kind::RoleBinding) {
+            if let Resource::RoleBinding(b) = r {
+                bindings
+                    .entry(b.subject.clone())
+                    .or_default()
+                    .push(b.role.clone());
+            }
+        }
+        let mut groups = HashMap::new();
+        for r in config.of_kind(Kind::User) {
+            if let Resource::User(u) = r {
+                groups.insert(u.name.clone(), u.groups.clone());
+            }
+        }
+        Self {
+            roles,
+            bindings,
+            groups,
+        }
+    }
+
+    /// The roles granted to a principal, directly or through its groups.
+    pub fn role_grants(&self, principal: &Principal) -> Vec<RoleGrant> {
+        let mut subjects = vec![principal.subject()];
+        if let Principal::User { name } = principal {
+            for g in self.groups.get(name).into_iter().flatten() {
+                subjects.push(Subject::Group(g.clone()));
+            }
+        }
+        let mut out = Vec::new();
+        for s in subjects {
+            for role in self.bindings.get(&s).into_iter().flatten() {
+                out.push(RoleGrant {
+                    role: role.clone(),
+                    via: s.clone(),
+                });
+            }
+        }
+        out
+    }
+
+    /// Every capability pattern the principal holds through its roles.
+    pub fn capabilities(&self, principal: &Principal) -> CapabilitySet {
+        let mut set = CapabilitySet::empty();
+        for g in self.role_grants(principal) {
+            if let Some(caps) = self.roles.get(&g.role) {
+                set.extend(caps);
+            }
+        }
+        set
+    }
+
+    /// Explains why `principal` holds `cap`: the first role (and binding subject) granting it.
+    pub fn explain(&self, principal: &Principal, cap: &str) -> Option<String> {
+        self.role_grants(principal).into_iter().find_map(|g| {
+            let pattern = self.roles.get(&g.role)?.matching(cap)?;
+            Some(format!(
+                "role `{}` (bound to {}) grants `{pattern}`",
+                g.role, g.via
+            ))
+        })
+    }
+
+    /// The patterns of one role.
+    pub fn role(&self, name: &str) -> Option<&CapabilitySet> {
+        self.roles.get(name)
+    }
+
+    /// The projects among `all` for which the principal holds `run:projects:<p>`, with why.
+    pub fn runnable_projects<'a>(
+        &self,
+        principal: &Principal,
+        all: impl IntoIterator<Item = &'a Name>,
+    ) -> BTreeMap<Name, String> {
+        let caps = self.capabilities(principal);
+        all.into_iter()
+            .filter(|p| caps.allows(Capability::run_project(p).as_str()))
+            .map(|p| {
+                let why = self
+                    .explain(principal, Capability::run_project(p).as_str())
+                    .unwrap_or_default();
+                (p.clone(), why)
+            })
+            .collect()
+    }
+
+    /// Subjects with at least one binding (for listings).
+    pub fn bound_subjects(&self) -> BTreeSet<String> {
+        self.bindings.keys().map(ToString::to_string).collect()
+    }
+}

@@ -1,0 +1,306 @@
+//! Tools and the catalog: every tool with its class, capability, risk and one input schema.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::capability::Capability;
+use crate::config::ToolPolicySpec;
+pub use crate::config::{Risk, ToolClass};
+use crate::name::Name;
+use crate::schema::InputSchema;
+
+/// The separator between an upstream's prefix and its tool's name in catalog names.
+pub const CATALOG_SEPARATOR: &str = "__";
+
+/// Where a tool is implemented.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum ToolSource {
+    /// A built-in tool set of Warden.
+    Builtin {
+        /// The tool set (`warden`).
+        set: Name,
+        /// The tool's name within the set.
+        tool: String,
+    },
+    /// An upstream MCP server.
+    Upstream {
+        /// The upstream.
+        upstream: Name,
+        /// The tool's own name at the upstream.
+        tool: String,
+    },
+}
+
+/// How a tool's class was decided (shown by `warden tools inventory`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ClassSource {
+    /// A ToolPolicy says so.
+    Policy,
+    /// The upstream's annotations (`readOnlyHint`).
+    Annotations,
+    /// Nothing said: unknown tools are mutations.
+    Default,
+    /// Declared by a built-in tool set.
+    Builtin,
+}
+
+/// The governance status of a tool (GOV-5): every mutation is governed or explicitly
+/// listed as ungoverned with a reason; anything else is refused at runtime.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "camelCase")]
+pub enum Governance {
+    /// A read: never gated by autonomy.
+    Read,
+    /// A mutation with a governance decision (a ToolPolicy, or a built-in contract).
+    Governed {
+        /// What governs it: `ToolPolicy <key>` or `builtin`.
+        by: String,
+    },
+    /// A mutation declared ungoverned, with the reason. Refused (`UNGOVERNED`) with
+    /// governance `on`.
+    Ungoverned {
+        /// The stated reason.
+        reason: String,
+    },
+    /// A mutation nobody decided on: refused (`UNGOVERNED`).
+    Unmapped,
+}
+
+/// One tool as the catalog knows it.
+#[derive(Clone, Debug)]
+pub struct ToolDescriptor {
+    /// The catalog name (`ledger__refund`), unique in the installation.
+    pub name: Arc<str>,
+    /// The owning project; `None` for built-in tools offered to every verified principal.
+    pub project: Option<Name>,
+    /// Where it is implemented.
+    pub source: ToolSource,
+    /// Display title.
+    pub title: Option<String>,
+    /// Description as advertised.
+    pub description: Option<String>,
+    /// The one input schema (GOV-1).
+    pub schema: InputSchema,
+    /// Output schema as advertised by the upstream, passed through.
+    pub output_schema: Option<Arc<Map<String, Value>>>,
+    /// Annotations as advertised by the upstream, passed through.
+    pub annotations: Option<Value>,
+    /// Read or mutation.
+    pub class: ToolClass,
+    /// How the class was decided.
+    pub class_source: ClassSource,
+    /// Capability required in addition to the project's `run:projects:<p>`.
+    pub capability: Option<Capability>,
+    /// Risk of the mutation.
+    pub risk: Risk,
+    /// Calls per minute across all callers.
+    pub rate_limit_per_minute: Option<u32>,
+    /// If set, every call is refused (`TOOL_POLICY`) with this reason.
+    pub deny: Option<String>,
+    /// Governance status.
+    pub governance: Governance,
+    /// The ToolPolicy that applied, by key.
+    pub policy: Option<String>,
+    /// JSON pointers of arguments naming projects (RUN-3).
+    pub project_arguments: Vec<String>,
+}
+
+/// A tool as an upstream advertises it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UpstreamTool {
+    /// The upstream's own name for it.
+    pub name: String,
+    /// Title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Input schema.
+    pub input_schema: Map<String, Value>,
+    /// Output schema.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Map<String, Value>>,
+    /// Annotations (`readOnlyHint`, `destructiveHint`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Value>,
+}
+
+/// Chooses the ToolPolicy that applies to `catalog_name` in `project`: an exact name beats a
+/// glob; among globs the one with more literal characters wins; then the lowest key.
+pub fn matching_policy<'a>(
+    policies: impl IntoIterator<Item = (&'a str, &'a ToolPolicySpec)>,
+    project: &Name,
+    catalog_name: &str,
+) -> Option<(&'a str, &'a ToolPolicySpec)> {
+    policies
+        .into_iter()
+        .filter(|(_, p)| &p.project == project && crate::name::glob_match(&p.tool, catalog_name))
+        .max_by(|(ka, a), (kb, b)| {
+            let rank = |p: &ToolPolicySpec| {
+                let exact = !p.tool.contains('*');
+                (exact, p.tool.chars().filter(|c| *c != '*').count())
+            };
+            rank(a).cmp(&rank(b)).then_with(|| kb.cmp(ka))
+        })
+}
+
+impl ToolDescriptor {
+    /// Builds the descriptor of an upstream tool, classified by its ToolPolicy if any, else by
+    /// its annotations, else as a mutation.
+    pub fn for_upstream(
+        project: &Name,
+        upstream: &Name,
+        catalog_name: &str,
+        raw: &UpstreamTool,
+        policy: Option<(&str, &ToolPolicySpec)>,
+    ) -> Result<Self, String> {
+        let strict = policy.is_some_and(|(_, p)| p.strict);
+        let schema = InputSchema::compile(raw.input_schema.clone(), strict)?;
+        let read_only_hint = raw
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get("readOnlyHint"))
+            .and_then(Value::as_bool);
+        let (class, class_source) = match (policy.and_then(|(_, p)| p.class), read_only_hint) {
+            (Some(c), _) => (c, ClassSource::Policy),
+            (None, Some(true)) => (ToolClass::Read, ClassSource::Annotations),
+            (None, Some(false)) => (ToolClass::Mutation, ClassSource::Annotations),
+            (None, None) => (ToolClass::Mutation, ClassSource::Default),
+        };
+        let governance = match (class, policy) {
+            (ToolClass::Read, _) => Governance::Read,
+            (ToolClass::Mutation, Some((_, p))) if p.ungoverned.is_some() => {
+                Governance::Ungoverned {
+                    reason: p.ungoverned.clone().unwrap_or_default(),
+                }
+            }
+            (ToolClass::Mutation, Some((key, _))) => Governance::Governed {
+                by: format!("ToolPolicy {key}"),
+            },
+            (ToolClass::Mutation, None) => Governance::Unmapped,
+        };
+        Ok(Self {
+            name: Arc::from(catalog_name),
+            project: Some(project.clone()),
+            source: ToolSource::Upstream {
+                upstream: upstream.clone(),
+                tool: raw.name.clone(),
+            },
+            title: raw.title.clone(),
+            description: raw.description.clone(),
+            schema,
+            output_schema: raw.output_schema.clone().map(Arc::new),
+            annotations: raw.annotations.clone(),
+            class,
+            class_source,
+            capability: policy.and_then(|(_, p)| p.capability.clone().map(Capability::new)),
+            risk: policy.and_then(|(_, p)| p.risk).unwrap_or(Risk::Ordinary),
+            rate_limit_per_minute: policy
+                .and_then(|(_, p)| p.rate_limit.as_ref().map(|r| r.per_minute)),
+            deny: policy.and_then(|(_, p)| p.deny.clone()),
+            governance,
+            policy: policy.map(|(k, _)| k.to_owned()),
+            project_arguments: policy
+                .map(|(_, p)| p.project_arguments.clone())
+                .unwrap_or_default(),
+        })
+    }
+
+    /// Whether the tool writes.
+    pub fn is_mutation(&self) -> bool {
+        self.class == ToolClass::Mutation
+    }
+}
+
+/// A federated catalog: every tool of every project, by catalog name.
+#[derive(Clone, Default)]
+pub struct Catalog {
+    tools: HashMap<Arc<str>, Arc<ToolDescriptor>>,
+    sorted: Vec<Arc<ToolDescriptor>>,
+}
+
+impl fmt::Debug for Catalog {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Catalog")
+            .field("tools", &self.sorted.len())
+            .finish()
+    }
+}
+
+/// A tool that could not join the catalog.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CatalogConflict {
+    /// The catalog name both wanted.
+    pub name: String,
+    /// The tool that was kept.
+    pub kept: String,
+    /// The tool that was dropped.
+    pub dropped: String,
+}
+
+impl Catalog {
+    /// Builds a catalog. A name taken twice keeps the first tool and reports the conflict.
+    pub fn new(tools: impl IntoIterator<Item = ToolDescriptor>) -> (Self, Vec<CatalogConflict>) {
+        let mut map: HashMap<Arc<str>, Arc<ToolDescriptor>> = HashMap::new();
+        let mut conflicts = Vec::new();
+        for t in tools {
+            if let Some(existing) = map.get(&t.name) {
+                conflicts.push(CatalogConflict {
+                    name: t.name.to_string(),
+                    kept: describe_source(&existing.source),
+                    dropped: describe_source(&t.source),
+                });
+                continue;
+            }
+            map.insert(t.name.clone(), Arc::new(t));
+        }
+        let mut sorted: Vec<_> = map.values().cloned().collect();
+        sorted.sort_by(|a, b| a.name.cmp(&b.name));
+        (Self { tools: map, sorted }, conflicts)
+    }
+
+    /// Looks a tool up by catalog name.
+    pub fn get(&self, name: &str) -> Option<&Arc<ToolDescriptor>> {
+        self.tools.get(name)
+    }
+
+    /// Every tool, sorted by name.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<ToolDescriptor>> {
+        self.sorted.iter()
+    }
+
+    /// Number of tools.
+    pub fn len(&self) -> usize {
+        self.sorted.len()
+    }
+
+    /// Whether the catalog is empty.
+    pub fn is_empty(&self) -> bool {
+        self.sorted.is_empty()
+    }
+}
+
+fn describe_source(source: &ToolSource) -> String {
+    match source {
+        ToolSource::Builtin { set, tool } => format!("built-in {set}/{tool}"),
+        ToolSource::Upstream { upstream, tool } => format!("upstream {upstream}/{tool}"),
+    }
+}
+
+/// The catalog name of an upstream tool: `<prefix>__<tool>`, or the tool's own name when the
+/// prefix is empty. The default prefix is the upstream's name.
+pub fn catalog_name(prefix: &str, tool: &str) -> String {
+    if prefix.is_empty() {
+        tool.to_owned()
+    } else {
+        format!("{prefix}{CATALOG_SEPARATOR}{tool}")
+    }
+}

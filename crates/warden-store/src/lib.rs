@@ -1,0 +1,510 @@
+//! Warden's store (STORE-1, STORE-2): one interface over two backends — SQLite (the embedded
+//! default, WAL) and PostgreSQL (many replicas) — with versioned migrations per backend.
+//!
+//! Both backends run the same SQL where the dialects agree (`$N` placeholders work on both);
+//! the few differences (write serialisation, row locks) live in each backend's module. One
+//! contract test suite (`tests/contract.rs`) runs against both.
+
+mod backend;
+mod error;
+mod migrations;
+mod postgres;
+mod rows;
+mod sqlite;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use warden_core::audit::{
+    AuditRecord, ChainBreak, ChainVerifier, NewRecord, RecordKind, canonical_json,
+};
+use warden_core::capability::CapabilitySet;
+use warden_core::config::{Config, ConfigError, Kind, Located, Resource, Source};
+use warden_core::name::Name;
+use warden_core::pipeline::{AuditLog, Counters, EnvError};
+use warden_core::policy::CounterSpec;
+use warden_core::principal::{Credential, CredentialKind, Principal, TokenHash, format_token};
+use warden_core::time::Millis;
+
+pub use error::StoreError;
+pub use rows::AuditFilter;
+
+use backend::Backend;
+
+/// The file name of the SQLite database inside a data directory.
+pub const SQLITE_FILE: &str = "warden.db";
+
+/// Where the store lives.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Location {
+    /// A data directory holding an SQLite database (created if missing).
+    DataDir(PathBuf),
+    /// A database URL: `postgres://…` or `sqlite://…`.
+    Url(String),
+}
+
+impl Location {
+    /// A description safe to print (no password).
+    pub fn display(&self) -> String {
+        match self {
+            Location::DataDir(p) => p.join(SQLITE_FILE).display().to_string(),
+            Location::Url(u) => redact_url(u),
+        }
+    }
+}
+
+fn redact_url(url: &str) -> String {
+    // postgres://user:secret@host/db → postgres://user:***@host/db
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme_end), Some(at)) if at > scheme_end => {
+            let userinfo = url.get(scheme_end + 3..at).unwrap_or_default();
+            match userinfo.find(':') {
+                Some(colon) => format!(
+                    "{}{}:***{}",
+                    url.get(..scheme_end + 3).unwrap_or_default(),
+                    userinfo.get(..colon).unwrap_or_default(),
+                    url.get(at..).unwrap_or_default()
+                ),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
+}
+
+/// The store.
+#[derive(Debug)]
+pub struct Store {
+    backend: Backend,
+}
+
+/// A token just created: the credential and its secret, shown once.
+#[derive(Debug)]
+pub struct NewToken {
+    /// The stored credential (no secret).
+    pub credential: Credential,
+    /// The secret (`wdn_…`). Never stored; print it once.
+    pub secret: String,
+}
+
+/// What to create a token for.
+#[derive(Clone, Debug)]
+pub struct TokenRequest {
+    /// The owner.
+    pub principal: Principal,
+    /// Project bindings (`None` = all of the owner's projects).
+    pub projects: Option<Vec<Name>>,
+    /// Capability scopes (`None` = all of the owner's capabilities).
+    pub scopes: Option<CapabilitySet>,
+    /// Time to live.
+    pub ttl: Option<Duration>,
+    /// Listing note.
+    pub description: Option<String>,
+    /// API key or run credential.
+    pub kind: CredentialKind,
+}
+
+impl Store {
+    /// Opens (creating if needed) and migrates the store. A schema newer than this binary
+    /// knows is refused (STORE-2).
+    pub async fn open(location: &Location) -> Result<Self, StoreError> {
+        let backend = match location {
+            Location::DataDir(dir) => Backend::Sqlite(sqlite::SqliteBackend::open_dir(dir).await?),
+            Location::Url(url)
+                if url.starts_with("postgres://") || url.starts_with("postgresql://") =>
+            {
+                Backend::Postgres(postgres::PgBackend::open(url).await?)
+            }
+            Location::Url(url) if url.starts_with("sqlite:") => {
+                Backend::Sqlite(sqlite::SqliteBackend::open_url(url).await?)
+            }
+            Location::Url(url) => {
+                return Err(StoreError::Invalid(format!(
+                    "`{}` is not a supported database URL; use postgres://… or sqlite://…",
+                    redact_url(url)
+                )));
+            }
+        };
+        let store = Store { backend };
+        store.backend.migrate().await?;
+        Ok(store)
+    }
+
+    /// Which backend this is: `sqlite` or `postgres`.
+    pub fn backend_name(&self) -> &'static str {
+        self.backend.name()
+    }
+
+    /// Closes the connections; further use fails (`UNAVAILABLE` on the call path).
+    pub async fn close(&self) {
+        self.backend.close().await;
+    }
+
+    /// The current revision of configuration and credentials.
+    pub async fn revision(&self) -> Result<u64, StoreError> {
+        self.backend.revision().await
+    }
+
+    /// The applied configuration and its revision.
+    pub async fn load_config(&self) -> Result<(Config, u64), StoreError> {
+        let (rows, revision) = self.backend.load_resources().await?;
+        let mut located = Vec::with_capacity(rows.len());
+        for (kind, key, spec) in rows {
+            let resource: Resource = serde_json::from_str(&spec).map_err(|e| {
+                StoreError::Corrupt(format!("stored {kind} `{key}` cannot be read: {e}"))
+            })?;
+            located.push(Located {
+                source: Some(Source {
+                    file: "store".into(),
+                    document: 0,
+                }),
+                resource,
+            });
+        }
+        let config = Config::validate(located).map_err(|errors| {
+            StoreError::Corrupt(format!(
+                "the stored configuration is invalid: {}",
+                errors
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ))
+        })?;
+        Ok((config, revision))
+    }
+
+    /// Applies resources (create or replace by kind and key) after validating the merged
+    /// configuration; returns the new revision. Nothing is written when validation fails.
+    pub async fn apply(
+        &self,
+        resources: Vec<Located>,
+        actor: &str,
+        now: Millis,
+    ) -> Result<Result<u64, Vec<ConfigError>>, StoreError> {
+        let (current, revision) = self.load_config().await?;
+        let base: Vec<Located> = current.resources().cloned().collect();
+        let changed: Vec<(Kind, String, String)> = resources
+            .iter()
+            .map(|l| {
+                (
+                    l.resource.kind(),
+                    l.resource.key(),
+                    resource_json(&l.resource),
+                )
+            })
+            .collect();
+        if let Err(errors) = Config::merge(base, resources) {
+            return Ok(Err(errors));
+        }
+        let summary = changed
+            .iter()
+            .map(|(k, key, _)| format!("{k}/{key}"))
+            .collect::<Vec<_>>();
+        let admin = admin_record(
+            now,
+            actor,
+            "apply",
+            serde_json::json!({ "resources": summary }),
+        );
+        self.backend
+            .write_resources(&changed, &[], Some(revision), admin)
+            .await
+            .map(Ok)
+    }
+
+    /// Deletes one resource, refusing when others still reference it.
+    pub async fn delete(
+        &self,
+        kind: Kind,
+        key: &str,
+        actor: &str,
+        now: Millis,
+    ) -> Result<Result<u64, Vec<ConfigError>>, StoreError> {
+        let (current, revision) = self.load_config().await?;
+        if let Err(errors) = current.without(kind, key) {
+            return Ok(Err(errors));
+        }
+        let admin = admin_record(
+            now,
+            actor,
+            "delete",
+            serde_json::json!({ "resource": format!("{kind}/{key}") }),
+        );
+        self.backend
+            .write_resources(&[], &[(kind, key.to_owned())], Some(revision), admin)
+            .await
+            .map(Ok)
+    }
+
+    /// Creates a token and returns its secret once (AUTH-1). Only the hash is stored.
+    pub async fn create_token(
+        &self,
+        request: TokenRequest,
+        actor: &str,
+        now: Millis,
+    ) -> Result<NewToken, StoreError> {
+        let mut random = [0u8; 32];
+        getrandom::fill(&mut random)
+            .map_err(|e| StoreError::Invalid(format!("no randomness available: {e}")))?;
+        let secret = format_token(&random);
+        let mut id_bytes = [0u8; 8];
+        getrandom::fill(&mut id_bytes)
+            .map_err(|e| StoreError::Invalid(format!("no randomness available: {e}")))?;
+        let credential = Credential {
+            id: format!("tok_{}", hex::encode(id_bytes)),
+            kind: request.kind,
+            principal: request.principal,
+            projects: request.projects.map(|p| p.into_iter().collect()),
+            scopes: request.scopes,
+            created_at: now,
+            expires_at: request.ttl.map(|t| now.plus(t)),
+            revoked_at: None,
+            description: request.description,
+        };
+        let admin = admin_record(
+            now,
+            actor,
+            "token.create",
+            serde_json::json!({
+                "id": credential.id,
+                "principal": credential.principal.to_string(),
+                "kind": credential.kind,
+                "projects": credential.projects,
+                "scopes": credential.scopes,
+                "expires_at": credential.expires_at,
+            }),
+        );
+        let row = rows::CredentialRow::from_credential(&credential, TokenHash::of(&secret))?;
+        self.backend.insert_credential(row, admin).await?;
+        Ok(NewToken { credential, secret })
+    }
+
+    /// Revokes a token; `false` if no such token. Revoking twice keeps the first time.
+    pub async fn revoke_token(
+        &self,
+        id: &str,
+        actor: &str,
+        now: Millis,
+    ) -> Result<bool, StoreError> {
+        let admin = admin_record(now, actor, "token.revoke", serde_json::json!({ "id": id }));
+        self.backend.revoke_credential(id, now, admin).await
+    }
+
+    /// Every credential, without secrets.
+    pub async fn credentials(&self) -> Result<Vec<Credential>, StoreError> {
+        self.backend
+            .credentials()
+            .await?
+            .into_iter()
+            .map(rows::CredentialRow::into_credential)
+            .collect()
+    }
+
+    /// Every credential with its hash, for the server's in-memory cache.
+    pub async fn credential_hashes(&self) -> Result<Vec<(TokenHash, Credential)>, StoreError> {
+        self.backend
+            .credentials()
+            .await?
+            .into_iter()
+            .map(|row| {
+                let hash = TokenHash::from_hex(&row.hash).ok_or_else(|| {
+                    StoreError::Corrupt(format!("credential `{}` has a malformed hash", row.id))
+                })?;
+                Ok((hash, row.into_credential()?))
+            })
+            .collect()
+    }
+
+    /// Looks a presented token up by its hash.
+    pub async fn credential_for_token(
+        &self,
+        token: &str,
+    ) -> Result<Option<Credential>, StoreError> {
+        let hash = TokenHash::of(token);
+        match self.backend.credential_by_hash(&hash.to_hex()).await? {
+            Some(row) => {
+                let stored = TokenHash::from_hex(&row.hash);
+                if stored.is_some_and(|s| s.ct_eq(&hash)) {
+                    Ok(Some(row.into_credential()?))
+                } else {
+                    Ok(None)
+                }
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// Creates the first admin user, its binding to the built-in `admin` role and a token,
+    /// once per store. Returns the token's secret on the first call only.
+    pub async fn bootstrap(&self, now: Millis) -> Result<Option<NewToken>, StoreError> {
+        if self.backend.meta_get("bootstrapped").await?.is_some() {
+            return Ok(None);
+        }
+        let admin = Name::from_static("admin");
+        let user = Resource::User(warden_core::config::UserSpec {
+            name: admin.clone(),
+            groups: Vec::new(),
+            display_name: Some("First administrator".into()),
+        });
+        let binding = Resource::RoleBinding(warden_core::config::RoleBindingSpec {
+            name: None,
+            role: admin.clone(),
+            subject: warden_core::principal::Subject::User(admin.clone()),
+        });
+        let resources: Vec<(Kind, String, String)> = [user, binding]
+            .iter()
+            .map(|r| (r.kind(), r.key(), resource_json(r)))
+            .collect();
+        let record = admin_record(
+            now,
+            "warden",
+            "bootstrap",
+            serde_json::json!({ "user": "admin" }),
+        );
+        if !self.backend.bootstrap(&resources, record).await? {
+            return Ok(None);
+        }
+        let token = self
+            .create_token(
+                TokenRequest {
+                    principal: Principal::User { name: admin },
+                    projects: None,
+                    scopes: None,
+                    ttl: None,
+                    description: Some("first admin token".into()),
+                    kind: CredentialKind::ApiKey,
+                },
+                "warden",
+                now,
+            )
+            .await?;
+        Ok(Some(token))
+    }
+
+    /// Appends audit records, chained, in one transaction; returns once durable.
+    pub async fn append_audit(&self, records: Vec<NewRecord>) -> Result<(), StoreError> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        self.backend.append(records).await
+    }
+
+    /// Audit records matching a filter, in sequence order.
+    pub async fn audit(&self, filter: &AuditFilter) -> Result<Vec<AuditRecord>, StoreError> {
+        self.backend
+            .query_audit(filter)
+            .await?
+            .into_iter()
+            .map(rows::AuditRow::into_record)
+            .collect()
+    }
+
+    /// Verifies the whole chain (AUD-2): `Ok(n)` with the number of records, or the first
+    /// record that breaks it.
+    pub async fn verify_audit(&self) -> Result<Result<i64, ChainBreak>, StoreError> {
+        const PAGE: i64 = 5_000;
+        let mut verifier = ChainVerifier::default();
+        let mut after = 0;
+        loop {
+            let page = self.backend.scan_audit(after, PAGE).await?;
+            let full = page.len() as i64 == PAGE;
+            let last_seq = page.last().map(|r| r.seq);
+            for row in page {
+                let seq = row.seq;
+                // A row that cannot even be read back was tampered with.
+                let Ok(record) = row.into_record() else {
+                    return Ok(Err(ChainBreak {
+                        seq,
+                        problem: warden_core::audit::ChainProblem::Edited,
+                    }));
+                };
+                if let Err(b) = verifier.push(&record) {
+                    return Ok(Err(b));
+                }
+            }
+            match last_seq {
+                Some(seq) if full => after = seq,
+                _ => break,
+            }
+        }
+        let (head_seq, head_hash) = self.backend.head().await?;
+        Ok(verifier.finish(Some((head_seq, &head_hash))))
+    }
+
+    /// Takes one unit from a counter; `false` when the limit is reached. Exact under
+    /// concurrency, across processes sharing the store.
+    pub async fn take(&self, counter: &CounterSpec, now: Millis) -> Result<bool, StoreError> {
+        if counter.limit == 0 {
+            return Ok(false);
+        }
+        let window = now.window_start(counter.window).0;
+        self.backend
+            .take(&counter.key, window, i64::from(counter.limit))
+            .await
+    }
+
+    /// Runs raw SQL against the store. For tests that tamper with the database as an attacker
+    /// with direct access would.
+    #[doc(hidden)]
+    pub async fn execute_raw(&self, sql: &str) -> Result<u64, StoreError> {
+        self.backend.execute_raw(sql).await
+    }
+
+    /// Path of the SQLite file for a data directory.
+    pub fn sqlite_path(dir: &Path) -> PathBuf {
+        dir.join(SQLITE_FILE)
+    }
+}
+
+fn resource_json(resource: &Resource) -> String {
+    serde_json::to_value(resource)
+        .map(|v| canonical_json(&v))
+        .unwrap_or_default()
+}
+
+fn admin_record(now: Millis, actor: &str, action: &str, details: serde_json::Value) -> NewRecord {
+    NewRecord {
+        at: now,
+        kind: RecordKind::Admin,
+        run_id: "admin".into(),
+        call_id: None,
+        principal: Some(actor.to_owned()),
+        agent: None,
+        tool: Some(action.to_owned()),
+        decision: None,
+        code: None,
+        payload: canonical_json(&details),
+    }
+}
+
+impl AuditLog for Store {
+    async fn append(&self, records: Vec<NewRecord>) -> Result<(), EnvError> {
+        self.append_audit(records)
+            .await
+            .map_err(|e| EnvError(e.to_string()))
+    }
+}
+
+impl Counters for Store {
+    async fn take(&self, counter: &CounterSpec, now: Millis) -> Result<bool, EnvError> {
+        Store::take(self, counter, now)
+            .await
+            .map_err(|e| EnvError(e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_printed_without_passwords() {
+        assert_eq!(
+            redact_url("postgres://u:secret@h:5432/db"),
+            "postgres://u:***@h:5432/db"
+        );
+        assert_eq!(redact_url("postgres://h/db"), "postgres://h/db");
+        assert_eq!(redact_url("postgres://u@h/db"), "postgres://u@h/db");
+    }
+}

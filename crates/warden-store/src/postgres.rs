@@ -1,0 +1,60 @@
+//! The PostgreSQL backend: for several replicas sharing one database.
+//!
+//! Writers are serialised by row locks (`FOR UPDATE` on the state and audit-head rows), so
+//! the audit chain and the revision stay linear across replicas.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::migrate::Migrator;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{PgPool, Postgres, Transaction};
+
+use crate::StoreError;
+use crate::backend::shared_operations;
+
+static MIGRATOR: Migrator = sqlx::migrate!("./migrations/postgres");
+
+#[derive(Debug)]
+pub(crate) struct PgBackend {
+    pub(crate) pool: PgPool,
+}
+
+impl PgBackend {
+    const LOCK_STATE: &'static str = "SELECT revision FROM state WHERE id = 1 FOR UPDATE";
+    const LOCK_HEAD: &'static str = "SELECT seq, hash FROM audit_head WHERE id = 1 FOR UPDATE";
+
+    pub(crate) async fn open(url: &str) -> Result<Self, StoreError> {
+        let options = PgConnectOptions::from_str(url).map_err(|e| {
+            StoreError::Invalid(format!(
+                "`{}` is not a valid PostgreSQL URL: {e}",
+                crate::redact_url(url)
+            ))
+        })?;
+        let pool = PgPoolOptions::new()
+            .max_connections(16)
+            .acquire_timeout(Duration::from_secs(5))
+            .connect_with(options)
+            .await?;
+        Ok(Self { pool })
+    }
+
+    async fn begin_write(&self) -> Result<((), Transaction<'static, Postgres>), StoreError> {
+        Ok(((), self.pool.begin().await?))
+    }
+
+    pub(crate) async fn migrate(&self) -> Result<(), StoreError> {
+        let applied: Option<i64> =
+            sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations WHERE success")
+                .fetch_one(&self.pool)
+                .await
+                .unwrap_or(None);
+        crate::migrations::check_not_newer(&MIGRATOR, applied)?;
+        MIGRATOR
+            .run(&self.pool)
+            .await
+            .map_err(|e| StoreError::Migration(e.to_string()))
+    }
+
+    shared_operations!(Postgres);
+}

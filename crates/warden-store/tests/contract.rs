@@ -1,0 +1,795 @@
+//! The store contract (STORE-1): one suite, run against SQLite and PostgreSQL.
+//!
+//! Every test runs on each backend `warden_testkit::stores()` provides; PostgreSQL needs
+//! `WARDEN_TEST_POSTGRES_URL` (CI sets it) and prints that it was skipped otherwise.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    reason = "test code"
+)]
+
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+use warden_core::audit::RecordKind;
+use warden_core::authority::resolve;
+use warden_core::capability::{Capability, CapabilitySet};
+use warden_core::config::{Kind, Located, parse_documents};
+use warden_core::contract::Verdict;
+use warden_core::decision::DenyCode;
+use warden_core::memory::{EchoExecutor, ManualClock};
+use warden_core::name::Name;
+use warden_core::pipeline::{CallRequest, Pipeline, RunState};
+use warden_core::policy::{CounterSpec, Policy};
+use warden_core::principal::{CredentialKind, CredentialRejection, Principal};
+use warden_core::time::Millis;
+use warden_core::tool::Catalog;
+use warden_store::{AuditFilter, Store, StoreError, TokenRequest};
+use warden_testkit::{TestStore, stores};
+
+const NOW: Millis = Millis(1_800_000_000_000);
+
+const CONFIG: &str = r#"
+kind: Project
+name: payments
+---
+kind: Project
+name: infra
+---
+kind: User
+name: alice
+---
+kind: Role
+name: operator
+permissions: ["run:projects:*", "ledger:write"]
+---
+kind: RoleBinding
+role: operator
+subject: { user: alice }
+---
+kind: Upstream
+name: ledger
+project: payments
+stdio: { command: ledger-mcp }
+---
+kind: Upstream
+name: nodes
+project: infra
+stdio: { command: nodes-mcp }
+---
+kind: ToolPolicy
+project: payments
+tool: "ledger__*"
+class: mutation
+capability: ledger:write
+projectArguments: ["/project"]
+---
+kind: ToolPolicy
+project: infra
+tool: "nodes__*"
+class: mutation
+"#;
+
+fn docs(yaml: &str) -> Vec<Located> {
+    parse_documents("test.yaml", yaml).unwrap()
+}
+
+async fn applied(s: &TestStore, yaml: &str) -> Policy {
+    s.store
+        .apply(docs(yaml), "test", NOW)
+        .await
+        .unwrap()
+        .unwrap();
+    let (config, revision) = s.store.load_config().await.unwrap();
+    Policy::compile(config, revision)
+}
+
+fn catalog(policy: &Policy) -> Catalog {
+    let schema = json!({"type":"object","properties":{"amount":{"type":"integer"},"project":{"type":"string"}}});
+    warden_testkit::catalog(
+        policy,
+        &[
+            ("ledger", "refund", Value::Null, schema.clone()),
+            ("nodes", "restart", Value::Null, json!({})),
+        ],
+    )
+}
+
+async fn token(s: &TestStore, projects: Option<&[&str]>, scopes: Option<&[&str]>) -> String {
+    s.store
+        .create_token(
+            TokenRequest {
+                principal: Principal::User {
+                    name: Name::new("alice").unwrap(),
+                },
+                projects: projects.map(|p| p.iter().map(|n| Name::new(n).unwrap()).collect()),
+                scopes: scopes
+                    .map(|s| CapabilitySet::from_patterns(s.iter().map(|c| Capability::new(*c)))),
+                ttl: None,
+                description: None,
+                kind: CredentialKind::ApiKey,
+            },
+            "test",
+            NOW,
+        )
+        .await
+        .unwrap()
+        .secret
+}
+
+struct Call<'a> {
+    policy: &'a Policy,
+    catalog: &'a Catalog,
+    executor: &'a EchoExecutor,
+}
+
+impl Call<'_> {
+    async fn run(
+        &self,
+        s: &TestStore,
+        secret: &str,
+        tool: &str,
+        args: Value,
+    ) -> warden_core::contract::CallOutcome {
+        let credential = s
+            .store
+            .credential_for_token(secret)
+            .await
+            .unwrap()
+            .expect("known token");
+        credential.check_usable(NOW).unwrap();
+        let authority = resolve(self.policy, &credential, None).unwrap();
+        let clock = ManualClock::at(NOW);
+        let pipeline = Pipeline {
+            audit: &s.store,
+            counters: &s.store,
+            clock: &clock,
+            executor: self.executor,
+        };
+        let args = match args {
+            Value::Object(m) => Some(m),
+            _ => None::<Map<String, Value>>,
+        };
+        pipeline
+            .call(
+                self.policy,
+                self.catalog,
+                &authority,
+                &RunState::new(format!("run_{}", uuid_like())),
+                CallRequest {
+                    call_id: "c1".into(),
+                    name: tool,
+                    args,
+                },
+            )
+            .await
+    }
+}
+
+fn uuid_like() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos()
+}
+
+async fn call_records(store: &Store) -> Vec<warden_core::audit::AuditRecord> {
+    store
+        .audit(&AuditFilter {
+            limit: Some(10_000),
+            ..AuditFilter::default()
+        })
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.record.kind != RecordKind::Admin)
+        .collect()
+}
+
+fn code(outcome: &warden_core::contract::CallOutcome) -> Option<DenyCode> {
+    outcome.denial().map(|d| d.code)
+}
+
+#[tokio::test]
+async fn invalid_input_writes_no_run_and_no_tool_call() {
+    for s in stores().await {
+        let policy = applied(&s, CONFIG).await;
+        let catalog = catalog(&policy);
+        let executor = EchoExecutor::default();
+        let call = Call {
+            policy: &policy,
+            catalog: &catalog,
+            executor: &executor,
+        };
+        let secret = token(&s, None, None).await;
+        let outcome = call
+            .run(&s, &secret, "ledger__refund", json!({"amount": "lots"}))
+            .await;
+        assert_eq!(code(&outcome), Some(DenyCode::Validation), "{}", s.name);
+        assert!(
+            call_records(&s.store).await.is_empty(),
+            "{}: records were written",
+            s.name
+        );
+        assert!(executor.executed().is_empty());
+        s.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn a_kill_switch_creates_nothing() {
+    for s in stores().await {
+        let policy = applied(
+            &s,
+            &format!("{CONFIG}\n---\nkind: KillSwitch\nscope: {{ project: payments }}\nreason: incident 4411\n"),
+        )
+        .await;
+        let catalog = catalog(&policy);
+        let executor = EchoExecutor::default();
+        let call = Call {
+            policy: &policy,
+            catalog: &catalog,
+            executor: &executor,
+        };
+        let secret = token(&s, None, None).await;
+        let outcome = call
+            .run(&s, &secret, "ledger__refund", json!({"amount": 1}))
+            .await;
+        assert_eq!(code(&outcome), Some(DenyCode::KillSwitch), "{}", s.name);
+        assert_eq!(
+            outcome.denial().unwrap().message,
+            "`ledger__refund` is frozen by a kill switch: incident 4411"
+        );
+        assert!(call_records(&s.store).await.is_empty(), "{}", s.name);
+        assert!(executor.executed().is_empty());
+        s.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn a_token_bound_to_one_project_cannot_reach_another_also_through_the_arguments() {
+    for s in stores().await {
+        let policy = applied(&s, CONFIG).await;
+        let catalog = catalog(&policy);
+        let executor = EchoExecutor::default();
+        let call = Call {
+            policy: &policy,
+            catalog: &catalog,
+            executor: &executor,
+        };
+        let bound = token(&s, Some(&["payments"]), None).await;
+        // B's tool by name: the same answer as a tool that does not exist.
+        let hidden = call.run(&s, &bound, "nodes__restart", json!({})).await;
+        let missing = call.run(&s, &bound, "nodes__restrat", json!({})).await;
+        assert_eq!(code(&hidden), Some(DenyCode::UnknownTool), "{}", s.name);
+        assert_eq!(hidden.contract().message, "unknown tool `nodes__restart`");
+        assert_eq!(code(&missing), Some(DenyCode::UnknownTool));
+        // B named only inside the arguments of A's tool.
+        let via_args = call
+            .run(
+                &s,
+                &bound,
+                "ledger__refund",
+                json!({"amount": 1, "project": "infra"}),
+            )
+            .await;
+        assert_eq!(code(&via_args), Some(DenyCode::Capability), "{}", s.name);
+        assert_eq!(via_args.denial().unwrap().rule, "ceiling:argument:/project");
+        // A named in A's tool is fine.
+        let own = call
+            .run(
+                &s,
+                &bound,
+                "ledger__refund",
+                json!({"amount": 1, "project": "payments"}),
+            )
+            .await;
+        assert!(
+            matches!(own.verdict, Verdict::Executed { .. }),
+            "{}: {:?}",
+            s.name,
+            own.verdict
+        );
+        assert_eq!(executor.executed(), vec!["ledger__refund".to_owned()]);
+        s.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn a_scoped_token_is_never_wider_than_its_owner() {
+    for s in stores().await {
+        let policy = applied(&s, CONFIG).await;
+        let catalog = catalog(&policy);
+        let executor = EchoExecutor::default();
+        let call = Call {
+            policy: &policy,
+            catalog: &catalog,
+            executor: &executor,
+        };
+        let narrow = token(&s, None, Some(&["run:projects:*"])).await;
+        let outcome = call
+            .run(&s, &narrow, "ledger__refund", json!({"amount": 1}))
+            .await;
+        assert_eq!(code(&outcome), Some(DenyCode::Capability), "{}", s.name);
+        // Scopes wider than the owner add nothing: alice holds no `ledger:admin`.
+        let wide = token(&s, None, Some(&["*"])).await;
+        let credential = s.store.credential_for_token(&wide).await.unwrap().unwrap();
+        let authority = resolve(&policy, &credential, None).unwrap();
+        assert!(authority.holds("ledger:write"));
+        assert!(!authority.holds("ledger:admin"));
+        assert!(!authority.holds("approvals:decide"));
+        s.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn a_revoked_token_is_refused_at_its_next_use() {
+    for s in stores().await {
+        applied(&s, CONFIG).await;
+        let secret = token(&s, None, None).await;
+        let credential = s
+            .store
+            .credential_for_token(&secret)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(credential.check_usable(NOW), Ok(()));
+        assert!(
+            s.store
+                .revoke_token(&credential.id, "test", NOW)
+                .await
+                .unwrap()
+        );
+        let again = s
+            .store
+            .credential_for_token(&secret)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            again.check_usable(NOW),
+            Err(CredentialRejection::Revoked),
+            "{}",
+            s.name
+        );
+        assert!(!s.store.revoke_token("tok_nope", "test", NOW).await.unwrap());
+        s.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn an_expired_token_is_refused() {
+    for s in stores().await {
+        applied(&s, CONFIG).await;
+        let t = s
+            .store
+            .create_token(
+                TokenRequest {
+                    principal: Principal::User {
+                        name: Name::new("alice").unwrap(),
+                    },
+                    projects: None,
+                    scopes: None,
+                    ttl: Some(Duration::from_secs(60)),
+                    description: None,
+                    kind: CredentialKind::ApiKey,
+                },
+                "test",
+                NOW,
+            )
+            .await
+            .unwrap();
+        let c = s
+            .store
+            .credential_for_token(&t.secret)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(c.check_usable(NOW.plus(Duration::from_secs(59))), Ok(()));
+        assert_eq!(
+            c.check_usable(NOW.plus(Duration::from_secs(60))),
+            Err(CredentialRejection::Expired)
+        );
+        assert!(
+            s.store
+                .credential_for_token("wdn_unknown")
+                .await
+                .unwrap()
+                .is_none()
+        );
+        s.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn a_store_error_during_a_call_is_unavailable_and_never_an_execution() {
+    for s in stores().await {
+        let policy = applied(&s, CONFIG).await;
+        let catalog = catalog(&policy);
+        let executor = EchoExecutor::default();
+        let secret = token(&s, None, None).await;
+        let credential = s
+            .store
+            .credential_for_token(&secret)
+            .await
+            .unwrap()
+            .unwrap();
+        let authority = resolve(&policy, &credential, None).unwrap();
+        s.store.close().await;
+        let clock = ManualClock::at(NOW);
+        let pipeline = Pipeline {
+            audit: &s.store,
+            counters: &s.store,
+            clock: &clock,
+            executor: &executor,
+        };
+        let outcome = pipeline
+            .call(
+                &policy,
+                &catalog,
+                &authority,
+                &RunState::new("run_down"),
+                CallRequest {
+                    call_id: "c1".into(),
+                    name: "ledger__refund",
+                    args: Some(Map::from_iter([("amount".to_owned(), json!(1))])),
+                },
+            )
+            .await;
+        assert_eq!(code(&outcome), Some(DenyCode::Unavailable), "{}", s.name);
+        assert!(
+            executor.executed().is_empty(),
+            "{}: executed with the store down",
+            s.name
+        );
+        s.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn an_untouched_trail_verifies_and_every_call_is_chained() {
+    for s in stores().await {
+        let policy = applied(&s, CONFIG).await;
+        let catalog = catalog(&policy);
+        let executor = EchoExecutor::default();
+        let call = Call {
+            policy: &policy,
+            catalog: &catalog,
+            executor: &executor,
+        };
+        let secret = token(&s, None, None).await;
+        for _ in 0..3 {
+            call.run(&s, &secret, "ledger__refund", json!({"amount": 1}))
+                .await;
+        }
+        call.run(&s, &secret, "nope", json!({})).await;
+        let records = call_records(&s.store).await;
+        let kinds: Vec<_> = records.iter().map(|r| r.record.kind.as_str()).collect();
+        assert_eq!(
+            kinds,
+            [
+                "run", "call", "decision", "outcome", "run", "call", "decision", "outcome", "run",
+                "call", "decision", "outcome", "run", "call", "decision"
+            ],
+            "{}",
+            s.name
+        );
+        let verified = s.store.verify_audit().await.unwrap().unwrap();
+        assert!(verified >= 15, "{}", s.name);
+        s.cleanup().await;
+    }
+}
+
+async fn tamper(s: &TestStore, sql: &str) {
+    // An attacker with database access removes the append-only triggers first.
+    let drop = if s.name == "sqlite" {
+        "DROP TRIGGER audit_no_update; DROP TRIGGER audit_no_delete;"
+    } else {
+        "DROP TRIGGER audit_no_change ON audit;"
+    };
+    s.store.execute_raw(drop).await.unwrap();
+    s.store.execute_raw(sql).await.unwrap();
+}
+
+async fn trail(s: &TestStore) {
+    let policy = applied(s, CONFIG).await;
+    let catalog = catalog(&policy);
+    let executor = EchoExecutor::default();
+    let call = Call {
+        policy: &policy,
+        catalog: &catalog,
+        executor: &executor,
+    };
+    let secret = token(s, None, None).await;
+    for _ in 0..3 {
+        call.run(s, &secret, "ledger__refund", json!({"amount": 1}))
+            .await;
+    }
+}
+
+#[tokio::test]
+async fn audit_records_are_append_only_in_the_database() {
+    for s in stores().await {
+        trail(&s).await;
+        let err = s
+            .store
+            .execute_raw("UPDATE audit SET tool = 'x' WHERE seq = 3")
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("append-only"), "{}: {err}", s.name);
+        let err = s
+            .store
+            .execute_raw("DELETE FROM audit WHERE seq = 3")
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("append-only"), "{}: {err}", s.name);
+        s.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn editing_a_record_in_the_database_is_named_by_verify() {
+    for s in stores().await {
+        trail(&s).await;
+        tamper(
+            &s,
+            "UPDATE audit SET code = NULL, decision = 'allow' WHERE seq = 6",
+        )
+        .await;
+        let b = s.store.verify_audit().await.unwrap().unwrap_err();
+        assert_eq!(
+            b.to_string(),
+            "audit record 6 does not match its hash: it was edited or moved",
+            "{}",
+            s.name
+        );
+        s.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn deleting_a_record_in_the_database_is_named_by_verify() {
+    for s in stores().await {
+        trail(&s).await;
+        tamper(&s, "DELETE FROM audit WHERE seq = 5").await;
+        let b = s.store.verify_audit().await.unwrap().unwrap_err();
+        assert_eq!(b.to_string(), "audit record 5 is missing", "{}", s.name);
+        s.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn reordering_records_in_the_database_is_named_by_verify() {
+    for s in stores().await {
+        trail(&s).await;
+        // Swap records 4 and 5 by renumbering them.
+        tamper(&s, "UPDATE audit SET seq = -1 WHERE seq = 4; UPDATE audit SET seq = 4 WHERE seq = 5; UPDATE audit SET seq = 5 WHERE seq = -1;").await;
+        let b = s.store.verify_audit().await.unwrap().unwrap_err();
+        assert_eq!(b.seq, 4, "{}: {b}", s.name);
+        assert_eq!(
+            b.to_string(),
+            "audit record 4 does not match its hash: it was edited or moved"
+        );
+        s.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn removing_the_newest_records_is_detected_against_the_head() {
+    for s in stores().await {
+        trail(&s).await;
+        let (_, head) = (
+            0,
+            s.store
+                .audit(&AuditFilter {
+                    newest_first: true,
+                    limit: Some(1),
+                    ..Default::default()
+                })
+                .await
+                .unwrap(),
+        );
+        let last = head[0].seq;
+        tamper(&s, &format!("DELETE FROM audit WHERE seq = {last}")).await;
+        let b = s.store.verify_audit().await.unwrap().unwrap_err();
+        assert_eq!(
+            b.to_string(),
+            format!("audit records from {last} on are missing: the chain was truncated"),
+            "{}",
+            s.name
+        );
+        s.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn a_token_secret_is_stored_nowhere() {
+    for s in stores().await {
+        applied(&s, CONFIG).await;
+        let secret = token(&s, Some(&["payments"]), None).await;
+        let needle = &secret["wdn_".len()..];
+        match &s.location {
+            warden_store::Location::DataDir(dir) => {
+                // The database file and its WAL, byte for byte.
+                for entry in std::fs::read_dir(dir).unwrap() {
+                    let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+                    assert!(
+                        !bytes.windows(needle.len()).any(|w| w == needle.as_bytes()),
+                        "the secret was found in the SQLite files"
+                    );
+                }
+            }
+            warden_store::Location::Url(_) => {
+                for table in [
+                    "meta",
+                    "state",
+                    "resources",
+                    "credentials",
+                    "audit",
+                    "audit_head",
+                    "counters",
+                ] {
+                    let found = s
+                        .store
+                        .execute_raw(&format!(
+                            "SELECT 1 FROM {table} t WHERE row_to_json(t)::text LIKE '%{needle}%'"
+                        ))
+                        .await
+                        .unwrap();
+                    assert_eq!(found, 0, "the secret was found in table {table}");
+                }
+                // The search itself works: the token's public id is found.
+                let id = s.store.credentials().await.unwrap()[0].id.clone();
+                let found = s
+                    .store
+                    .execute_raw(&format!(
+                        "SELECT 1 FROM credentials t WHERE row_to_json(t)::text LIKE '%{id}%'"
+                    ))
+                    .await
+                    .unwrap();
+                assert_eq!(found, 1);
+            }
+        }
+        s.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn configuration_is_applied_validated_and_versioned() {
+    for s in stores().await {
+        let r0 = s.store.revision().await.unwrap();
+        applied(&s, CONFIG).await;
+        let r1 = s.store.revision().await.unwrap();
+        assert!(r1 > r0, "{}", s.name);
+        // A dangling reference changes nothing.
+        let errors = s
+            .store
+            .apply(
+                docs("kind: Agent\nname: bot\nmemberships: [nowhere]\n"),
+                "test",
+                NOW,
+            )
+            .await
+            .unwrap()
+            .unwrap_err();
+        assert_eq!(
+            errors[0].to_string(),
+            "test.yaml (document 1): Agent `bot`: field `memberships[0]`: no Project named `nowhere`; apply it first or fix the name"
+        );
+        assert_eq!(s.store.revision().await.unwrap(), r1, "{}", s.name);
+        // Deleting what is referenced is refused; deleting the referrers first works.
+        assert!(
+            s.store
+                .delete(Kind::Project, "infra", "test", NOW)
+                .await
+                .unwrap()
+                .is_err()
+        );
+        s.store
+            .delete(Kind::ToolPolicy, "infra/nodes__*", "test", NOW)
+            .await
+            .unwrap()
+            .unwrap();
+        s.store
+            .delete(Kind::Upstream, "nodes", "test", NOW)
+            .await
+            .unwrap()
+            .unwrap();
+        s.store
+            .delete(Kind::Project, "infra", "test", NOW)
+            .await
+            .unwrap()
+            .unwrap();
+        let (config, _) = s.store.load_config().await.unwrap();
+        assert!(!config.contains(Kind::Project, "infra"));
+        assert!(config.contains(Kind::Project, "payments"));
+        s.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn the_first_admin_is_bootstrapped_once() {
+    for s in stores().await {
+        let first = s
+            .store
+            .bootstrap(NOW)
+            .await
+            .unwrap()
+            .expect("first bootstrap");
+        assert!(first.secret.starts_with("wdn_"));
+        assert!(
+            s.store.bootstrap(NOW).await.unwrap().is_none(),
+            "{}",
+            s.name
+        );
+        let (config, revision) = s.store.load_config().await.unwrap();
+        let policy = Policy::compile(config, revision);
+        let credential = s
+            .store
+            .credential_for_token(&first.secret)
+            .await
+            .unwrap()
+            .unwrap();
+        let authority = resolve(&policy, &credential, None).unwrap();
+        assert!(authority.holds("approvals:decide"));
+        s.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn counters_are_exact_under_concurrency() {
+    for s in stores().await {
+        let counter = CounterSpec {
+            key: "budget:x".into(),
+            limit: 20,
+            window: Duration::from_secs(60),
+            rule: "r".into(),
+        };
+        let takes = (0..64).map(|_| s.store.take(&counter, NOW));
+        let taken = futures::future::join_all(takes)
+            .await
+            .into_iter()
+            .filter(|r| *r.as_ref().unwrap())
+            .count();
+        assert_eq!(taken, 20, "{}", s.name);
+        // The next window starts afresh.
+        assert!(
+            s.store
+                .take(&counter, NOW.plus(Duration::from_secs(60)))
+                .await
+                .unwrap()
+        );
+        s.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn a_schema_newer_than_the_binary_is_refused() {
+    for s in stores().await {
+        let checksum = if s.name == "sqlite" {
+            "X'00'"
+        } else {
+            "'\\x00'::bytea"
+        };
+        s.store
+            .execute_raw(&format!(
+                "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) VALUES (99999, 'future', TRUE, {checksum}, 0)"
+            ))
+            .await
+            .unwrap();
+        let err = Store::open(&s.location).await.unwrap_err();
+        assert!(
+            matches!(err, StoreError::SchemaTooNew { found: 99999, .. }),
+            "{}: {err}",
+            s.name
+        );
+        assert_eq!(
+            err.to_string(),
+            "the store's schema is at version 99999, newer than this warden knows (version 1); run a newer warden"
+        );
+        s.cleanup().await;
+    }
+}

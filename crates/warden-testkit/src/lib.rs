@@ -1,0 +1,145 @@
+//! Test fixtures shared by Warden's crates.
+//!
+//! - [`stores`]: a fresh store on every backend available — SQLite always, PostgreSQL when
+//!   `WARDEN_TEST_POSTGRES_URL` is set (CI sets it; without it the PostgreSQL half prints that
+//!   it was skipped).
+//! - [`catalog`]: a catalog of upstream tools classified by a policy, without an upstream.
+
+#![allow(
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test fixtures fail loudly"
+)]
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde_json::{Map, Value};
+use warden_core::config::{Config, Kind, Resource, parse_documents};
+use warden_core::policy::Policy;
+use warden_core::tool::{Catalog, ToolDescriptor, UpstreamTool, catalog_name, matching_policy};
+use warden_store::{Location, Store};
+
+/// The environment variable naming a PostgreSQL server for tests.
+pub const POSTGRES_ENV: &str = "WARDEN_TEST_POSTGRES_URL";
+
+static SKIP_NOTICE: AtomicBool = AtomicBool::new(false);
+
+/// A fresh, migrated store for one test.
+#[derive(Debug)]
+pub struct TestStore {
+    /// `sqlite` or `postgres`.
+    pub name: &'static str,
+    /// The store.
+    pub store: Store,
+    /// Where it is (for starting the CLI or a server on the same store).
+    pub location: Location,
+    schema: Option<String>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl TestStore {
+    /// Drops the PostgreSQL schema of this test.
+    pub async fn cleanup(self) {
+        self.store.close().await;
+        if let (Some(schema), Some(url)) = (self.schema, postgres_url())
+            && let Ok(pool) = sqlx::PgPool::connect(&url).await
+        {
+            let drop = format!("DROP SCHEMA IF EXISTS {schema} CASCADE");
+            let _ = sqlx::raw_sql(sqlx::AssertSqlSafe(drop))
+                .execute(&pool)
+                .await;
+            pool.close().await;
+        }
+    }
+}
+
+/// The PostgreSQL URL for tests, if configured.
+pub fn postgres_url() -> Option<String> {
+    std::env::var(POSTGRES_ENV).ok().filter(|s| !s.is_empty())
+}
+
+/// A fresh SQLite store in a temporary data directory.
+pub async fn sqlite_store() -> TestStore {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let location = Location::DataDir(dir.path().to_path_buf());
+    let store = Store::open(&location).await.expect("open sqlite store");
+    TestStore {
+        name: "sqlite",
+        store,
+        location,
+        schema: None,
+        _dir: Some(dir),
+    }
+}
+
+/// A fresh PostgreSQL store in a schema of its own, if PostgreSQL is configured.
+pub async fn postgres_store() -> Option<TestStore> {
+    let Some(base) = postgres_url() else {
+        if !SKIP_NOTICE.swap(true, Ordering::SeqCst) {
+            eprintln!("postgres: skipped ({POSTGRES_ENV} is not set)");
+        }
+        return None;
+    };
+    let schema = format!("warden_test_{}", uuid::Uuid::now_v7().simple());
+    let pool = sqlx::PgPool::connect(&base)
+        .await
+        .unwrap_or_else(|e| panic!("{POSTGRES_ENV} is set but PostgreSQL cannot be reached: {e}"));
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
+        .execute(&pool)
+        .await
+        .expect("create test schema");
+    pool.close().await;
+    let sep = if base.contains('?') { '&' } else { '?' };
+    let url = format!("{base}{sep}options=-c%20search_path%3D{schema}");
+    let location = Location::Url(url);
+    let store = Store::open(&location).await.expect("open postgres store");
+    Some(TestStore {
+        name: "postgres",
+        store,
+        location,
+        schema: Some(schema),
+        _dir: None,
+    })
+}
+
+/// A fresh store on every available backend.
+pub async fn stores() -> Vec<TestStore> {
+    let mut out = vec![sqlite_store().await];
+    if let Some(pg) = postgres_store().await {
+        out.push(pg);
+    }
+    out
+}
+
+/// Parses and validates configuration YAML.
+pub fn config(yaml: &str) -> Config {
+    let docs = parse_documents("test.yaml", yaml).unwrap_or_else(|e| panic!("{e:?}"));
+    Config::validate(docs).unwrap_or_else(|e| panic!("{e:?}"))
+}
+
+/// An upstream tool for [`catalog`]: `(upstream, tool, annotations, input schema)`.
+pub type ToolSpec<'a> = (&'a str, &'a str, Value, Value);
+
+/// Builds a catalog of upstream tools, classified by the policy's ToolPolicies.
+pub fn catalog(policy: &Policy, tools: &[ToolSpec<'_>]) -> Catalog {
+    let descriptors = tools.iter().map(|(upstream, tool, annotations, schema)| {
+        let Some(Resource::Upstream(u)) = policy.config.get(Kind::Upstream, upstream) else {
+            panic!("no upstream `{upstream}` in the configuration")
+        };
+        let raw = UpstreamTool {
+            name: (*tool).to_owned(),
+            title: None,
+            description: None,
+            input_schema: match schema {
+                Value::Object(m) => m.clone(),
+                _ => Map::new(),
+            },
+            output_schema: None,
+            annotations: (!annotations.is_null()).then(|| annotations.clone()),
+        };
+        let name = catalog_name(u.prefix.as_deref().unwrap_or(u.name.as_str()), tool);
+        let pol = matching_policy(policy.tool_policies(), &u.project, &name);
+        ToolDescriptor::for_upstream(&u.project, &u.name, &name, &raw, pol).expect("tool schema")
+    });
+    Catalog::new(descriptors).0
+}
