@@ -151,8 +151,16 @@ fn parse_one(value: yaml_serde::Value) -> Result<Resource, ParseFailure> {
             )
         })?;
     let name_hint = map.get("name").and_then(|v| v.as_str()).map(str::to_owned);
-    let label = Some(match &name_hint {
-        Some(n) => label(kind, n),
+    let field_str = |f: &str| map.get(f).and_then(|v| v.as_str()).map(str::to_owned);
+    // Resources without a name are labelled by what they apply to, as their key would be.
+    let derived = match kind {
+        Kind::ToolPolicy => field_str("project")
+            .zip(field_str("tool"))
+            .map(|(p, t)| format!("{p}/{t}")),
+        _ => None,
+    };
+    let label = Some(match name_hint.or(derived) {
+        Some(n) => label(kind, &n),
         None => kind.to_string(),
     });
     // Through JSON values: YAML values spell enums as tags (`!user alice`), configuration

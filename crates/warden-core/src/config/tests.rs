@@ -25,7 +25,7 @@ fn a_misspelt_field_names_the_file_the_resource_and_the_field() {
     assert_eq!(
         errors("bad.yaml", text),
         vec![
-            "bad.yaml (document 2): ToolPolicy: field `capabilty`: unknown field `capabilty`, expected one of `name`, `project`, `tool`, `class`, `capability`, `risk`, `rateLimit`, `strict`, `deny`, `ungoverned`, `projectArguments`"
+            "bad.yaml (document 2): ToolPolicy `payments/ledger__refund`: field `capabilty`: unknown field `capabilty`, expected one of `name`, `project`, `tool`, `class`, `capability`, `risk`, `rateLimit`, `strict`, `deny`, `ungoverned`, `projectArguments`"
         ]
     );
 }
@@ -36,7 +36,7 @@ fn a_wrong_type_names_the_nested_field() {
     assert_eq!(
         errors("bad.yaml", text),
         vec![
-            "bad.yaml (document 2): ToolPolicy: field `rateLimit.perMinute`: invalid type: string \"lots\", expected u32"
+            "bad.yaml (document 2): ToolPolicy `payments/x`: field `rateLimit.perMinute`: invalid type: string \"lots\", expected u32"
         ]
     );
 }

@@ -1,0 +1,367 @@
+//! The command line (SPEC Appendix B), with clap. Every verb has `--help`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Warden: a governed control plane for the tools AI agents call over MCP.
+///
+/// Exit status: 0 success, 1 runtime failure, 2 usage or configuration error.
+#[derive(Debug, Parser)]
+#[command(
+    name = "warden",
+    version,
+    propagate_version = true,
+    max_term_width = 100
+)]
+pub struct Cli {
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+
+    /// Log format on stderr.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Pretty, env = "WARDEN_LOG_FORMAT")]
+    pub log_format: LogFormat,
+
+    /// Log filter (tracing `EnvFilter` syntax), e.g. `info` or `warden=debug`.
+    #[arg(
+        long,
+        global = true,
+        default_value = "info,sqlx=warn",
+        env = "WARDEN_LOG"
+    )]
+    pub log: String,
+}
+
+/// Log formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Pretty,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Where the store is: `--data-dir` (SQLite) or `--database-url` (PostgreSQL).
+#[derive(Clone, Debug, Args)]
+pub struct StoreArgs {
+    /// Data directory of the embedded SQLite store [default: $XDG_DATA_HOME/warden, or
+    /// ~/.local/share/warden].
+    #[arg(
+        long,
+        env = "WARDEN_DATA_DIR",
+        conflicts_with = "database_url",
+        global = true
+    )]
+    pub data_dir: Option<PathBuf>,
+
+    /// Database URL: `postgres://…` for PostgreSQL (or `sqlite://…`).
+    #[arg(
+        long,
+        env = "WARDEN_DATABASE_URL",
+        global = true,
+        hide_env_values = true
+    )]
+    pub database_url: Option<String>,
+}
+
+/// Output formats.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum Output {
+    /// Aligned columns.
+    #[default]
+    Table,
+    /// JSON (JSON Lines for audit records).
+    Json,
+    /// YAML (resources can be applied again).
+    Yaml,
+}
+
+/// The verbs.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Start the HTTP server (MCP endpoints, admin API, health, metrics).
+    ///
+    /// With no flags it runs on the embedded default: an SQLite store under the data
+    /// directory. On the first start of a new store it creates the first admin and prints
+    /// `admin token: wdn_…` once.
+    Serve(ServeArgs),
+
+    /// Apply migrations to the store and exit.
+    Migrate(StoreOnly),
+
+    /// Create or replace configuration resources from YAML files or directories.
+    Apply(ApplyArgs),
+
+    /// List resources of a kind, or show one.
+    Get(GetArgs),
+
+    /// Delete one resource (refused while others reference it).
+    Delete(DeleteArgs),
+
+    /// Pull a kill switch: freeze everything, a project, an agent, a tool or a principal.
+    Kill(KillArgs),
+
+    /// Create, list and revoke tokens.
+    #[command(subcommand)]
+    Token(TokenCommand),
+
+    /// List and filter the audit trail, or verify its hash chain.
+    Audit(AuditArgs),
+
+    /// Configuration helpers.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+}
+
+/// `warden serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8600", env = "WARDEN_LISTEN")]
+    pub listen: SocketAddr,
+
+    /// Configuration files or directories applied at start (same as `warden apply -f`).
+    #[arg(long = "config", value_name = "FILE")]
+    pub config: Vec<PathBuf>,
+
+    /// Where the store is.
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// Commands that only need the store.
+#[derive(Debug, Args)]
+pub struct StoreOnly {
+    /// Where the store is.
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// `warden apply`.
+#[derive(Debug, Args)]
+pub struct ApplyArgs {
+    /// A YAML file (several documents separated by `---`) or a directory of `.yaml`/`.yml`
+    /// files. Repeatable.
+    #[arg(
+        short = 'f',
+        long = "filename",
+        value_name = "FILE|DIR",
+        required = true
+    )]
+    pub files: Vec<PathBuf>,
+
+    /// Validate only; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Where the store is.
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// `warden get`.
+#[derive(Debug, Args)]
+pub struct GetArgs {
+    /// The kind: user, serviceaccount, role, rolebinding, project, upstream, agent,
+    /// toolpolicy, autonomy, writebudget, killswitch, workspace (plural and any case work).
+    pub kind: String,
+
+    /// One resource by name (or key).
+    pub name: Option<String>,
+
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = Output::Table)]
+    pub output: Output,
+
+    /// Where the store is.
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// `warden delete`.
+#[derive(Debug, Args)]
+pub struct DeleteArgs {
+    /// The kind.
+    pub kind: String,
+
+    /// The resource's name (or key, as `warden get` shows it).
+    pub name: String,
+
+    /// Where the store is.
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// `warden kill`.
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("scope").required(true).args(["all", "project", "agent", "tool", "user", "service_account"])))]
+pub struct KillArgs {
+    /// Freeze everything.
+    #[arg(long)]
+    pub all: bool,
+    /// Freeze every tool of a project.
+    #[arg(long)]
+    pub project: Option<String>,
+    /// Freeze every run of an agent.
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// Freeze a tool (catalog name or glob).
+    #[arg(long)]
+    pub tool: Option<String>,
+    /// Freeze everything a user does.
+    #[arg(long)]
+    pub user: Option<String>,
+    /// Freeze everything a service account does.
+    #[arg(long)]
+    pub service_account: Option<String>,
+    /// Why (required; shown to callers and operators).
+    #[arg(long)]
+    pub reason: String,
+    /// A name for the switch (default: the scope), used to release it with
+    /// `warden delete killswitch NAME`.
+    #[arg(long)]
+    pub name: Option<String>,
+
+    /// Where the store is.
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// `warden token …`.
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Create a token and print its secret (shown once) on stdout.
+    Create(TokenCreateArgs),
+    /// List tokens (never their secrets).
+    List(TokenListArgs),
+    /// Revoke a token by id (`tok_…`); running servers refuse it within a second.
+    Revoke(TokenRevokeArgs),
+}
+
+/// `warden token create`.
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("owner").required(true).args(["user", "service_account"])))]
+pub struct TokenCreateArgs {
+    /// The owning user.
+    #[arg(long)]
+    pub user: Option<String>,
+    /// The owning service account.
+    #[arg(long)]
+    pub service_account: Option<String>,
+    /// Bind the token to a project (repeatable); without it, all of the owner's projects.
+    #[arg(long = "project", value_name = "PROJECT")]
+    pub projects: Vec<String>,
+    /// Narrow the token to a capability pattern (repeatable); without it, all of the owner's
+    /// capabilities. A token is never wider than its owner.
+    #[arg(long = "scope", value_name = "CAPABILITY")]
+    pub scopes: Vec<String>,
+    /// Lifetime, e.g. `30d`, `12h`; without it, the token does not expire.
+    #[arg(long)]
+    pub ttl: Option<String>,
+    /// A note shown in listings.
+    #[arg(long)]
+    pub description: Option<String>,
+    /// Print `{"id", "secret", …}` as JSON instead of the secret alone.
+    #[arg(short, long, value_enum, default_value_t = Output::Table)]
+    pub output: Output,
+    /// Where the store is.
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// `warden token list`.
+#[derive(Debug, Args)]
+pub struct TokenListArgs {
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = Output::Table)]
+    pub output: Output,
+    /// Where the store is.
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// `warden token revoke`.
+#[derive(Debug, Args)]
+pub struct TokenRevokeArgs {
+    /// The token's id (`tok_…`), as `warden token list` shows it.
+    pub id: String,
+    /// Where the store is.
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// `warden audit`.
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// `verify` checks the hash chain; without it, records are listed.
+    #[command(subcommand)]
+    pub command: Option<AuditCommand>,
+
+    /// Only this run.
+    #[arg(long)]
+    pub run: Option<String>,
+    /// Only this principal (`user:alice`, `serviceAccount:deploy-bot`).
+    #[arg(long)]
+    pub principal: Option<String>,
+    /// Only runs of this agent.
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// Only this tool.
+    #[arg(long)]
+    pub tool: Option<String>,
+    /// Only this decision: allow, deny, executed, failed.
+    #[arg(long, value_parser = ["allow", "deny", "executed", "failed"])]
+    pub decision: Option<String>,
+    /// Only this denial code (e.g. CAPABILITY).
+    #[arg(long)]
+    pub code: Option<String>,
+    /// Only this kind of record: run, call, decision, outcome, admin.
+    #[arg(long, value_parser = ["run", "call", "decision", "outcome", "admin"])]
+    pub kind: Option<String>,
+    /// At or after this time: RFC 3339 (`2026-11-29T10:00:00Z`) or an age (`1h`, `30m`).
+    #[arg(long)]
+    pub since: Option<String>,
+    /// Before this time (same forms as `--since`).
+    #[arg(long)]
+    pub until: Option<String>,
+    /// At most this many records.
+    #[arg(long, default_value_t = 100)]
+    pub limit: i64,
+    /// Output format (`json` gives JSON Lines).
+    #[arg(short, long, value_enum, default_value_t = Output::Table)]
+    pub output: Output,
+    /// Where the store is.
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// `warden audit …`.
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// Verify the hash chain; names the first record that breaks it (exit 1).
+    Verify(StoreOnly),
+}
+
+/// `warden config …`.
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Print the JSON Schema of configuration documents.
+    Schema,
+    /// Validate files without a store: syntax, fields and references among the files.
+    Validate(ValidateArgs),
+}
+
+/// `warden config validate`.
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// Files or directories.
+    #[arg(
+        short = 'f',
+        long = "filename",
+        value_name = "FILE|DIR",
+        required = true
+    )]
+    pub files: Vec<PathBuf>,
+}
