@@ -16,6 +16,7 @@ pub mod config;
 pub mod contract;
 pub mod cron;
 pub mod decision;
+pub mod explain;
 pub mod memory;
 pub mod name;
 pub mod pipeline;

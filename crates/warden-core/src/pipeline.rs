@@ -292,6 +292,76 @@ impl<A: AuditLog, C: Counters, K: Clock, X: Executor> Pipeline<'_, A, C, K, X> {
         }
     }
 
+    /// Direct execution with governance `off` (GOV-6): no decision steps, every call still
+    /// recorded (run, call, an `allow` decision with rule `governance:off`, outcome). Only
+    /// for `warden stdio --governance off|auto`, never on the HTTP endpoints.
+    pub async fn direct(
+        &self,
+        policy: &Policy,
+        catalog: &Catalog,
+        authority: &Authority,
+        run: &RunState,
+        request: CallRequest<'_>,
+    ) -> CallOutcome {
+        let CallRequest {
+            call_id,
+            name,
+            args,
+        } = request;
+        let mut outcome = CallOutcome {
+            run_id: run.id.clone(),
+            call_id: call_id.clone(),
+            tool: name.to_owned(),
+            verdict: Verdict::Denied(Denial::unknown_tool(name, "resolve:no-such-tool")),
+            audited: false,
+        };
+        let rec = Recorder {
+            policy,
+            authority,
+            run,
+            call_id: &call_id,
+            tool: name,
+        };
+        let now = self.clock.now();
+        let Some(tool) = catalog.get(name) else {
+            let mut records = rec.open(now, None, args.as_ref());
+            let denial = Denial::unknown_tool(name, "resolve:no-such-tool");
+            records.push(rec.decision(now, Step::Resolve, &Decision::Deny(denial.clone())));
+            return self.finish_denied(outcome, &rec, records, denial).await;
+        };
+        let rule = "governance:off".to_owned();
+        let mut records = rec.open(now, Some(tool), args.as_ref());
+        records.push(rec.decision(now, Step::Execute, &Decision::Allow { rule: rule.clone() }));
+        if let Err(e) = self.audit.append(records).await {
+            rec.reopen_on_failure();
+            outcome.verdict = Verdict::Denied(unavailable(&e));
+            return outcome;
+        }
+        outcome.audited = true;
+        let started = self.clock.now();
+        let result = self
+            .executor
+            .execute(Execution {
+                tool,
+                args,
+                authority,
+                run_id: &run.id,
+                call_id: &call_id,
+            })
+            .await;
+        let record = rec.outcome(self.clock.now(), started, result.as_ref());
+        let _ = self.audit.append(vec![record]).await;
+        outcome.verdict = match result {
+            Ok(output) => Verdict::Executed { output, rule },
+            Err(e) => Verdict::Denied(Denial::new(
+                DenyCode::Unavailable,
+                format!("upstream:{}", upstream_of(tool)),
+                e.to_string(),
+            )),
+        };
+        outcome
+    }
+
     async fn admit(
         &self,
         policy: &Policy,

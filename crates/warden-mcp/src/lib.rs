@@ -1,3 +1,21 @@
-//! MCP both ways — serving clients over stdio and Streamable HTTP, and calling upstream MCP
-//! servers — arrives with the MCP gateway milestone. The crate exists now so that the
-//! workspace has its final shape.
+//! Warden's MCP layer.
+//!
+//! - [`gateway`]: the live policy, credentials and catalog, the upstreams and the governed call —
+//!   one instance shared by every transport.
+//! - [`handler`]: the MCP server presented to clients (stdio and Streamable HTTP, both eras).
+//! - [`upstream`]: supervised upstream MCP servers (stdio children, HTTP URLs).
+//! - [`builtin`]: the built-in tool set `warden` (`whoami`, `explain`).
+//! - [`wire`]: the one mapping from outcomes to MCP results.
+//! - [`fixture`]: a small real MCP server (the demo tool set and the tests' upstream).
+
+pub mod bridge;
+pub mod builtin;
+pub mod fixture;
+pub mod gateway;
+pub mod handler;
+pub mod secrets;
+pub mod upstream;
+pub mod wire;
+
+pub use gateway::{Gateway, GatewayOptions};
+pub use handler::{AgentRoute, Authenticated, McpHandler, SessionAuth};

@@ -1,46 +1,176 @@
-//! Warden's HTTP server: health and readiness now; MCP endpoints, the admin API and metrics
-//! build on the same state.
+//! Warden's HTTP server: the MCP endpoints (`POST /mcp`, `POST /mcp/agents/{agent}`, both
+//! protocol eras), the admin API under `/api/v1`, `/healthz`, `/readyz` and `/metrics`.
+//!
+//! Every request passes the host check (XPORT-2) and, except health and metrics, bearer
+//! authentication: a missing or bad token gets 401 with a one-line reason.
+
+mod admin;
+
+pub use admin::{EXPLAIN_ANY, TOOLS_INVENTORY, inventory_row};
+mod auth;
+mod hosts;
 
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{StatusCode, header};
+use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
-use warden_store::Store;
+use tokio_util::sync::CancellationToken;
+use warden_mcp::upstream::UpstreamStatus;
+use warden_mcp::{Gateway, McpHandler, SessionAuth};
+
+pub use hosts::HostPolicy;
+
+/// Largest accepted request body (REL-1).
+pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 
 /// Shared state of the server.
 #[derive(Debug)]
 pub struct AppState {
-    /// The store.
-    pub store: Arc<Store>,
+    /// The gateway.
+    pub gateway: Arc<Gateway>,
+    /// Which `Host` and `Origin` headers are accepted.
+    pub hosts: HostPolicy,
+    auth_failures: auth::FailureLimiter,
+}
+
+impl AppState {
+    /// State for a server in front of `gateway`.
+    pub fn new(gateway: Arc<Gateway>, hosts: HostPolicy) -> Self {
+        Self {
+            gateway,
+            hosts,
+            auth_failures: auth::FailureLimiter::default(),
+        }
+    }
+}
+
+fn metrics_handle() -> Option<&'static PrometheusHandle> {
+    static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
+    HANDLE
+        .get_or_init(|| match PrometheusBuilder::new().install_recorder() {
+            Ok(h) => Some(h),
+            Err(e) => {
+                tracing::warn!(error = %e, "metrics recorder not installed");
+                None
+            }
+        })
+        .as_ref()
 }
 
 /// The router.
-pub fn router(state: Arc<AppState>) -> Router {
+pub fn router(state: Arc<AppState>, shutdown: CancellationToken) -> Router {
+    let _ = metrics_handle();
+    let gateway = state.gateway.clone();
+    let config = StreamableHttpServerConfig::default()
+        .with_json_response(true)
+        .with_sse_keep_alive(Some(Duration::from_secs(15)))
+        // Host and Origin are checked by our own middleware for every route.
+        .disable_allowed_hosts()
+        .with_cancellation_token(shutdown.child_token());
+    let mcp = StreamableHttpService::new(
+        move || {
+            Ok(McpHandler::new(
+                gateway.clone(),
+                SessionAuth::PerRequest,
+                None,
+            ))
+        },
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let authenticated = Router::new()
+        .route_service("/mcp", mcp.clone())
+        .route_service("/mcp/agents/{agent}", mcp)
+        .nest("/api/v1", admin::routes())
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            auth::authenticate,
+        ));
     Router::new()
+        .route("/", get(console))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .route("/api/v1/openapi.json", get(admin::openapi))
+        .merge(authenticated)
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            hosts::check,
+        ))
         .with_state(state)
+}
+
+async fn console() -> Html<&'static str> {
+    Html(include_str!("console.html"))
 }
 
 async fn healthz() -> &'static str {
     "ok\n"
 }
 
-/// Ready when the store answers.
-async fn readyz(State(state): State<Arc<AppState>>) -> (StatusCode, String) {
-    match state.store.revision().await {
-        Ok(_) => (StatusCode::OK, "ready\n".into()),
-        Err(e) => {
-            tracing::warn!(error = %e, "not ready: the store does not answer");
+/// Ready when the store answers and the configuration is loaded; the body lists upstreams.
+async fn readyz(State(state): State<Arc<AppState>>) -> Response {
+    let store_ok = state.gateway.store().revision().await.is_ok();
+    let snapshot = state.gateway.snapshot();
+    let upstreams: serde_json::Map<String, serde_json::Value> = state
+        .gateway
+        .upstreams()
+        .all()
+        .iter()
+        .map(|u| {
             (
-                StatusCode::SERVICE_UNAVAILABLE,
-                "not ready: the store does not answer\n".into(),
+                u.spec.name.to_string(),
+                serde_json::to_value(u.status()).unwrap_or_default(),
             )
-        }
+        })
+        .collect();
+    let ready = store_ok && snapshot.loaded;
+    let body = serde_json::json!({
+        "ready": ready,
+        "store": if store_ok { "ok" } else { "unreachable" },
+        "revision": snapshot.revision,
+        "upstreams": upstreams,
+    });
+    let status = if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, axum::Json(body)).into_response()
+}
+
+async fn metrics(State(state): State<Arc<AppState>>) -> Response {
+    for u in state.gateway.upstreams().all() {
+        let up = matches!(u.status(), UpstreamStatus::Up { .. });
+        metrics::gauge!("warden_upstream_up", "upstream" => u.spec.name.to_string()).set(if up {
+            1.0
+        } else {
+            0.0
+        });
+        metrics::gauge!("warden_upstream_tools", "upstream" => u.spec.name.to_string())
+            .set(u.tools().len() as f64);
+    }
+    match metrics_handle() {
+        Some(h) => (
+            [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+            h.render(),
+        )
+            .into_response(),
+        None => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "metrics are not available\n",
+        )
+            .into_response(),
     }
 }
 
@@ -65,14 +195,15 @@ impl Bound {
         Ok(self.listener.local_addr()?)
     }
 
-    /// Serves until `shutdown` completes.
-    pub async fn serve(
-        self,
-        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-    ) -> anyhow::Result<()> {
-        axum::serve(self.listener, router(self.state))
-            .with_graceful_shutdown(shutdown)
-            .await?;
+    /// Serves until `shutdown` is cancelled.
+    pub async fn serve(self, shutdown: CancellationToken) -> anyhow::Result<()> {
+        let app = router(self.state, shutdown.clone());
+        axum::serve(
+            self.listener,
+            app.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .with_graceful_shutdown(async move { shutdown.cancelled().await })
+        .await?;
         Ok(())
     }
 }

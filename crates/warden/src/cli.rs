@@ -28,7 +28,7 @@ pub struct Cli {
     #[arg(
         long,
         global = true,
-        default_value = "info,sqlx=warn",
+        default_value = "info,sqlx=warn,rmcp=warn",
         env = "WARDEN_LOG"
     )]
     pub log: String,
@@ -88,6 +88,11 @@ pub enum Command {
     /// `admin token: wdn_…` once.
     Serve(ServeArgs),
 
+    /// Serve the MCP contract over stdin/stdout: embedded on the local store, or as a bridge
+    /// to a running server (`--remote`). The token comes from `WARDEN_TOKEN`. Only protocol
+    /// messages go to stdout; logs go to stderr.
+    Stdio(StdioArgs),
+
     /// Apply migrations to the store and exit.
     Migrate(StoreOnly),
 
@@ -113,6 +118,18 @@ pub enum Command {
     /// Configuration helpers.
     #[command(subcommand)]
     Config(ConfigCommand),
+
+    /// Explain what a call would decide, with the rules, without executing or recording
+    /// anything (asks a running server; token in `WARDEN_TOKEN`).
+    Explain(ExplainArgs),
+
+    /// The live tool catalog of a running server.
+    #[command(subcommand)]
+    Tools(ToolsCommand),
+
+    /// Run the fixture MCP server (the demo tool set; used by tests and benchmarks).
+    #[command(hide = true)]
+    UpstreamFixture(FixtureArgs),
 }
 
 /// `warden serve`.
@@ -126,9 +143,150 @@ pub struct ServeArgs {
     #[arg(long = "config", value_name = "FILE")]
     pub config: Vec<PathBuf>,
 
+    /// A `Host` name clients use (repeatable). Loopback listeners accept the loopback names
+    /// without it; other listeners need it (`*` accepts any host).
+    #[arg(
+        long = "allowed-host",
+        value_name = "HOST",
+        env = "WARDEN_ALLOWED_HOSTS",
+        value_delimiter = ','
+    )]
+    pub allowed_hosts: Vec<String>,
+
+    /// An `Origin` allowed besides the allowed hosts (repeatable), e.g. `https://app.example.com`.
+    #[arg(
+        long = "allowed-origin",
+        value_name = "ORIGIN",
+        env = "WARDEN_ALLOWED_ORIGINS",
+        value_delimiter = ','
+    )]
+    pub allowed_origins: Vec<String>,
+
+    /// Do not load the demo configuration into a new embedded store.
+    #[arg(long)]
+    pub no_demo: bool,
+
+    /// Directory of `${secret:NAME}` files [default: `secrets` in the data directory].
+    #[arg(long, env = "WARDEN_SECRETS_DIR")]
+    pub secrets_dir: Option<PathBuf>,
+
     /// Where the store is.
     #[command(flatten)]
     pub store: StoreArgs,
+}
+
+/// `warden stdio`.
+#[derive(Debug, Args)]
+pub struct StdioArgs {
+    /// Bridge to a running `warden serve` (its MCP URL, e.g. `http://127.0.0.1:8600/mcp`)
+    /// instead of governing locally.
+    #[arg(long, value_name = "URL")]
+    pub remote: Option<String>,
+
+    /// Serve a run of this agent (as `/mcp/agents/{agent}` does over HTTP).
+    #[arg(long)]
+    pub agent: Option<String>,
+
+    /// `on`: every call is governed (refused when governance is unavailable). `auto`: with
+    /// `--remote`, fall back to direct execution on the local configuration when the remote
+    /// cannot be reached, saying so on stderr — a convenience, not a security property.
+    /// `off`: direct execution on the local configuration, still audited.
+    #[arg(long, value_enum, default_value_t = Governance::On)]
+    pub governance: Governance,
+
+    /// The credential, from the environment only (never a flag, so it stays out of process
+    /// listings).
+    #[arg(skip)]
+    pub token: Option<String>,
+
+    /// Directory of `${secret:NAME}` files [default: `secrets` in the data directory].
+    #[arg(long, env = "WARDEN_SECRETS_DIR")]
+    pub secrets_dir: Option<PathBuf>,
+
+    /// Where the store is.
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// Governance modes (GOV-6).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Governance {
+    /// Every call governed; refused when governance is unavailable.
+    On,
+    /// Governed; falls back to direct execution when the remote is unavailable.
+    Auto,
+    /// Direct execution, still audited.
+    Off,
+}
+
+/// Talking to a running server's admin API.
+#[derive(Clone, Debug, Args)]
+pub struct RemoteArgs {
+    /// The server's base URL.
+    #[arg(long, env = "WARDEN_SERVER", default_value = "http://127.0.0.1:8600")]
+    pub server: String,
+}
+
+/// `warden explain`.
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// The tool's catalog name.
+    #[arg(long)]
+    pub tool: String,
+    /// The call's arguments as a JSON object.
+    #[arg(long = "args", value_name = "JSON")]
+    pub arguments: Option<String>,
+    /// Explain for this user (needs `explain:any`; default: the token's own principal).
+    #[arg(long)]
+    pub user: Option<String>,
+    /// Explain for this service account (needs `explain:any`).
+    #[arg(long)]
+    pub service_account: Option<String>,
+    /// Explain a run of this agent.
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// As if the token were bound to this project (repeatable).
+    #[arg(long = "project")]
+    pub projects: Vec<String>,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = Output::Table)]
+    pub output: Output,
+    /// The server.
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+}
+
+/// `warden tools …`.
+#[derive(Debug, Subcommand)]
+pub enum ToolsCommand {
+    /// Every tool of the live catalog with its class, capability, risk and governance status
+    /// (GOV-5).
+    Inventory(InventoryArgs),
+}
+
+/// `warden tools inventory`.
+#[derive(Debug, Args)]
+pub struct InventoryArgs {
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = Output::Table)]
+    pub output: Output,
+    /// The server.
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+}
+
+/// `warden upstream-fixture` (for tests, benchmarks and the demo).
+#[derive(Debug, Args)]
+pub struct FixtureArgs {
+    /// Serve over stdin/stdout.
+    #[arg(long, conflicts_with = "listen")]
+    pub stdio: bool,
+    /// Serve Streamable HTTP at `/mcp` on this address.
+    #[arg(long)]
+    pub listen: Option<SocketAddr>,
+    /// Keep the notes in this JSON file.
+    #[arg(long)]
+    pub file: Option<PathBuf>,
 }
 
 /// Commands that only need the store.

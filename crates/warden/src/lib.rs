@@ -5,7 +5,9 @@ mod audit_cmd;
 mod cli;
 mod config_cmd;
 mod output;
+mod remote;
 mod serve;
+mod stdio;
 mod token_cmd;
 
 use std::path::{Path, PathBuf};
@@ -89,8 +91,10 @@ pub fn main() -> ExitCode {
 fn init_tracing(format: LogFormat, filter: &str) {
     let filter = tracing_subscriber::EnvFilter::try_new(filter)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    use std::io::IsTerminal as _;
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
     let _ = match format {
         LogFormat::Pretty => builder.with_target(false).try_init(),
@@ -115,6 +119,28 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Token(cmd) => token_cmd::run(cmd).await,
         Command::Audit(args) => audit_cmd::run(args).await,
         Command::Config(cmd) => config_cmd::config(cmd),
+        Command::Stdio(args) => stdio::run(args).await,
+        Command::Explain(args) => remote::explain(args).await,
+        Command::Tools(cli::ToolsCommand::Inventory(args)) => remote::inventory(args).await,
+        Command::UpstreamFixture(args) => {
+            let server = warden_mcp::fixture::NotesServer::new(args.file.clone());
+            match args.listen {
+                Some(addr) => {
+                    let listener = tokio::net::TcpListener::bind(addr)
+                        .await
+                        .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
+                    println!("mcp: http://{}/mcp", listener.local_addr()?);
+                    let shutdown = tokio_util::sync::CancellationToken::new();
+                    let signal = shutdown.clone();
+                    tokio::spawn(async move {
+                        serve::shutdown_signal().await;
+                        signal.cancel();
+                    });
+                    warden_mcp::fixture::serve_http(server, listener, shutdown).await
+                }
+                None => warden_mcp::fixture::serve_stdio(server).await,
+            }
+        }
     }
 }
 

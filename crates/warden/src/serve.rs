@@ -1,13 +1,21 @@
 //! `warden serve`.
 
+use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
-use warden_server::{AppState, Bound};
+use tokio_util::sync::CancellationToken;
+use warden_core::config::{Located, parse_documents};
+use warden_mcp::{Gateway, GatewayOptions};
+use warden_server::{AppState, Bound, HostPolicy};
+use warden_store::Location;
 
 use crate::cli::ServeArgs;
-use crate::{config_errors, location, now, open, read_config_files};
+use crate::{config_errors, location, now, open, read_config_files, usage};
 
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    let hosts = HostPolicy::for_listener(args.listen, &args.allowed_hosts, &args.allowed_origins)
+        .map_err(usage)?;
     let location = location(&args.store)?;
     // Configuration files are read before anything else: a bad file changes nothing.
     let resources = read_config_files(&args.config)?;
@@ -19,18 +27,90 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
             .apply(resources, "serve --config", now())
             .await?
             .map_err(|e| config_errors(&e))?;
+    } else if let (Some(_), false, Location::DataDir(dir)) = (&admin, args.no_demo, &location) {
+        // The embedded default: a new store gets a demo project whose tools work offline.
+        let demo = demo_config(dir)?;
+        store
+            .apply(demo, "demo", now())
+            .await?
+            .map_err(|e| config_errors(&e))?;
+        tracing::info!(
+            "loaded the demo configuration (project `demo`); start with --no-demo to skip it"
+        );
     }
-    let bound = Bound::bind(args.listen, Arc::new(AppState { store })).await?;
+    let secrets_dir = args.secrets_dir.clone().or_else(|| match &location {
+        Location::DataDir(dir) => Some(dir.join("secrets")),
+        Location::Url(_) => None,
+    });
+    let gateway = Gateway::start(
+        store,
+        GatewayOptions {
+            secrets_dir,
+            ..GatewayOptions::default()
+        },
+    )
+    .await;
+    gateway.wait_for_upstreams(Duration::from_secs(10)).await;
+    let bound = Bound::bind(args.listen, Arc::new(AppState::new(gateway.clone(), hosts))).await?;
     let addr = bound.local_addr()?;
     println!("mcp: http://{addr}/mcp");
     println!("console: http://{addr}/");
     if let Some(token) = admin {
         println!("admin token: {}", token.secret);
     }
-    bound.serve(shutdown_signal()).await
+    let shutdown = CancellationToken::new();
+    let signal = shutdown.clone();
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        signal.cancel();
+    });
+    let result = bound.serve(shutdown).await;
+    gateway.shutdown();
+    result
 }
 
-async fn shutdown_signal() {
+/// The demo configuration: project `demo` with the notes tool set (the fixture MCP server,
+/// started from this very binary as a stdio child), a read, an ordinary mutation and a
+/// dangerous one.
+fn demo_config(data_dir: &Path) -> anyhow::Result<Vec<Located>> {
+    let exe = std::env::current_exe()
+        .map_err(|e| anyhow::anyhow!("cannot find the warden binary for the demo: {e}"))?;
+    let quote = |s: &str| serde_json::Value::String(s.to_owned()).to_string();
+    let notes = data_dir.join("demo-notes.json");
+    let yaml = format!(
+        r#"
+kind: Project
+name: demo
+instructions: "A demo notebook. notes__list_notes reads; notes__add_note writes (an ordinary mutation); notes__delete_note is dangerous and needs a human approval."
+---
+kind: Upstream
+name: notes
+project: demo
+stdio: {{ command: {exe}, args: ["upstream-fixture", "--stdio", "--file", {notes}] }}
+---
+kind: ToolPolicy
+project: demo
+tool: "notes__add_note"
+class: mutation
+risk: ordinary
+---
+kind: ToolPolicy
+project: demo
+tool: "notes__delete_note"
+class: mutation
+risk: dangerous
+---
+kind: Role
+name: demo-user
+permissions: ["run:projects:demo"]
+"#,
+        exe = quote(&exe.display().to_string()),
+        notes = quote(&notes.display().to_string()),
+    );
+    parse_documents("demo", &yaml).map_err(|e| config_errors(&e))
+}
+
+pub(crate) async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };

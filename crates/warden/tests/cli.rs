@@ -306,8 +306,9 @@ async fn serve_prints_the_urls_and_the_first_admin_token_once() {
             let token = lines.next().unwrap().unwrap();
             assert!(token.starts_with("admin token: wdn_"), "{token}");
         }
-        let health = reqwest_get(&format!("http://{addr}/readyz")).await;
-        assert_eq!(health, "ready\n");
+        let ready: serde_json::Value =
+            serde_json::from_str(&reqwest_get(&format!("http://{addr}/readyz")).await).unwrap();
+        assert_eq!(ready["ready"], true, "{ready}");
         child.kill().unwrap();
         child.wait().unwrap();
         if !first {

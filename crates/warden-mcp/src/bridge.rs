@@ -1,0 +1,170 @@
+//! `warden stdio --remote URL`: the MCP contract over stdin/stdout, bridged to a running
+//! `warden serve` which governs every call. With governance `auto`, when the remote cannot be
+//! reached, calls fall back to direct execution on the local configuration, and stderr says
+//! so loudly every time — a convenience, not a security property (GOV-6).
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, Implementation,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::{
+    ClientLifecycleMode, ClientServiceExt as _, Peer, RequestContext, RunningService, ServiceError,
+};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientHandler, ErrorData as McpError, RoleClient, RoleServer, ServerHandler};
+use warden_core::contract::{CallOutcome, Verdict};
+use warden_core::decision::{Denial, DenyCode};
+
+use crate::handler::McpHandler;
+use crate::wire;
+
+/// The bridge's MCP client identity.
+#[derive(Clone, Debug)]
+pub struct BridgeClient;
+
+impl ClientHandler for BridgeClient {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("warden-stdio-bridge", env!("CARGO_PKG_VERSION")),
+        )
+    }
+}
+
+/// A connection to the remote Warden.
+pub type Remote = RunningService<RoleClient, BridgeClient>;
+
+/// Connects to a remote Warden's MCP endpoint with a bearer token.
+pub async fn connect(url: &str, token: &str) -> Result<Remote, String> {
+    let config =
+        StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(token.to_owned());
+    let lifecycle = ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        legacy_version: Some(ProtocolVersion::V_2025_11_25),
+    };
+    BridgeClient
+        .serve_with_lifecycle(
+            StreamableHttpClientTransport::from_config(config),
+            lifecycle,
+        )
+        .await
+        .map_err(|e| format!("cannot reach {url}: {e}"))
+}
+
+/// The bridge handler.
+#[derive(Clone, Debug)]
+pub struct Bridge {
+    remote: Option<Peer<RoleClient>>,
+    instructions: Option<String>,
+    fallback: Option<McpHandler>,
+    url: Arc<str>,
+}
+
+impl Bridge {
+    /// A bridge over `remote` (None when it could not be reached), with an optional fallback
+    /// for governance `auto`.
+    pub fn new(url: &str, remote: Option<&Remote>, fallback: Option<McpHandler>) -> Self {
+        Self {
+            remote: remote.map(|r| r.peer().clone()),
+            instructions: remote
+                .and_then(|r| r.peer_info())
+                .and_then(|i| i.instructions.clone()),
+            fallback,
+            url: Arc::from(url),
+        }
+    }
+
+    fn remote(&self) -> Option<&Peer<RoleClient>> {
+        self.remote.as_ref().filter(|p| !p.is_transport_closed())
+    }
+
+    fn warn_fallback(&self, why: &str) {
+        eprintln!(
+            "warden stdio: WARNING: governance unavailable ({why}); executing DIRECTLY on the local configuration, without decisions (--governance auto)"
+        );
+    }
+
+    fn unavailable(&self, tool: &str, why: &str) -> CallToolResponse {
+        let outcome = CallOutcome {
+            run_id: "bridge".into(),
+            call_id: "bridge".into(),
+            tool: tool.to_owned(),
+            verdict: Verdict::Denied(Denial::new(
+                DenyCode::Unavailable,
+                "bridge:remote-unavailable",
+                format!("governance is unavailable ({why}); nothing was executed"),
+            )),
+            audited: false,
+        };
+        wire::call_result(&outcome).into()
+    }
+}
+
+impl ServerHandler for Bridge {
+    fn get_info(&self) -> ServerConfig {
+        let mut info = ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new("warden", env!("CARGO_PKG_VERSION")));
+        if let Some(i) = &self.instructions {
+            info = info.with_instructions(i.clone());
+        }
+        info
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        match self.remote() {
+            Some(peer) => match peer.list_all_tools().await {
+                Ok(tools) => return Ok(ListToolsResult::with_all_items(tools)),
+                Err(ServiceError::McpError(e)) => return Err(e),
+                Err(e) => {
+                    if self.fallback.is_none() {
+                        tracing::error!(remote = %self.url, error = %e, "the remote Warden does not answer");
+                        return Ok(ListToolsResult::with_all_items(Vec::new()));
+                    }
+                    self.warn_fallback(&e.to_string());
+                }
+            },
+            None if self.fallback.is_none() => {
+                return Ok(ListToolsResult::with_all_items(Vec::new()));
+            }
+            None => self.warn_fallback("the remote could not be reached"),
+        }
+        match &self.fallback {
+            Some(f) => f.list_tools(request, ctx).await,
+            None => Ok(ListToolsResult::with_all_items(Vec::new())),
+        }
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let why = match self.remote() {
+            Some(peer) => match peer.call_tool(request.clone()).await {
+                Ok(result) => return Ok(result.into()),
+                Err(ServiceError::McpError(e)) => return Err(e),
+                Err(e) => e.to_string(),
+            },
+            None => format!("{} cannot be reached", self.url),
+        };
+        match &self.fallback {
+            Some(f) => {
+                self.warn_fallback(&why);
+                f.call_tool(request, ctx).await
+            }
+            None => Ok(self.unavailable(&request.name, &why)),
+        }
+    }
+}

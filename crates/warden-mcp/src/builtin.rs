@@ -1,0 +1,144 @@
+//! The built-in tool set `warden`, offered to every verified principal: `warden__whoami` and
+//! `warden__explain`. Their schemas are derived from the argument types (GOV-1): only the
+//! fields the handlers read, unknown fields rejected, no invented defaults.
+
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use warden_core::authority::Authority;
+use warden_core::contract::ToolOutput;
+use warden_core::name::Name;
+use warden_core::pipeline::ExecError;
+use warden_core::policy::Policy;
+use warden_core::schema::{InputSchema, schema_for};
+use warden_core::tool::{
+    Catalog, ClassSource, Governance, Risk, ToolClass, ToolDescriptor, ToolSource,
+};
+
+/// The name of the built-in tool set (reserved as an upstream name and prefix).
+pub const BUILTIN_SET: &str = "warden";
+
+/// Arguments of `warden__whoami`: none.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WhoamiArgs {}
+
+/// Arguments of `warden__explain`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExplainArgs {
+    /// The catalog name of the tool to explain.
+    pub tool: String,
+    /// The arguments the call would carry.
+    pub arguments: Option<Map<String, Value>>,
+}
+
+fn descriptor(tool: &str, description: &str, schema: Map<String, Value>) -> Option<ToolDescriptor> {
+    let schema = match InputSchema::compile(schema, true) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!(tool, error = %e, "built-in tool schema does not compile");
+            return None;
+        }
+    };
+    Some(ToolDescriptor {
+        name: Arc::from(format!("{BUILTIN_SET}__{tool}")),
+        project: None,
+        source: ToolSource::Builtin {
+            set: Name::from_static(BUILTIN_SET),
+            tool: tool.to_owned(),
+        },
+        title: None,
+        description: Some(description.to_owned()),
+        schema,
+        output_schema: None,
+        annotations: Some(json!({"readOnlyHint": true, "openWorldHint": false})),
+        class: ToolClass::Read,
+        class_source: ClassSource::Builtin,
+        capability: None,
+        risk: Risk::Ordinary,
+        rate_limit_per_minute: None,
+        deny: None,
+        governance: Governance::Read,
+        policy: None,
+        project_arguments: Vec::new(),
+    })
+}
+
+/// The built-in tools.
+pub fn descriptors() -> Vec<ToolDescriptor> {
+    [
+        descriptor(
+            "whoami",
+            "Who this run acts as: the principal, the authority mode, the projects whose tools it may use and why, and the projects it knows without tools.",
+            schema_for::<WhoamiArgs>(),
+        ),
+        descriptor(
+            "explain",
+            "Explain, without executing or recording anything, what calling a tool with these arguments would decide for this run, step by step, with the rules.",
+            schema_for::<ExplainArgs>(),
+        ),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// Executes a built-in tool.
+pub fn execute(
+    tool: &str,
+    args: Option<Map<String, Value>>,
+    authority: &Authority,
+    policy: &Policy,
+    catalog: &Catalog,
+) -> Result<ToolOutput, ExecError> {
+    let args = Value::Object(args.unwrap_or_default());
+    match tool {
+        "whoami" => Ok(ToolOutput::Data(whoami(authority))),
+        "explain" => {
+            let a: ExplainArgs = serde_json::from_value(args)
+                .map_err(|e| ExecError::Unavailable(format!("invalid arguments: {e}")))?;
+            let explanation = warden_core::explain::explain(
+                policy,
+                catalog,
+                authority,
+                &a.tool,
+                a.arguments.as_ref(),
+                false,
+            );
+            Ok(ToolOutput::Data(
+                serde_json::to_value(explanation).unwrap_or_default(),
+            ))
+        }
+        other => Err(ExecError::Unavailable(format!(
+            "no built-in tool `{other}`"
+        ))),
+    }
+}
+
+/// What `whoami` reports.
+pub fn whoami(authority: &Authority) -> Value {
+    let projects: Vec<Value> = authority
+        .projects
+        .iter()
+        .map(|(p, why)| json!({"project": p, "why": why}))
+        .collect();
+    let knowledge_only: Vec<Value> = authority
+        .knowledge_only
+        .iter()
+        .map(|(p, why)| json!({"project": p, "why": why}))
+        .collect();
+    json!({
+        "principal": authority.principal.to_string(),
+        "mode": authority.mode,
+        "credential": authority.credential_id,
+        "agent": authority.agent,
+        "projects": projects,
+        "knowledgeOnly": knowledge_only,
+        "capabilities": authority.grant.owner.patterns(),
+        "scopes": authority.grant.ceiling.as_ref().map(|c| c.patterns().to_vec()),
+        "toolsWithheld": authority.withheld,
+    })
+}

@@ -1,0 +1,267 @@
+//! A small, real MCP server used as an upstream: the embedded default's demo tool set, the
+//! fixture of integration tests and the trivial upstream of `warden bench`.
+//!
+//! Tools: `list_notes` and `echo` and `add` (reads), `add_note` (mutation), `delete_note`
+//! (destructive mutation), `slow` (a read that waits and honours cancellation) and
+//! `call_count` (how many calls this server executed, for exactly-once tests).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt as _};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio::sync::Mutex;
+
+/// A note.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Note {
+    /// Its id.
+    pub id: u64,
+    /// Its text.
+    pub text: String,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    notes: Mutex<Vec<Note>>,
+    calls: AtomicU64,
+    file: Option<PathBuf>,
+}
+
+/// The fixture server. Cheap to clone: state is shared.
+#[derive(Clone, Debug)]
+pub struct NotesServer {
+    state: Arc<State>,
+    tools: Arc<Vec<Tool>>,
+}
+
+fn schema(v: Value) -> Arc<JsonObject> {
+    match v {
+        Value::Object(m) => Arc::new(m),
+        _ => Arc::new(JsonObject::new()),
+    }
+}
+
+fn tools() -> Vec<Tool> {
+    let read = || ToolAnnotations::new().read_only(true).open_world(false);
+    vec![
+        Tool::new("list_notes", "List every note", schema(json!({"type": "object", "properties": {}})))
+            .with_annotations(read()),
+        Tool::new(
+            "add_note",
+            "Add a note",
+            schema(json!({"type": "object", "properties": {"text": {"type": "string", "minLength": 1}}, "required": ["text"]})),
+        )
+        .with_annotations(ToolAnnotations::new().read_only(false).destructive(false).open_world(false)),
+        Tool::new(
+            "delete_note",
+            "Delete a note by id",
+            schema(json!({"type": "object", "properties": {"id": {"type": "integer", "minimum": 1}}, "required": ["id"]})),
+        )
+        .with_annotations(ToolAnnotations::new().read_only(false).destructive(true).open_world(false)),
+        Tool::new(
+            "echo",
+            "Echo a text",
+            schema(json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]})),
+        )
+        .with_annotations(read()),
+        Tool::new(
+            "add",
+            "Add two numbers",
+            schema(json!({"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]})),
+        )
+        .with_annotations(read()),
+        Tool::new(
+            "slow",
+            "Wait for `ms` milliseconds (honours cancellation)",
+            schema(json!({"type": "object", "properties": {"ms": {"type": "integer", "minimum": 0, "maximum": 600000}}, "required": ["ms"]})),
+        )
+        .with_annotations(read()),
+        Tool::new("call_count", "How many tool calls this server executed", schema(json!({"type": "object", "properties": {}})))
+            .with_annotations(read()),
+    ]
+}
+
+impl NotesServer {
+    /// A server keeping notes in memory, or in `file` (JSON) when given.
+    pub fn new(file: Option<PathBuf>) -> Self {
+        let notes = file
+            .as_ref()
+            .and_then(|f| std::fs::read_to_string(f).ok())
+            .and_then(|text| serde_json::from_str::<Vec<Note>>(&text).ok())
+            .unwrap_or_default();
+        Self {
+            state: Arc::new(State {
+                notes: Mutex::new(notes),
+                calls: AtomicU64::new(0),
+                file,
+            }),
+            tools: Arc::new(tools()),
+        }
+    }
+
+    /// Tool calls executed so far.
+    pub fn calls(&self) -> u64 {
+        self.state.calls.load(Ordering::SeqCst)
+    }
+
+    async fn persist(&self, notes: &[Note]) {
+        if let Some(file) = &self.state.file
+            && let Ok(text) = serde_json::to_string_pretty(notes)
+            && let Err(e) = tokio::fs::write(file, text).await
+        {
+            tracing::warn!(error = %e, "cannot save the notes");
+        }
+    }
+
+    async fn run(
+        &self,
+        name: &str,
+        args: &JsonObject,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, McpError> {
+        let text_arg = |k: &str| args.get(k).and_then(Value::as_str).map(str::to_owned);
+        let num_arg = |k: &str| args.get(k).and_then(Value::as_f64);
+        let structured = |v: Value| {
+            let mut r = CallToolResult::success(vec![ContentBlock::text(v.to_string())]);
+            r.structured_content = Some(v);
+            r
+        };
+        match name {
+            "list_notes" => Ok(structured(json!({"notes": *self.state.notes.lock().await}))),
+            "add_note" => {
+                let text = text_arg("text")
+                    .ok_or_else(|| McpError::invalid_params("`text` is required", None))?;
+                let mut notes = self.state.notes.lock().await;
+                let id = notes.iter().map(|n| n.id).max().unwrap_or(0) + 1;
+                notes.push(Note { id, text });
+                self.persist(&notes).await;
+                Ok(structured(json!({"id": id})))
+            }
+            "delete_note" => {
+                let id = args
+                    .get("id")
+                    .and_then(Value::as_u64)
+                    .ok_or_else(|| McpError::invalid_params("`id` is required", None))?;
+                let mut notes = self.state.notes.lock().await;
+                let before = notes.len();
+                notes.retain(|n| n.id != id);
+                let deleted = notes.len() != before;
+                self.persist(&notes).await;
+                Ok(structured(json!({"deleted": deleted})))
+            }
+            "echo" => Ok(CallToolResult::success(vec![ContentBlock::text(
+                text_arg("text").unwrap_or_default(),
+            )])),
+            "add" => {
+                let (a, b) = (num_arg("a").unwrap_or(0.0), num_arg("b").unwrap_or(0.0));
+                Ok(structured(json!({"sum": a + b})))
+            }
+            "slow" => {
+                let ms = args.get("ms").and_then(Value::as_u64).unwrap_or(0);
+                tokio::select! {
+                    () = tokio::time::sleep(Duration::from_millis(ms)) => Ok(structured(json!({"slept_ms": ms}))),
+                    () = ctx.ct.cancelled() => Err(McpError::internal_error("cancelled", None)),
+                }
+            }
+            "call_count" => Ok(structured(json!({"calls": self.calls()}))),
+            other => Err(McpError::invalid_params(
+                format!("unknown tool `{other}`"),
+                None,
+            )),
+        }
+    }
+}
+
+impl ServerHandler for NotesServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(
+                "warden-notes",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions("A small notebook: list_notes, add_note, delete_note.")
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.tools.iter().find(|t| t.name == name).cloned()
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(self.tools.to_vec()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let args = request.arguments.unwrap_or_default();
+        let result = self.run(&request.name, &args, &ctx).await;
+        if result.is_ok() {
+            self.state.calls.fetch_add(1, Ordering::SeqCst);
+        }
+        result.map(Into::into)
+    }
+}
+
+/// Serves the fixture over stdin/stdout until stdin closes.
+pub async fn serve_stdio(server: NotesServer) -> anyhow::Result<()> {
+    let running = server.serve(rmcp::transport::stdio()).await?;
+    running.waiting().await?;
+    Ok(())
+}
+
+/// Serves the fixture over Streamable HTTP at `/mcp` on `listener` until `shutdown`.
+pub async fn serve_http(
+    server: NotesServer,
+    listener: tokio::net::TcpListener,
+    shutdown: tokio_util::sync::CancellationToken,
+) -> anyhow::Result<()> {
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+    let config = StreamableHttpServerConfig::default()
+        .with_json_response(true)
+        .with_cancellation_token(shutdown.child_token());
+    let service = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let app = axum::Router::new().route_service("/mcp", service);
+    let ct = shutdown.clone();
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move { ct.cancelled().await })
+        .await?;
+    Ok(())
+}
+
+/// Binds `addr` and serves the fixture over HTTP; returns the bound address.
+pub async fn spawn_http(
+    server: NotesServer,
+    addr: SocketAddr,
+    shutdown: tokio_util::sync::CancellationToken,
+) -> anyhow::Result<SocketAddr> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let local = listener.local_addr()?;
+    tokio::spawn(async move {
+        if let Err(e) = serve_http(server, listener, shutdown).await {
+            tracing::error!(error = %e, "fixture upstream stopped");
+        }
+    });
+    Ok(local)
+}

@@ -1,0 +1,470 @@
+//! The governed gateway: the live policy, credentials and catalog, the upstreams, and the
+//! pipeline that every `tools/call` goes through — shared by every transport (GOV-8).
+//!
+//! A watcher polls the store's revision (every 250 ms by default) and swaps in a new snapshot
+//! when another process — the CLI with `--data-dir`, another replica — changed configuration
+//! or credentials (STORE-1b). When the store cannot be reached, runs keep their knowledge and
+//! get no tools (RUN-4).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use arc_swap::ArcSwap;
+use serde_json::{Map, Value};
+use tokio::sync::{broadcast, mpsc};
+use tokio_util::sync::CancellationToken;
+use warden_core::authority::{Authority, AuthorityError, resolve};
+use warden_core::config::{Config, Kind, Resource, UpstreamSpec};
+use warden_core::contract::{CallOutcome, ToolOutput, Verdict};
+use warden_core::decision::{Decision, Purpose, decide};
+use warden_core::pipeline::{
+    CallRequest, Clock, ExecError, Execution, Executor, Pipeline, RunState,
+};
+use warden_core::policy::Policy;
+use warden_core::principal::{Credential, CredentialRejection, TokenHash, looks_like_token};
+use warden_core::time::Millis;
+use warden_core::tool::{
+    Catalog, ToolDescriptor, ToolSource, UpstreamTool, catalog_name, matching_policy,
+};
+use warden_store::Store;
+
+use crate::builtin;
+use crate::secrets::Secrets;
+use crate::upstream::{UpstreamEvent, UpstreamStatus, Upstreams};
+
+/// Options of the gateway.
+#[derive(Clone, Debug)]
+pub struct GatewayOptions {
+    /// Where `${secret:NAME}` files live.
+    pub secrets_dir: Option<PathBuf>,
+    /// How often the store's revision is polled.
+    pub poll_interval: Duration,
+}
+
+impl Default for GatewayOptions {
+    fn default() -> Self {
+        Self {
+            secrets_dir: None,
+            poll_interval: Duration::from_millis(250),
+        }
+    }
+}
+
+/// What the gateway knows at one instant. Immutable; replaced whole.
+#[derive(Debug)]
+pub struct Snapshot {
+    /// The store revision it was built from.
+    pub revision: u64,
+    /// The policy.
+    pub policy: Arc<Policy>,
+    /// The federated catalog.
+    pub catalog: Arc<Catalog>,
+    credentials: Arc<HashMap<TokenHash, Credential>>,
+    /// Whether the store answered the last poll; when not, runs get no tools (RUN-4).
+    pub store_ok: bool,
+    /// Whether a configuration was ever loaded; when not, runs get no tools (RUN-4).
+    pub loaded: bool,
+}
+
+impl Snapshot {
+    fn empty() -> Self {
+        Self {
+            revision: 0,
+            policy: Arc::new(Policy::default()),
+            catalog: Arc::new(Catalog::default()),
+            credentials: Arc::new(HashMap::new()),
+            store_ok: false,
+            loaded: false,
+        }
+    }
+}
+
+/// The system clock.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Millis {
+        Millis(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+                .unwrap_or_default(),
+        )
+    }
+}
+
+/// The gateway.
+#[derive(Debug)]
+pub struct Gateway {
+    store: Arc<Store>,
+    snapshot: ArcSwap<Snapshot>,
+    upstreams: Upstreams,
+    builtins: Vec<ToolDescriptor>,
+    cancel: CancellationToken,
+    catalog_changed: broadcast::Sender<()>,
+}
+
+impl Gateway {
+    /// Loads configuration and credentials, starts the upstreams and the watcher.
+    pub async fn start(store: Arc<Store>, options: GatewayOptions) -> Arc<Self> {
+        let (events_tx, events_rx) = mpsc::unbounded_channel();
+        let gateway = Arc::new(Self {
+            store,
+            snapshot: ArcSwap::from_pointee(Snapshot::empty()),
+            upstreams: Upstreams::new(events_tx, Secrets::new(options.secrets_dir.clone())),
+            builtins: builtin::descriptors(),
+            cancel: CancellationToken::new(),
+            catalog_changed: broadcast::channel(16).0,
+        });
+        gateway.reload().await;
+        tokio::spawn(watch(
+            Arc::downgrade(&gateway),
+            events_rx,
+            options.poll_interval,
+            gateway.cancel.clone(),
+        ));
+        gateway
+    }
+
+    /// Stops the watcher and every upstream.
+    pub fn shutdown(&self) {
+        self.cancel.cancel();
+        self.upstreams.shutdown();
+    }
+
+    /// The current snapshot.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.snapshot.load_full()
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
+    /// The upstreams.
+    pub fn upstreams(&self) -> &Upstreams {
+        &self.upstreams
+    }
+
+    /// Notified whenever the catalog changes (for `notifications/tools/list_changed`).
+    pub fn subscribe_catalog(&self) -> broadcast::Receiver<()> {
+        self.catalog_changed.subscribe()
+    }
+
+    /// Waits until every upstream has connected or failed once (bounded by `timeout`).
+    pub async fn wait_for_upstreams(&self, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            let pending = self
+                .upstreams
+                .all()
+                .iter()
+                .any(|u| u.status() == UpstreamStatus::Starting);
+            if !pending {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Verifies a bearer token against the in-memory credential table (a hash lookup).
+    pub fn authenticate(&self, token: &str) -> Result<Credential, CredentialRejection> {
+        if token.is_empty() {
+            return Err(CredentialRejection::Missing);
+        }
+        if !looks_like_token(token) {
+            return Err(CredentialRejection::Unknown);
+        }
+        let snapshot = self.snapshot.load();
+        let credential = snapshot
+            .credentials
+            .get(&TokenHash::of(token))
+            .ok_or(CredentialRejection::Unknown)?;
+        credential.check_usable(SystemClock.now())?;
+        if snapshot.loaded && !snapshot.policy.principal_exists(&credential.principal) {
+            return Err(CredentialRejection::OwnerGone);
+        }
+        Ok(credential.clone())
+    }
+
+    /// The authority of a run, re-resolved from the current policy (RUN-8). Without a
+    /// loaded policy or a reachable store, the run keeps its knowledge and gets no tools.
+    pub fn authority(
+        &self,
+        credential: &Credential,
+        agent: Option<&str>,
+    ) -> Result<Authority, AuthorityError> {
+        let snapshot = self.snapshot.load();
+        let authority = resolve(&snapshot.policy, credential, agent)?;
+        Ok(if !snapshot.loaded {
+            authority.withhold("the configuration is not loaded")
+        } else if !snapshot.store_ok {
+            authority.withhold("the store cannot be reached")
+        } else {
+            authority
+        })
+    }
+
+    /// The tools `tools/list` shows this run: exactly those the decision function lets it see.
+    pub fn list_tools(&self, authority: &Authority) -> Vec<Arc<ToolDescriptor>> {
+        let snapshot = self.snapshot.load();
+        snapshot
+            .catalog
+            .iter()
+            .filter(|t| matches!(decide(authority, t, Purpose::List), Decision::Allow { .. }))
+            .cloned()
+            .collect()
+    }
+
+    /// Every tool of the catalog, for direct execution (governance `off`).
+    pub fn all_tools(&self) -> Vec<Arc<ToolDescriptor>> {
+        self.snapshot.load().catalog.iter().cloned().collect()
+    }
+
+    /// One `tools/call`: governed (GOV-2), or executed directly and still recorded when
+    /// `direct` (governance `off`, GOV-6).
+    pub async fn call(
+        &self,
+        authority: &Authority,
+        run: &RunState,
+        name: &str,
+        args: Option<Map<String, Value>>,
+    ) -> CallOutcome {
+        self.call_with(authority, run, name, args, false).await
+    }
+
+    /// See [`Gateway::call`].
+    pub async fn call_with(
+        &self,
+        authority: &Authority,
+        run: &RunState,
+        name: &str,
+        args: Option<Map<String, Value>>,
+        direct: bool,
+    ) -> CallOutcome {
+        let started = Instant::now();
+        let snapshot = self.snapshot.load_full();
+        let executor = GatewayExecutor {
+            gateway: self,
+            snapshot: &snapshot,
+        };
+        let pipeline = Pipeline {
+            audit: self.store.as_ref(),
+            counters: self.store.as_ref(),
+            clock: &SystemClock,
+            executor: &executor,
+        };
+        let call_id = format!("call_{}", uuid::Uuid::now_v7().simple());
+        let request = CallRequest {
+            call_id,
+            name,
+            args,
+        };
+        let outcome = if direct {
+            pipeline
+                .direct(&snapshot.policy, &snapshot.catalog, authority, run, request)
+                .await
+        } else {
+            pipeline
+                .call(&snapshot.policy, &snapshot.catalog, authority, run, request)
+                .await
+        };
+        record_metrics(&outcome, started.elapsed());
+        if let Verdict::Denied(d) = &outcome.verdict {
+            tracing::info!(
+                run = %outcome.run_id, principal = %authority.principal, tool = %name,
+                code = %d.code, rule = %d.rule, "call denied"
+            );
+        }
+        outcome
+    }
+
+    async fn reload(&self) {
+        let loaded = async {
+            let (config, revision) = self.store.load_config().await?;
+            let credentials = self.store.credential_hashes().await?;
+            Ok::<_, warden_store::StoreError>((config, revision, credentials))
+        }
+        .await;
+        match loaded {
+            Ok((config, revision, credentials)) => {
+                let upstream_specs = upstream_specs(&config);
+                let policy = Arc::new(Policy::compile(config, revision));
+                self.upstreams.reconcile(&upstream_specs);
+                let catalog = Arc::new(self.build_catalog(&policy));
+                self.snapshot.store(Arc::new(Snapshot {
+                    revision,
+                    policy,
+                    catalog,
+                    credentials: Arc::new(credentials.into_iter().collect()),
+                    store_ok: true,
+                    loaded: true,
+                }));
+                let _ = self.catalog_changed.send(());
+                tracing::debug!(revision, "configuration loaded");
+            }
+            Err(e) => self.mark_store(false, Some(&e.to_string())),
+        }
+    }
+
+    fn mark_store(&self, ok: bool, error: Option<&str>) {
+        let current = self.snapshot.load_full();
+        if current.store_ok == ok {
+            return;
+        }
+        match error {
+            Some(e) => {
+                tracing::error!(error = %e, "the store cannot be reached: runs get no tools until it answers")
+            }
+            None => tracing::info!("the store answers again"),
+        }
+        self.snapshot.store(Arc::new(Snapshot {
+            revision: current.revision,
+            policy: current.policy.clone(),
+            catalog: current.catalog.clone(),
+            credentials: current.credentials.clone(),
+            store_ok: ok,
+            loaded: current.loaded,
+        }));
+    }
+
+    fn rebuild_catalog(&self) {
+        let current = self.snapshot.load_full();
+        let catalog = Arc::new(self.build_catalog(&current.policy));
+        self.snapshot.store(Arc::new(Snapshot {
+            revision: current.revision,
+            policy: current.policy.clone(),
+            catalog,
+            credentials: current.credentials.clone(),
+            store_ok: current.store_ok,
+            loaded: current.loaded,
+        }));
+        let _ = self.catalog_changed.send(());
+    }
+
+    fn build_catalog(&self, policy: &Policy) -> Catalog {
+        let mut tools: Vec<ToolDescriptor> = self.builtins.clone();
+        for slot in self.upstreams.all() {
+            let spec = &slot.spec;
+            let prefix = spec.prefix.clone().unwrap_or_else(|| spec.name.to_string());
+            for tool in slot.tools().iter() {
+                let raw: UpstreamTool = match serde_json::to_value(tool)
+                    .and_then(serde_json::from_value)
+                {
+                    Ok(raw) => raw,
+                    Err(e) => {
+                        tracing::warn!(upstream = %spec.name, tool = %tool.name, error = %e, "tool skipped: unreadable definition");
+                        continue;
+                    }
+                };
+                let name = catalog_name(&prefix, &raw.name);
+                let matched = matching_policy(policy.tool_policies(), &spec.project, &name);
+                match ToolDescriptor::for_upstream(&spec.project, &spec.name, &name, &raw, matched)
+                {
+                    Ok(d) => tools.push(d),
+                    Err(e) => {
+                        tracing::warn!(upstream = %spec.name, tool = %name, error = %e, "tool skipped")
+                    }
+                }
+            }
+        }
+        let (catalog, conflicts) = Catalog::new(tools);
+        for c in conflicts {
+            tracing::warn!(name = %c.name, kept = %c.kept, dropped = %c.dropped, "two tools want the same catalog name; set a `prefix` on one upstream");
+        }
+        catalog
+    }
+}
+
+fn upstream_specs(config: &Config) -> Vec<UpstreamSpec> {
+    config
+        .of_kind(Kind::Upstream)
+        .filter_map(|r| match r {
+            Resource::Upstream(u) => Some(u.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn record_metrics(outcome: &CallOutcome, elapsed: Duration) {
+    let contract = outcome.contract();
+    let code = contract.code.map(|c| c.as_str()).unwrap_or("");
+    metrics::counter!("warden_calls_total", "decision" => contract.status, "code" => code)
+        .increment(1);
+    metrics::histogram!("warden_call_duration_seconds", "decision" => contract.status)
+        .record(elapsed.as_secs_f64());
+}
+
+async fn watch(
+    gateway: std::sync::Weak<Gateway>,
+    mut events: mpsc::UnboundedReceiver<UpstreamEvent>,
+    poll: Duration,
+    cancel: CancellationToken,
+) {
+    let mut timer = tokio::time::interval(poll);
+    timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            () = cancel.cancelled() => return,
+            _ = timer.tick() => {
+                let Some(gw) = gateway.upgrade() else { return };
+                match gw.store.revision().await {
+                    Ok(revision) => {
+                        let current = gw.snapshot.load();
+                        if revision != current.revision || !current.store_ok || !current.loaded {
+                            gw.reload().await;
+                        }
+                    }
+                    Err(e) => gw.mark_store(false, Some(&e.to_string())),
+                }
+            }
+            event = events.recv() => {
+                let Some(_event) = event else { return };
+                // Coalesce a burst of upstream events into one rebuild.
+                while events.try_recv().is_ok() {}
+                let Some(gw) = gateway.upgrade() else { return };
+                gw.rebuild_catalog();
+            }
+        }
+    }
+}
+
+struct GatewayExecutor<'a> {
+    gateway: &'a Gateway,
+    snapshot: &'a Snapshot,
+}
+
+impl Executor for GatewayExecutor<'_> {
+    async fn execute(&self, call: Execution<'_>) -> Result<ToolOutput, ExecError> {
+        match &call.tool.source {
+            ToolSource::Builtin { tool, .. } => builtin::execute(
+                tool,
+                call.args,
+                call.authority,
+                &self.snapshot.policy,
+                &self.snapshot.catalog,
+            ),
+            ToolSource::Upstream { upstream, tool } => {
+                let slot = self
+                    .gateway
+                    .upstreams
+                    .get(upstream.as_str())
+                    .ok_or_else(|| {
+                        ExecError::Unavailable(format!("upstream `{upstream}` is not configured"))
+                    })?;
+                let result = slot.call(tool, call.args).await?;
+                let is_error = result.is_error.unwrap_or(false);
+                match serde_json::to_value(&result) {
+                    Ok(Value::Object(result)) => Ok(ToolOutput::Upstream { result, is_error }),
+                    _ => Err(ExecError::Unavailable(format!(
+                        "upstream `{upstream}` sent an unreadable result"
+                    ))),
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,186 @@
+//! The MCP server Warden presents to clients: one handler for every transport (GOV-8).
+//!
+//! rmcp builds a handler per 2025 session and per 2026 stateless request, so the handler is
+//! a cheap wrapper around the shared [`Gateway`]. Authority is resolved on every request from
+//! the current policy, so revocations reach open sessions at their next call (RUN-8).
+
+use std::sync::{Arc, OnceLock};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, Implementation, InitializeRequestParams,
+    InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use warden_core::authority::{Authority, AuthorityError};
+use warden_core::pipeline::RunState;
+use warden_core::principal::Credential;
+
+use crate::gateway::Gateway;
+use crate::wire;
+
+/// The credential an HTTP middleware verified for this request, in the request's extensions.
+#[derive(Clone, Debug)]
+pub struct Authenticated(pub Credential);
+
+/// The agent a request addresses (`/mcp/agents/{agent}`), in the request's extensions.
+#[derive(Clone, Debug)]
+pub struct AgentRoute(pub String);
+
+/// How requests of a session are authenticated.
+#[derive(Clone, Debug)]
+pub enum SessionAuth {
+    /// HTTP: each request carries its own verified credential ([`Authenticated`]).
+    PerRequest,
+    /// stdio: one token for the process (`WARDEN_TOKEN`), verified again on every request.
+    Token(Arc<str>),
+}
+
+/// The MCP handler of one session (or one stateless request).
+#[derive(Clone, Debug)]
+pub struct McpHandler {
+    gateway: Arc<Gateway>,
+    auth: SessionAuth,
+    agent: Option<String>,
+    run: Arc<RunState>,
+    owner: Arc<OnceLock<(String, Option<String>)>>,
+    direct: bool,
+}
+
+impl McpHandler {
+    /// A handler for a new session or stateless request.
+    pub fn new(gateway: Arc<Gateway>, auth: SessionAuth, agent: Option<String>) -> Self {
+        Self {
+            gateway,
+            auth,
+            agent,
+            run: Arc::new(RunState::new(format!(
+                "run_{}",
+                uuid::Uuid::now_v7().simple()
+            ))),
+            owner: Arc::new(OnceLock::new()),
+            direct: false,
+        }
+    }
+
+    /// Direct execution without decisions, still recorded (governance `off`, GOV-6). Only
+    /// `warden stdio` offers it.
+    pub fn direct(mut self) -> Self {
+        self.direct = true;
+        self
+    }
+
+    /// The run of this session.
+    pub fn run_id(&self) -> &str {
+        self.run.id()
+    }
+
+    fn credential(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<(Credential, Option<String>), McpError> {
+        let parts = ctx.extensions.get::<http::request::Parts>();
+        let route_agent = parts
+            .and_then(|p| p.extensions.get::<AgentRoute>())
+            .map(|a| a.0.clone())
+            .or_else(|| self.agent.clone());
+        let credential = match &self.auth {
+            SessionAuth::PerRequest => parts
+                .and_then(|p| p.extensions.get::<Authenticated>())
+                .map(|a| a.0.clone())
+                // Fail closed: a request that reached the handler unauthenticated gets nothing.
+                .ok_or_else(|| McpError::invalid_request("unauthenticated", None))?,
+            SessionAuth::Token(token) => self
+                .gateway
+                .authenticate(token)
+                .map_err(|e| McpError::invalid_request(format!("WARDEN_TOKEN: {e}"), None))?,
+        };
+        // A run belongs to the credential and agent that opened it.
+        let owner = self
+            .owner
+            .get_or_init(|| (credential.id.clone(), route_agent.clone()));
+        if owner.0 != credential.id || owner.1 != route_agent {
+            return Err(McpError::invalid_request(
+                "this session belongs to another credential or agent; start a new session",
+                None,
+            ));
+        }
+        Ok((credential, route_agent))
+    }
+
+    fn authority(&self, ctx: &RequestContext<RoleServer>) -> Result<Authority, McpError> {
+        let (credential, agent) = self.credential(ctx)?;
+        self.gateway
+            .authority(&credential, agent.as_deref())
+            .map_err(|e| match e {
+                AuthorityError::UnknownAgent(a) => {
+                    McpError::invalid_params(format!("no agent named `{a}`"), None)
+                }
+                other => McpError::invalid_request(other.to_string(), None),
+            })
+    }
+}
+
+impl ServerHandler for McpHandler {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
+            .with_server_info(Implementation::new("warden", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Tools here are governed by Warden: every call is checked against this run's authority and recorded. \
+                 A refused call answers with status `denied`, a code and a message.",
+            )
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        // Refuse early what would be refused at the first call.
+        self.authority(&context)?;
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        // Used by rmcp for the 2026 per-argument header checks only; visibility is decided in
+        // `call_tool`. Returning nothing keeps hidden tools hidden.
+        let _ = name;
+        None
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let authority = self.authority(&ctx)?;
+        let tools = if self.direct {
+            self.gateway.all_tools()
+        } else {
+            self.gateway.list_tools(&authority)
+        };
+        let tools = tools.iter().map(|t| wire::tool(t)).collect();
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let authority = self.authority(&ctx)?;
+        let outcome = self
+            .gateway
+            .call_with(
+                &authority,
+                &self.run,
+                &request.name,
+                request.arguments,
+                self.direct,
+            )
+            .await;
+        Ok(wire::call_result(&outcome).into())
+    }
+}

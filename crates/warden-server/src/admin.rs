@@ -1,0 +1,211 @@
+//! The admin API under `/api/v1` (JSON), described by `/api/v1/openapi.json`.
+
+use std::sync::Arc;
+
+use axum::extract::{Extension, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use warden_core::authority::Authority;
+use warden_core::name::Name;
+use warden_core::principal::{Credential, CredentialKind, Principal};
+use warden_core::time::Millis;
+use warden_core::tool::{Governance, ToolSource};
+use warden_mcp::Authenticated;
+
+use crate::AppState;
+
+/// Capability to explain calls of other principals, with the rules of hidden tools.
+pub const EXPLAIN_ANY: &str = "explain:any";
+/// Capability to read the tool inventory.
+pub const TOOLS_INVENTORY: &str = "tools:inventory";
+
+pub(crate) fn routes() -> Router<Arc<AppState>> {
+    Router::new()
+        .route("/whoami", get(whoami))
+        .route("/explain", post(explain))
+        .route("/tools/inventory", get(inventory))
+}
+
+/// An API error: a status and a one-line message, as `{"error": "…"}`.
+#[derive(Debug)]
+pub(crate) struct ApiError(StatusCode, String);
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.0, Json(json!({"error": self.1}))).into_response()
+    }
+}
+
+fn error(status: StatusCode, message: impl Into<String>) -> ApiError {
+    ApiError(status, message.into())
+}
+
+fn own_authority(state: &AppState, credential: &Credential) -> Result<Authority, ApiError> {
+    state
+        .gateway
+        .authority(credential, None)
+        .map_err(|e| error(StatusCode::FORBIDDEN, e.to_string()))
+}
+
+async fn whoami(
+    State(state): State<Arc<AppState>>,
+    Extension(Authenticated(credential)): Extension<Authenticated>,
+) -> Result<Response, ApiError> {
+    let a = own_authority(&state, &credential)?;
+    Ok(Json(warden_mcp::builtin::whoami(&a)).into_response())
+}
+
+/// `POST /api/v1/explain`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct ExplainRequest {
+    /// The tool's catalog name.
+    tool: String,
+    /// The call's arguments.
+    #[serde(default)]
+    arguments: Option<Map<String, Value>>,
+    /// Explain for this user instead of the caller (needs `explain:any`).
+    #[serde(default)]
+    user: Option<String>,
+    /// Explain for this service account instead of the caller (needs `explain:any`).
+    #[serde(default)]
+    service_account: Option<String>,
+    /// Explain a run of this agent.
+    #[serde(default)]
+    agent: Option<String>,
+    /// With `user`/`serviceAccount`: as if the token were bound to these projects.
+    #[serde(default)]
+    projects: Option<Vec<String>>,
+}
+
+async fn explain(
+    State(state): State<Arc<AppState>>,
+    Extension(Authenticated(credential)): Extension<Authenticated>,
+    body: Result<Json<ExplainRequest>, axum::extract::rejection::JsonRejection>,
+) -> Result<Response, ApiError> {
+    let Json(req) = body.map_err(|e| error(StatusCode::BAD_REQUEST, e.body_text()))?;
+    let caller = own_authority(&state, &credential)?;
+    let subject = match (&req.user, &req.service_account) {
+        (None, None) => None,
+        (Some(u), None) => Some(Name::new(u).map(|name| Principal::User { name })),
+        (None, Some(s)) => Some(Name::new(s).map(|name| Principal::ServiceAccount { name })),
+        (Some(_), Some(_)) => {
+            return Err(error(
+                StatusCode::BAD_REQUEST,
+                "give `user` or `serviceAccount`, not both",
+            ));
+        }
+    };
+    let reveal = caller.holds(EXPLAIN_ANY);
+    let target_credential = match subject {
+        None => credential.clone(),
+        Some(Err(e)) => return Err(error(StatusCode::BAD_REQUEST, e.to_string())),
+        Some(Ok(principal)) => {
+            if !reveal {
+                return Err(error(
+                    StatusCode::FORBIDDEN,
+                    format!("explaining another principal needs the `{EXPLAIN_ANY}` capability"),
+                ));
+            }
+            let projects = match req
+                .projects
+                .as_ref()
+                .map(|ps| ps.iter().map(|p| Name::new(p)).collect::<Result<_, _>>())
+            {
+                Some(Err(e)) => return Err(error(StatusCode::BAD_REQUEST, e.to_string())),
+                Some(Ok(p)) => Some(p),
+                None => None,
+            };
+            Credential {
+                id: "explain".into(),
+                kind: CredentialKind::ApiKey,
+                principal,
+                projects,
+                scopes: None,
+                created_at: Millis(0),
+                expires_at: None,
+                revoked_at: None,
+                description: None,
+            }
+        }
+    };
+    let authority = state
+        .gateway
+        .authority(&target_credential, req.agent.as_deref())
+        .map_err(|e| error(StatusCode::NOT_FOUND, e.to_string()))?;
+    let snapshot = state.gateway.snapshot();
+    let explanation = warden_core::explain::explain(
+        &snapshot.policy,
+        &snapshot.catalog,
+        &authority,
+        &req.tool,
+        req.arguments.as_ref(),
+        reveal,
+    );
+    Ok(Json(json!({
+        "principal": authority.principal.to_string(),
+        "mode": authority.mode,
+        "agent": authority.agent,
+        "explanation": explanation,
+    }))
+    .into_response())
+}
+
+async fn inventory(
+    State(state): State<Arc<AppState>>,
+    Extension(Authenticated(credential)): Extension<Authenticated>,
+) -> Result<Response, ApiError> {
+    let caller = own_authority(&state, &credential)?;
+    if !caller.holds(TOOLS_INVENTORY) {
+        return Err(error(
+            StatusCode::FORBIDDEN,
+            format!("the tool inventory needs the `{TOOLS_INVENTORY}` capability"),
+        ));
+    }
+    let snapshot = state.gateway.snapshot();
+    let rows: Vec<Value> = snapshot.catalog.iter().map(|t| inventory_row(t)).collect();
+    Ok(Json(json!({ "policyRevision": snapshot.revision, "tools": rows })).into_response())
+}
+
+/// One row of the mutation inventory (GOV-5).
+pub fn inventory_row(t: &warden_core::tool::ToolDescriptor) -> Value {
+    let (source, upstream) = match &t.source {
+        ToolSource::Builtin { set, .. } => ("builtin", set.to_string()),
+        ToolSource::Upstream { upstream, .. } => ("upstream", upstream.to_string()),
+    };
+    let (status, reason) = match &t.governance {
+        Governance::Read => ("read", None),
+        Governance::Governed { by } => ("governed", Some(by.clone())),
+        Governance::Ungoverned { reason } => ("ungoverned", Some(reason.clone())),
+        Governance::Unmapped => (
+            "ungoverned",
+            Some(
+                "no ToolPolicy classifies this mutation: calls are refused (UNGOVERNED)".to_owned(),
+            ),
+        ),
+    };
+    json!({
+        "tool": &*t.name,
+        "project": t.project,
+        "source": source,
+        "upstream": upstream,
+        "class": t.class,
+        "classFrom": t.class_source,
+        "capability": t.capability,
+        "risk": t.risk,
+        "governance": status,
+        "reason": reason,
+    })
+}
+
+pub(crate) async fn openapi() -> Response {
+    (
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        include_str!("openapi.json"),
+    )
+        .into_response()
+}

@@ -1,0 +1,141 @@
+//! Bearer authentication for MCP and the admin API (AUTH-1, AUTH-3, AUTH-5).
+//!
+//! Identity comes only from a verified credential: identity headers such as
+//! `x-service-account` are ignored (and logged). Failed authentications are counted per
+//! source address and limited.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use warden_mcp::{AgentRoute, Authenticated};
+
+use crate::AppState;
+
+/// Failed authentications allowed per source address and minute.
+const MAX_FAILURES_PER_MINUTE: u32 = 30;
+
+/// Headers some gateways trust for identity. Warden never does.
+const IDENTITY_HEADERS: [&str; 5] = [
+    "x-service-account",
+    "x-warden-principal",
+    "x-user",
+    "x-forwarded-user",
+    "x-remote-user",
+];
+
+/// Counts failed authentications per source.
+#[derive(Debug, Default)]
+pub(crate) struct FailureLimiter {
+    failures: Mutex<HashMap<IpAddr, (Instant, u32)>>,
+}
+
+impl FailureLimiter {
+    fn blocked(&self, ip: IpAddr) -> bool {
+        let Ok(map) = self.failures.lock() else {
+            return false;
+        };
+        map.get(&ip).is_some_and(|(start, n)| {
+            start.elapsed() < Duration::from_secs(60) && *n >= MAX_FAILURES_PER_MINUTE
+        })
+    }
+
+    fn record(&self, ip: IpAddr) {
+        let Ok(mut map) = self.failures.lock() else {
+            return;
+        };
+        if map.len() > 10_000 {
+            map.retain(|_, (start, _)| start.elapsed() < Duration::from_secs(60));
+        }
+        let entry = map.entry(ip).or_insert((Instant::now(), 0));
+        if entry.0.elapsed() >= Duration::from_secs(60) {
+            *entry = (Instant::now(), 0);
+        }
+        entry.1 += 1;
+    }
+}
+
+fn unauthorized(reason: &str) -> Response {
+    let mut response = (StatusCode::UNAUTHORIZED, format!("{reason}\n")).into_response();
+    response.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static("Bearer realm=\"warden\""),
+    );
+    response
+}
+
+/// The middleware: verifies the bearer token and puts the credential (and the agent of
+/// `/mcp/agents/{agent}`) into the request's extensions.
+pub(crate) async fn authenticate(
+    State(state): State<Arc<AppState>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let source = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip());
+    if let Some(ip) = source
+        && state.auth_failures.blocked(ip)
+    {
+        return (
+            StatusCode::TOO_MANY_REQUESTS,
+            "too many failed authentications from this address; try again in a minute\n",
+        )
+            .into_response();
+    }
+    for name in IDENTITY_HEADERS {
+        if request.headers().contains_key(name) {
+            tracing::warn!(
+                header = name,
+                "ignored an identity header: identity comes only from the bearer token"
+            );
+        }
+    }
+    let token = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("bearer "))
+                .unwrap_or("")
+                .trim()
+                .to_owned()
+        });
+    let Some(token) = token else {
+        return unauthorized("missing bearer token: send `Authorization: Bearer wdn_…`");
+    };
+    let credential = match state.gateway.authenticate(&token) {
+        Ok(c) => c,
+        Err(e) => {
+            if let Some(ip) = source {
+                state.auth_failures.record(ip);
+            }
+            metrics::counter!("warden_auth_failures_total", "reason" => e.to_string()).increment(1);
+            tracing::warn!(source = ?source, reason = %e, "authentication failed");
+            return unauthorized(&e.to_string());
+        }
+    };
+    if let Some(agent) = request.uri().path().strip_prefix("/mcp/agents/") {
+        let agent = agent.trim_end_matches('/').to_owned();
+        if state.gateway.snapshot().policy.agent(&agent).is_none() {
+            return (
+                StatusCode::NOT_FOUND,
+                format!(
+                    "no agent named `{}`\n",
+                    agent.chars().take(64).collect::<String>()
+                ),
+            )
+                .into_response();
+        }
+        request.extensions_mut().insert(AgentRoute(agent));
+    }
+    request.extensions_mut().insert(Authenticated(credential));
+    next.run(request).await
+}

@@ -1,0 +1,170 @@
+//! Commands that ask a running server through the admin API: `explain`, `tools inventory`.
+
+use serde_json::{Value, json};
+
+use crate::cli::{ExplainArgs, InventoryArgs, Output, RemoteArgs};
+use crate::{output, usage};
+
+/// A field of a JSON object, or null.
+fn f<'a>(v: &'a Value, key: &str) -> &'a Value {
+    v.get(key).unwrap_or(&Value::Null)
+}
+
+fn token() -> anyhow::Result<String> {
+    std::env::var("WARDEN_TOKEN")
+        .ok()
+        .map(|t| t.trim().to_owned())
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| usage("WARDEN_TOKEN is not set: export a token (`warden token create`)"))
+}
+
+async fn request(
+    remote: &RemoteArgs,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+) -> anyhow::Result<Value> {
+    let url = format!("{}{path}", remote.server.trim_end_matches('/'));
+    let client = reqwest::Client::new();
+    let mut req = client.request(method, &url).bearer_auth(token()?);
+    if let Some(body) = body {
+        req = req.json(&body);
+    }
+    let response = req.send().await.map_err(|e| {
+        anyhow::anyhow!(
+            "cannot reach {}: {e}; is `warden serve` running there (--server)?",
+            remote.server
+        )
+    })?;
+    let status = response.status();
+    let text = response.text().await.unwrap_or_default();
+    if !status.is_success() {
+        let message = serde_json::from_str::<Value>(&text)
+            .ok()
+            .and_then(|v| v.get("error").and_then(Value::as_str).map(str::to_owned))
+            .unwrap_or_else(|| text.trim().to_owned());
+        return Err(anyhow::anyhow!("{url} answered {status}: {message}"));
+    }
+    serde_json::from_str(&text)
+        .map_err(|e| anyhow::anyhow!("{url} answered something that is not JSON: {e}"))
+}
+
+pub(crate) async fn explain(args: ExplainArgs) -> anyhow::Result<()> {
+    let arguments: Option<Value> = args
+        .arguments
+        .as_deref()
+        .map(serde_json::from_str)
+        .transpose()
+        .map_err(|e| usage(format!("--args: not JSON: {e}")))?;
+    if arguments.as_ref().is_some_and(|a| !a.is_object()) {
+        return Err(usage("--args: must be a JSON object"));
+    }
+    let mut body = serde_json::Map::new();
+    body.insert("tool".into(), json!(args.tool));
+    body.insert("arguments".into(), json!(arguments));
+    for (key, value) in [
+        ("user", &args.user),
+        ("serviceAccount", &args.service_account),
+        ("agent", &args.agent),
+    ] {
+        if let Some(v) = value {
+            body.insert(key.into(), json!(v));
+        }
+    }
+    if !args.projects.is_empty() {
+        body.insert("projects".into(), json!(args.projects));
+    }
+    let body = Value::Object(body);
+    let answer = request(
+        &args.remote,
+        reqwest::Method::POST,
+        "/api/v1/explain",
+        Some(body),
+    )
+    .await?;
+    match args.output {
+        Output::Json => output::json(&answer),
+        Output::Yaml => output::yaml_docs(&[answer]),
+        Output::Table => {
+            let e = f(&answer, "explanation");
+            let s = |v: &Value| v.as_str().unwrap_or("-").to_owned();
+            println!(
+                "principal: {} ({})",
+                s(f(&answer, "principal")),
+                s(f(&answer, "mode"))
+            );
+            println!("tool:      {}", s(f(e, "tool")));
+            println!("visible:   {}", f(e, "visible"));
+            println!("would:     {}", s(f(e, "would")));
+            if let Some(code) = e.get("code").and_then(Value::as_str) {
+                println!("code:      {code}");
+                println!("message:   {}", s(f(e, "message")));
+            }
+            println!("rule:      {}", s(f(e, "rule")));
+            let rows: Vec<Vec<String>> = f(e, "steps")
+                .as_array()
+                .map(|steps| {
+                    steps
+                        .iter()
+                        .map(|st| {
+                            vec![
+                                s(f(st, "step")),
+                                s(f(st, "outcome")),
+                                s(f(st, "rule")),
+                                s(f(st, "detail")),
+                            ]
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            println!();
+            output::table(&["STEP", "OUTCOME", "RULE", "DETAIL"], &rows);
+            Ok(())
+        }
+    }
+}
+
+pub(crate) async fn inventory(args: InventoryArgs) -> anyhow::Result<()> {
+    let answer = request(
+        &args.remote,
+        reqwest::Method::GET,
+        "/api/v1/tools/inventory",
+        None,
+    )
+    .await?;
+    let tools = f(&answer, "tools").as_array().cloned().unwrap_or_default();
+    match args.output {
+        Output::Json => output::json(&answer),
+        Output::Yaml => output::yaml_docs(&tools),
+        Output::Table => {
+            let s = |v: &Value| v.as_str().map_or_else(|| "-".to_owned(), str::to_owned);
+            let rows: Vec<Vec<String>> = tools
+                .iter()
+                .map(|t| {
+                    vec![
+                        s(f(t, "tool")),
+                        s(f(t, "project")),
+                        s(f(t, "class")),
+                        s(f(t, "capability")),
+                        s(f(t, "risk")),
+                        s(f(t, "governance")),
+                        s(f(t, "reason")),
+                    ]
+                })
+                .collect();
+            output::table(
+                &[
+                    "TOOL",
+                    "PROJECT",
+                    "CLASS",
+                    "CAPABILITY",
+                    "RISK",
+                    "GOVERNANCE",
+                    "REASON",
+                ],
+                &rows,
+            );
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,97 @@
+//! `warden stdio`: the MCP contract over stdin/stdout, embedded or bridged (SPEC §2).
+//! stdout carries protocol messages only; everything else goes to stderr.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::ServiceExt as _;
+use warden_mcp::bridge::{self, Bridge};
+use warden_mcp::{Gateway, GatewayOptions, McpHandler, SessionAuth};
+use warden_store::Location;
+
+use crate::cli::{Governance, StdioArgs};
+use crate::{location, open, usage};
+
+pub(crate) async fn run(args: StdioArgs) -> anyhow::Result<()> {
+    let token = std::env::var("WARDEN_TOKEN")
+        .ok()
+        .filter(|t| !t.trim().is_empty())
+        .ok_or_else(|| {
+            usage(
+                "WARDEN_TOKEN is not set: create a token with `warden token create` and export it",
+            )
+        })?;
+    let token = token.trim().to_owned();
+    match (&args.remote, args.governance) {
+        (Some(url), mode) => {
+            let remote = match bridge::connect(url, &token).await {
+                Ok(r) => Some(r),
+                Err(e) => {
+                    tracing::error!(error = %e, "the remote Warden cannot be reached");
+                    None
+                }
+            };
+            let fallback = match mode {
+                Governance::On => None,
+                Governance::Auto | Governance::Off => {
+                    Some(local_handler(&args, &token, true).await?)
+                }
+            };
+            if mode == Governance::Off {
+                eprintln!(
+                    "warden stdio: WARNING: governance is off: calls execute directly on the local configuration, without decisions"
+                );
+                return serve(fallback.ok_or_else(|| anyhow::anyhow!("no local configuration"))?)
+                    .await;
+            }
+            serve(Bridge::new(url, remote.as_ref(), fallback)).await
+        }
+        (None, Governance::On) => serve(local_handler(&args, &token, false).await?).await,
+        (None, Governance::Off) => {
+            eprintln!(
+                "warden stdio: WARNING: governance is off: calls execute directly, without decisions (still audited)"
+            );
+            serve(local_handler(&args, &token, true).await?).await
+        }
+        (None, Governance::Auto) => Err(usage(
+            "--governance auto needs --remote (locally, governance is always available)",
+        )),
+    }
+}
+
+async fn local_handler(args: &StdioArgs, token: &str, direct: bool) -> anyhow::Result<McpHandler> {
+    let location = location(&args.store)?;
+    let store = Arc::new(open(&location).await?);
+    let secrets_dir = args.secrets_dir.clone().or_else(|| match &location {
+        Location::DataDir(dir) => Some(dir.join("secrets")),
+        Location::Url(_) => None,
+    });
+    let gateway = Gateway::start(
+        store,
+        GatewayOptions {
+            secrets_dir,
+            ..GatewayOptions::default()
+        },
+    )
+    .await;
+    gateway.wait_for_upstreams(Duration::from_secs(10)).await;
+    // Refuse a bad token at start rather than at the first call.
+    gateway
+        .authenticate(token)
+        .map_err(|e| usage(format!("WARDEN_TOKEN: {e}")))?;
+    let handler = McpHandler::new(
+        gateway,
+        SessionAuth::Token(Arc::from(token)),
+        args.agent.clone(),
+    );
+    Ok(if direct { handler.direct() } else { handler })
+}
+
+async fn serve<H: rmcp::ServerHandler>(handler: H) -> anyhow::Result<()> {
+    let running = handler
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| anyhow::anyhow!("stdio session failed: {e}"))?;
+    running.waiting().await?;
+    Ok(())
+}
