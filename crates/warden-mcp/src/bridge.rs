@@ -99,7 +99,7 @@ impl Bridge {
             )),
             audited: false,
         };
-        wire::call_result(&outcome).into()
+        wire::call_result(&outcome, false).into()
     }
 }
 

@@ -80,6 +80,7 @@ fn tools() -> Vec<Tool> {
             "Add two numbers",
             schema(json!({"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]})),
         )
+        .with_raw_output_schema(schema(json!({"type": "object", "properties": {"sum": {"type": "number"}}, "required": ["sum"]})))
         .with_annotations(read()),
         Tool::new(
             "slow",
@@ -113,6 +114,17 @@ impl NotesServer {
     /// Tool calls executed so far.
     pub fn calls(&self) -> u64 {
         self.state.calls.load(Ordering::SeqCst)
+    }
+
+    /// With a file, other processes may share it (a server and `warden stdio` on one data
+    /// directory): read it again before each use.
+    async fn reload(&self, notes: &mut Vec<Note>) {
+        if let Some(file) = &self.state.file
+            && let Ok(text) = tokio::fs::read_to_string(file).await
+            && let Ok(on_disk) = serde_json::from_str::<Vec<Note>>(&text)
+        {
+            *notes = on_disk;
+        }
     }
 
     async fn persist(&self, notes: &[Note]) {
@@ -154,6 +166,7 @@ impl NotesServer {
                     .and_then(Value::as_u64)
                     .ok_or_else(|| McpError::invalid_params("`id` is required", None))?;
                 let mut notes = self.state.notes.lock().await;
+                self.reload(&mut notes).await;
                 let before = notes.len();
                 notes.retain(|n| n.id != id);
                 let deleted = notes.len() != before;

@@ -155,15 +155,16 @@ impl Gateway {
         self.catalog_changed.subscribe()
     }
 
-    /// Waits until every upstream has connected or failed once (bounded by `timeout`).
+    /// Waits until every upstream has connected, or failed twice in a row (a first failure
+    /// is often a child still starting on a loaded machine), bounded by `timeout`.
     pub async fn wait_for_upstreams(&self, timeout: Duration) {
         let deadline = Instant::now() + timeout;
         while Instant::now() < deadline {
-            let pending = self
-                .upstreams
-                .all()
-                .iter()
-                .any(|u| u.status() == UpstreamStatus::Starting);
+            let pending = self.upstreams.all().iter().any(|u| match u.status() {
+                UpstreamStatus::Starting => true,
+                UpstreamStatus::Down { failures, .. } => failures < 2,
+                UpstreamStatus::Up { .. } => false,
+            });
             if !pending {
                 return;
             }

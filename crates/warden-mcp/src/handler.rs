@@ -181,6 +181,16 @@ impl ServerHandler for McpHandler {
                 self.direct,
             )
             .await;
-        Ok(wire::call_result(&outcome).into())
+        // A tool the run can see may declare an output schema; a hidden or unknown one cannot.
+        let declares_output_schema = outcome
+            .denial()
+            .is_none_or(|d| d.code != warden_core::decision::DenyCode::UnknownTool)
+            && self
+                .gateway
+                .snapshot()
+                .catalog
+                .get(&request.name)
+                .is_some_and(|t| t.output_schema.is_some());
+        Ok(wire::call_result(&outcome, declares_output_schema).into())
     }
 }

@@ -16,8 +16,13 @@ pub const DECISION_META: &str = "warden/decision";
 /// - An executed upstream call passes the upstream's result through intact (content,
 ///   `structuredContent`, its own `isError`), with the decision in `_meta`.
 /// - Everything else carries the contract `{status, code?, data?, approvalId?, runId,
-///   message}` as `structuredContent` and as text; `isError` is true exactly when denied.
-pub fn call_result(outcome: &CallOutcome) -> CallToolResult {
+///   message}` as text and in `_meta`, and as `structuredContent` unless the tool declares an
+///   output schema (clients check `structuredContent` against it, and a denial is not the
+///   tool's output); `isError` is true exactly when denied.
+///
+/// Protocol metadata of the upstream hop (`io.modelcontextprotocol/…` keys in `_meta`, such as
+/// the upstream's server info) is not passed on: the client talks to Warden.
+pub fn call_result(outcome: &CallOutcome, declares_output_schema: bool) -> CallToolResult {
     let meta_value = serde_json::to_value(outcome.contract_meta()).unwrap_or_default();
     if let Verdict::Executed {
         output: ToolOutput::Upstream { result, .. },
@@ -27,13 +32,17 @@ pub fn call_result(outcome: &CallOutcome) -> CallToolResult {
             serde_json::from_value::<CallToolResult>(Value::Object(result.clone()))
     {
         let mut meta = passed.meta.take().unwrap_or_default();
+        meta.retain(|k, _| !k.starts_with("io.modelcontextprotocol/"));
         meta.insert(DECISION_META.into(), meta_value);
         passed.meta = Some(meta);
         return passed;
     }
     let contract = serde_json::to_value(outcome.contract()).unwrap_or_default();
     let mut result = CallToolResult::success(vec![ContentBlock::text(contract.to_string())]);
-    result.structured_content = Some(contract);
+    let executed_builtin = matches!(outcome.verdict, Verdict::Executed { .. });
+    if executed_builtin || !declares_output_schema {
+        result.structured_content = Some(contract);
+    }
     result.is_error = Some(outcome.is_error());
     let mut meta = MetaObject::new();
     meta.insert(DECISION_META.into(), meta_value);

@@ -88,10 +88,13 @@ async fn local_handler(args: &StdioArgs, token: &str, direct: bool) -> anyhow::R
 }
 
 async fn serve<H: rmcp::ServerHandler>(handler: H) -> anyhow::Result<()> {
-    let running = handler
-        .serve(rmcp::transport::stdio())
-        .await
-        .map_err(|e| anyhow::anyhow!("stdio session failed: {e}"))?;
+    let running = match handler.serve(rmcp::transport::stdio()).await {
+        Ok(r) => r,
+        // stdin closed before an `initialize` (nothing, or only stateless 2026 requests such
+        // as `server/discover`): the client is done, which is not a failure.
+        Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
+        Err(e) => return Err(anyhow::anyhow!("stdio session failed: {e}")),
+    };
     running.waiting().await?;
     Ok(())
 }

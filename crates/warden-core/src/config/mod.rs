@@ -13,6 +13,9 @@ use crate::capability::validate_capability;
 use crate::name::Name;
 use crate::principal::Subject;
 
+/// The name of the built-in tool set; no upstream may use it as its name or prefix.
+pub const RESERVED_TOOL_SET: &str = "warden";
+
 /// The role every installation has: it grants every capability (`*`).
 pub const BUILTIN_ADMIN_ROLE: &str = "admin";
 
@@ -415,6 +418,16 @@ fn check_resource(config: &Config, located: &Located, errors: &mut Vec<ConfigErr
             }
         }
         Resource::Upstream(u) => {
+            if u.name.as_str() == RESERVED_TOOL_SET
+                || u.prefix.as_deref() == Some(RESERVED_TOOL_SET)
+            {
+                fail(
+                    "name",
+                    format!(
+                        "`{RESERVED_TOOL_SET}` is the built-in tool set; choose another name or prefix"
+                    ),
+                );
+            }
             if !config.contains(Kind::Project, u.project.as_str()) {
                 fail("project", missing(Kind::Project, u.project.as_str()));
             }

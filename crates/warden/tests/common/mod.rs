@@ -1,0 +1,297 @@
+//! Shared fixtures of the end-to-end tests: an in-process Warden on 127.0.0.1:0, MCP clients
+//! in both eras and over `warden stdio`, the fixture upstream.
+
+#![allow(dead_code, unreachable_pub, reason = "each test binary uses a part")]
+
+use std::net::SocketAddr;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::RoleClient;
+use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject, ProtocolVersion};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt as _, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use warden_core::capability::{Capability, CapabilitySet};
+use warden_core::config::parse_documents;
+use warden_core::name::Name;
+use warden_core::principal::{CredentialKind, Principal};
+use warden_core::time::Millis;
+use warden_mcp::{Gateway, GatewayOptions};
+use warden_server::{AppState, Bound, HostPolicy};
+use warden_store::{Location, TokenRequest};
+use warden_testkit::TestStore;
+
+/// The binary under test.
+pub const WARDEN: &str = env!("CARGO_BIN_EXE_warden");
+
+/// YAML for an upstream served by this binary's fixture over stdio.
+pub fn stdio_upstream(name: &str, project: &str, extra: &str) -> String {
+    format!(
+        "kind: Upstream\nname: {name}\nproject: {project}\nstdio: {{ command: {WARDEN:?}, args: [\"upstream-fixture\", \"--stdio\"] }}\n{extra}"
+    )
+}
+
+/// An in-process Warden.
+pub struct TestWarden {
+    /// `http://127.0.0.1:PORT`
+    pub base: String,
+    /// The address.
+    pub addr: SocketAddr,
+    /// The first admin's token.
+    pub admin: String,
+    /// The store (and its location, for the CLI).
+    pub store: TestStore,
+    /// The gateway.
+    pub gateway: Arc<Gateway>,
+    shutdown: CancellationToken,
+}
+
+impl Drop for TestWarden {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+        self.gateway.shutdown();
+    }
+}
+
+pub fn now() -> Millis {
+    Millis(chrono_now())
+}
+
+fn chrono_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or_default()
+}
+
+impl TestWarden {
+    /// Starts on a fresh SQLite store with `config` applied.
+    pub async fn start(config: &str) -> Self {
+        Self::start_on(warden_testkit::sqlite_store().await, config).await
+    }
+
+    /// Starts on `store` with `config` applied.
+    pub async fn start_on(store: TestStore, config: &str) -> Self {
+        let admin = store
+            .store
+            .bootstrap(now())
+            .await
+            .unwrap()
+            .expect("new store")
+            .secret;
+        if !config.trim().is_empty() {
+            let docs = parse_documents("test.yaml", config).unwrap_or_else(|e| panic!("{e:?}"));
+            store
+                .store
+                .apply(docs, "test", now())
+                .await
+                .unwrap()
+                .unwrap_or_else(|e| panic!("{e:?}"));
+        }
+        let gateway = Gateway::start(
+            Arc::new(warden_store::Store::open(&store.location).await.unwrap()),
+            GatewayOptions {
+                poll_interval: Duration::from_millis(100),
+                ..GatewayOptions::default()
+            },
+        )
+        .await;
+        gateway.wait_for_upstreams(Duration::from_secs(15)).await;
+        let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        let state = Arc::new(AppState::new(
+            gateway.clone(),
+            HostPolicy::for_listener(addr, &[], &[]).unwrap(),
+        ));
+        let bound = Bound::bind(addr, state).await.unwrap();
+        let addr = bound.local_addr().unwrap();
+        let shutdown = CancellationToken::new();
+        tokio::spawn(bound.serve(shutdown.clone()));
+        Self {
+            base: format!("http://{addr}"),
+            addr,
+            admin,
+            store,
+            gateway,
+            shutdown,
+        }
+    }
+
+    /// The MCP URL.
+    pub fn mcp(&self) -> String {
+        format!("{}/mcp", self.base)
+    }
+
+    /// A token of `user`, optionally bound to projects and narrowed by scopes, known to the
+    /// running gateway when this returns.
+    pub async fn token(
+        &self,
+        user: &str,
+        projects: Option<&[&str]>,
+        scopes: Option<&[&str]>,
+    ) -> String {
+        let secret = self
+            .store
+            .store
+            .create_token(
+                TokenRequest {
+                    principal: Principal::User {
+                        name: Name::new(user).unwrap(),
+                    },
+                    projects: projects.map(|p| p.iter().map(|n| Name::new(n).unwrap()).collect()),
+                    scopes: scopes.map(|s| {
+                        CapabilitySet::from_patterns(s.iter().map(|c| Capability::new(*c)))
+                    }),
+                    ttl: None,
+                    description: None,
+                    kind: CredentialKind::ApiKey,
+                },
+                "test",
+                now(),
+            )
+            .await
+            .unwrap()
+            .secret;
+        self.settle().await;
+        secret
+    }
+
+    /// Waits until the gateway picked up the store's current revision.
+    pub async fn settle(&self) {
+        let target = self.store.store.revision().await.unwrap();
+        for _ in 0..100 {
+            if self.gateway.snapshot().revision >= target {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("the gateway did not pick up revision {target}");
+    }
+
+    /// `--data-dir …` / `--database-url …` for the CLI.
+    pub fn store_args(&self) -> Vec<String> {
+        match &self.store.location {
+            Location::DataDir(d) => vec!["--data-dir".into(), d.display().to_string()],
+            Location::Url(u) => vec!["--database-url".into(), u.clone()],
+        }
+    }
+}
+
+/// The protocol era a client speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Era {
+    /// 2026-07-28, stateless.
+    Stateless,
+    /// 2025-11-25, sessions.
+    Sessions,
+}
+
+impl Era {
+    fn lifecycle(self) -> ClientLifecycleMode {
+        match self {
+            Era::Stateless => ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+            Era::Sessions => ClientLifecycleMode::Initialize,
+        }
+    }
+}
+
+/// An MCP client.
+pub type Client = RunningService<RoleClient, ()>;
+
+/// An MCP client over HTTP with a bearer token.
+pub async fn http_client(url: &str, token: &str, era: Era) -> Client {
+    let config =
+        StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(token.to_owned());
+    ().serve_with_lifecycle(
+        StreamableHttpClientTransport::from_config(config),
+        era.lifecycle(),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("connect {url}: {e}"))
+}
+
+/// An MCP client over `warden stdio` (embedded on the store at `store_args`).
+pub async fn stdio_client(store_args: &[String], token: &str, extra: &[&str]) -> Client {
+    let mut cmd = tokio::process::Command::new(WARDEN);
+    cmd.arg("stdio")
+        .args(store_args)
+        .args(extra)
+        .env("WARDEN_TOKEN", token)
+        .env("WARDEN_LOG", "warn");
+    let (transport, _stderr) = TokioChildProcess::builder(cmd)
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    ().serve_with_lifecycle(transport, Era::Sessions.lifecycle())
+        .await
+        .unwrap()
+}
+
+/// Names of the tools a client sees.
+pub async fn tool_names(client: &Client) -> Vec<String> {
+    let mut names: Vec<String> = client
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Calls a tool.
+pub async fn call(client: &Client, name: &str, args: Value) -> CallToolResult {
+    let mut params = CallToolRequestParams::new(name.to_owned());
+    if let Value::Object(m) = args {
+        params = params.with_arguments(m as JsonObject);
+    }
+    client
+        .call_tool(params)
+        .await
+        .unwrap_or_else(|e| panic!("call {name}: {e}"))
+}
+
+/// Warden's decision attached to a result.
+pub fn decision(result: &CallToolResult) -> Value {
+    result
+        .meta
+        .as_ref()
+        .and_then(|m| m.get("warden/decision").cloned())
+        .unwrap_or(Value::Null)
+}
+
+/// A result as JSON with every run id replaced, to compare answers "modulo ids".
+pub fn without_ids(result: &CallToolResult) -> Value {
+    let text = serde_json::to_string(result).unwrap();
+    let mut out = String::new();
+    let mut rest = text.as_str();
+    while let Some(i) = rest.find("run_") {
+        out.push_str(&rest[..i]);
+        out.push_str("run_X");
+        rest = &rest[i + 4..];
+        let skip = rest
+            .find(|c: char| !c.is_ascii_alphanumeric())
+            .unwrap_or(rest.len());
+        rest = &rest[skip..];
+    }
+    out.push_str(rest);
+    serde_json::from_str(&out).unwrap()
+}
+
+/// Runs the CLI.
+pub fn cli(args: &[&str], store_args: &[String]) -> std::process::Output {
+    let mut cmd = std::process::Command::new(WARDEN);
+    cmd.args(args).args(store_args);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("WARDEN_") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.output().unwrap()
+}

@@ -1,0 +1,829 @@
+//! The MCP gateway end to end: both eras, stdio and HTTP, real upstreams (issue: MCP gateway).
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    reason = "test code"
+)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+use warden_mcp::fixture::{NotesServer, spawn_http};
+
+fn two_projects(http_url: &str) -> String {
+    format!(
+        r#"
+kind: Project
+name: alpha
+---
+kind: Project
+name: beta
+---
+kind: User
+name: alice
+---
+kind: Role
+name: runner
+permissions: ["run:projects:*"]
+---
+kind: RoleBinding
+role: runner
+subject: {{ user: alice }}
+---
+{}
+---
+kind: Upstream
+name: beta
+project: beta
+http: {{ url: "{http_url}" }}
+---
+kind: ToolPolicy
+project: alpha
+tool: "alpha__*_note"
+class: mutation
+"#,
+        stdio_upstream("alpha", "alpha", "")
+    )
+}
+
+async fn http_fixture() -> (String, CancellationToken) {
+    let ct = CancellationToken::new();
+    let addr = spawn_http(
+        NotesServer::new(None),
+        "127.0.0.1:0".parse().unwrap(),
+        ct.clone(),
+    )
+    .await
+    .unwrap();
+    (format!("http://{addr}/mcp"), ct)
+}
+
+async fn check_bound_token(client: &Client, leg: &str) {
+    let names = tool_names(client).await;
+    assert!(
+        names.contains(&"alpha__echo".to_owned()),
+        "{leg}: {names:?}"
+    );
+    assert!(
+        !names.iter().any(|n| n.starts_with("beta__")),
+        "{leg}: beta tools listed: {names:?}"
+    );
+    // A tool of project beta answers exactly like a tool that does not exist…
+    let hidden = call(client, "beta__echo", json!({"text": "x"})).await;
+    let missing = call(client, "beta__echoo", json!({"text": "x"})).await;
+    assert_eq!(hidden.is_error, Some(true), "{leg}");
+    assert_eq!(decision(&hidden)["code"], "UNKNOWN_TOOL", "{leg}");
+    let mut expected = without_ids(&missing);
+    expected["structuredContent"]["message"] = json!("unknown tool `beta__echo`");
+    expected["_meta"]["warden/decision"]["message"] = json!("unknown tool `beta__echo`");
+    let expected_text = serde_json::to_string(&expected["structuredContent"]).unwrap();
+    expected["content"][0]["text"] = json!(expected_text);
+    assert_eq!(
+        without_ids(&hidden),
+        expected,
+        "{leg}: a hidden tool answers unlike an unknown one"
+    );
+    // …even with arguments its schema would refuse: it is never validated.
+    let invalid = call(client, "beta__add", json!({"a": "not a number"})).await;
+    assert_eq!(decision(&invalid)["code"], "UNKNOWN_TOOL", "{leg}");
+    // The project's own tools work.
+    let echo = call(client, "alpha__echo", json!({"text": "hi"})).await;
+    assert_eq!(echo.is_error, Some(false), "{leg}: {echo:?}");
+    assert_eq!(decision(&echo)["status"], "executed", "{leg}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_bound_to_one_project_sees_and_reaches_nothing_of_another_in_both_eras_and_over_stdio()
+ {
+    let (http_url, _ct) = http_fixture().await;
+    let w = TestWarden::start(&two_projects(&http_url)).await;
+    let bound = w.token("alice", Some(&["alpha"]), None).await;
+    let unbound = w.token("alice", None, None).await;
+    for era in [Era::Stateless, Era::Sessions] {
+        let client = http_client(&w.mcp(), &bound, era).await;
+        check_bound_token(&client, &format!("{era:?}")).await;
+        // The same owner without a binding reaches beta.
+        let wide = http_client(&w.mcp(), &unbound, era).await;
+        assert!(tool_names(&wide).await.contains(&"beta__echo".to_owned()));
+        let r = call(&wide, "beta__echo", json!({"text": "x"})).await;
+        assert_eq!(decision(&r)["status"], "executed");
+    }
+    let stdio = stdio_client(&w.store_args(), &bound, &[]).await;
+    check_bound_token(&stdio, "stdio").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_call_lands_in_the_audit_trail_with_its_decision() {
+    let (http_url, _ct) = http_fixture().await;
+    let w = TestWarden::start(&two_projects(&http_url)).await;
+    let token = w.token("alice", None, None).await;
+    let client = http_client(&w.mcp(), &token, Era::Stateless).await;
+    call(&client, "alpha__list_notes", json!({})).await;
+    call(&client, "alpha__add_note", json!({"text": "t"})).await;
+    let out = cli(
+        &["audit", "-o", "json", "--kind", "decision"],
+        &w.store_args(),
+    );
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let summary: Vec<(String, String)> = lines
+        .iter()
+        .map(|l| {
+            (
+                l["tool"].as_str().unwrap().to_owned(),
+                l["decision"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        vec![
+            ("alpha__list_notes".into(), "allow".into()),
+            ("alpha__add_note".into(), "allow".into())
+        ]
+    );
+    assert!(cli(&["audit", "verify"], &w.store_args()).status.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn appendix_a_configuration_works_for_upstreams_and_tool_policies() {
+    let (http_url, _ct) = http_fixture().await;
+    let secrets = tempfile::tempdir().unwrap();
+    std::fs::write(
+        secrets.path().join("ledger-auth"),
+        "Bearer not-checked-by-the-fixture\n",
+    )
+    .unwrap();
+    let config = format!(
+        r#"
+kind: User
+name: alice
+---
+kind: User
+name: bob
+---
+kind: Role
+name: payments-operator
+permissions: ["run:projects:payments", "tasks:create"]
+---
+kind: Role
+name: ledger-writer
+permissions: ["run:projects:payments", "ledger:write"]
+---
+kind: RoleBinding
+role: payments-operator
+subject: {{ user: alice }}
+---
+kind: RoleBinding
+role: ledger-writer
+subject: {{ user: bob }}
+---
+kind: Project
+name: payments
+instructions: "How payments work here"
+---
+{stdio}
+---
+kind: Upstream
+name: ledger-http
+project: payments
+http: {{ url: "{http_url}", headers: {{ Authorization: "${{secret:ledger-auth}}" }} }}
+prefix: ""
+---
+kind: ToolPolicy
+project: payments
+tool: ledger__add_note
+class: mutation
+capability: ledger:write
+risk: ordinary
+rateLimit: {{ perMinute: 30 }}
+strict: true
+"#,
+        stdio = stdio_upstream("ledger", "payments", "")
+    );
+    let store = warden_testkit::sqlite_store().await;
+    let docs = warden_core::config::parse_documents("a.yaml", &config).unwrap();
+    store.store.bootstrap(now()).await.unwrap();
+    store
+        .store
+        .apply(docs, "test", now())
+        .await
+        .unwrap()
+        .unwrap();
+    // The gateway reads ${secret:…} from the secrets directory.
+    let w = TestWardenWithSecrets::start(store, secrets.path().to_path_buf()).await;
+    let alice = http_client(&w.mcp, &w.token("alice").await, Era::Stateless).await;
+    let names = tool_names(&alice).await;
+    // prefix "" keeps the upstream's own names; the stdio upstream gets `ledger__`.
+    assert!(names.contains(&"list_notes".to_owned()), "{names:?}");
+    assert!(names.contains(&"ledger__add_note".to_owned()), "{names:?}");
+    // alice lacks ledger:write.
+    let r = call(&alice, "ledger__add_note", json!({"text": "x"})).await;
+    assert_eq!(decision(&r)["code"], "CAPABILITY");
+    let bob = http_client(&w.mcp, &w.token("bob").await, Era::Sessions).await;
+    // strict: unknown fields are refused even though the upstream schema allows them.
+    let r = call(&bob, "ledger__add_note", json!({"text": "x", "extra": 1})).await;
+    assert_eq!(decision(&r)["code"], "VALIDATION");
+    assert!(
+        decision(&r)["message"]
+            .as_str()
+            .unwrap()
+            .contains("'extra' was unexpected")
+    );
+    let r = call(&bob, "ledger__add_note", json!({"text": "x"})).await;
+    assert_eq!(decision(&r)["status"], "executed", "{r:?}");
+    assert_eq!(r.structured_content, Some(json!({"id": 1})));
+    // The advertised schema is the validated one (GOV-1).
+    let tools = bob.list_all_tools().await.unwrap();
+    let add = tools.iter().find(|t| t.name == "ledger__add_note").unwrap();
+    assert_eq!(
+        add.input_schema.get("additionalProperties"),
+        Some(&json!(false))
+    );
+    // An unclassified mutation of the HTTP upstream is refused before any upstream call.
+    let r = call(&bob, "add_note", json!({"text": "x"})).await;
+    assert_eq!(decision(&r)["code"], "UNGOVERNED");
+}
+
+/// A Warden whose gateway reads secrets from a directory.
+struct TestWardenWithSecrets {
+    mcp: String,
+    store: warden_testkit::TestStore,
+    _gateway: std::sync::Arc<warden_mcp::Gateway>,
+    _shutdown: tokio_util::sync::DropGuard,
+}
+
+impl TestWardenWithSecrets {
+    async fn start(store: warden_testkit::TestStore, secrets: std::path::PathBuf) -> Self {
+        use std::sync::Arc;
+        let gateway = warden_mcp::Gateway::start(
+            Arc::new(warden_store::Store::open(&store.location).await.unwrap()),
+            warden_mcp::GatewayOptions {
+                secrets_dir: Some(secrets),
+                ..Default::default()
+            },
+        )
+        .await;
+        gateway.wait_for_upstreams(Duration::from_secs(15)).await;
+        let addr: std::net::SocketAddr = "127.0.0.1:0".parse().unwrap();
+        let state = Arc::new(warden_server::AppState::new(
+            gateway.clone(),
+            warden_server::HostPolicy::loopback(),
+        ));
+        let bound = warden_server::Bound::bind(addr, state).await.unwrap();
+        let addr = bound.local_addr().unwrap();
+        let ct = CancellationToken::new();
+        tokio::spawn(bound.serve(ct.clone()));
+        Self {
+            mcp: format!("http://{addr}/mcp"),
+            store,
+            _gateway: gateway,
+            _shutdown: ct.drop_guard(),
+        }
+    }
+
+    async fn token(&self, user: &str) -> String {
+        let secret = self
+            .store
+            .store
+            .create_token(
+                warden_store::TokenRequest {
+                    principal: warden_core::principal::Principal::User {
+                        name: warden_core::name::Name::new(user).unwrap(),
+                    },
+                    projects: None,
+                    scopes: None,
+                    ttl: None,
+                    description: None,
+                    kind: warden_core::principal::CredentialKind::ApiKey,
+                },
+                "test",
+                now(),
+            )
+            .await
+            .unwrap()
+            .secret;
+        let target = self.store.store.revision().await.unwrap();
+        while self._gateway.snapshot().revision < target {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        secret
+    }
+}
+
+async fn raw_http(addr: std::net::SocketAddr, request: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    response
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_loopback_listener_refuses_a_foreign_host_and_unauthenticated_calls() {
+    let w = TestWarden::start("").await;
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#;
+    let foreign = raw_http(
+        w.addr,
+        &format!("POST /mcp HTTP/1.1\r\nHost: evil.example\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", w.admin, body.len()),
+    )
+    .await;
+    assert!(foreign.starts_with("HTTP/1.1 403"), "{foreign}");
+    assert!(
+        foreign.ends_with("forbidden: Host `evil.example` is not allowed\n"),
+        "{foreign}"
+    );
+    let origin = raw_http(w.addr, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: https://evil.example\r\nConnection: close\r\n\r\n").await;
+    assert!(origin.starts_with("HTTP/1.1 403"), "{origin}");
+    let anonymous = raw_http(w.addr, &format!("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len())).await;
+    assert!(anonymous.starts_with("HTTP/1.1 401"), "{anonymous}");
+    assert!(
+        anonymous.ends_with("\r\n\r\nmissing bearer token: send `Authorization: Bearer wdn_…`\n"),
+        "{anonymous}"
+    );
+    let bad = raw_http(w.addr, &format!("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer wdn_{}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", "0".repeat(64), body.len())).await;
+    assert!(
+        bad.starts_with("HTTP/1.1 401") && bad.ends_with("\r\n\r\ninvalid token\n"),
+        "{bad}"
+    );
+}
+
+fn pids_with(marker: &str) -> Vec<i32> {
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline"))
+            && String::from_utf8_lossy(&cmdline).contains(marker)
+        {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_stdio_upstream_is_restarted_and_meanwhile_its_tools_are_unavailable() {
+    let (http_url, _ct) = http_fixture().await;
+    let marker = tempfile::tempdir().unwrap();
+    let notes = marker.path().join("alpha-notes.json");
+    let config = two_projects(&http_url).replace(
+        r#"args: ["upstream-fixture", "--stdio"]"#,
+        &format!(
+            r#"args: ["upstream-fixture", "--stdio", "--file", {:?}]"#,
+            notes.display().to_string()
+        ),
+    );
+    let w = TestWarden::start(&config).await;
+    let token = w.token("alice", None, None).await;
+    let client = http_client(&w.mcp(), &token, Era::Stateless).await;
+    assert_eq!(
+        decision(&call(&client, "alpha__echo", json!({"text": "a"})).await)["status"],
+        "executed"
+    );
+    let marker_text = notes.display().to_string();
+    let pids = pids_with(&marker_text);
+    assert_eq!(pids.len(), 1, "{pids:?}");
+    std::process::Command::new("kill")
+        .args(["-9", &pids[0].to_string()])
+        .status()
+        .unwrap();
+    // Meanwhile: UNAVAILABLE for alpha, beta keeps answering.
+    let mut saw_unavailable = false;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let r = call(&client, "alpha__echo", json!({"text": "b"})).await;
+        let d = decision(&r);
+        if d["code"] == "UNAVAILABLE" {
+            saw_unavailable = true;
+            assert!(
+                d["message"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("upstream `alpha` is unavailable"),
+                "{d}"
+            );
+            let other = call(&client, "beta__echo", json!({"text": "c"})).await;
+            assert_eq!(decision(&other)["status"], "executed");
+        } else if d["status"] == "executed" && saw_unavailable {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the upstream was not restarted");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // A new process serves it.
+    let after = pids_with(&marker_text);
+    assert_eq!(after.len(), 1);
+    assert_ne!(after[0], pids[0]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn warden_stdio_writes_only_json_rpc_to_stdout() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let w = TestWarden::start(&format!(
+        "kind: Project\nname: alpha\n---\n{}",
+        stdio_upstream("alpha", "alpha", "")
+    ))
+    .await;
+    let mut child = tokio::process::Command::new(WARDEN)
+        .arg("stdio")
+        .args(w.store_args())
+        .env("WARDEN_TOKEN", &w.admin)
+        .env("WARDEN_LOG", "debug")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let requests = [
+        json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}),
+        json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+        json!({"jsonrpc":"2.0","id":2,"method":"tools/list"}),
+        json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"alpha__echo","arguments":{"text":"hi"}}}),
+        json!({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"nope","arguments":{}}}),
+    ];
+    for r in &requests {
+        stdin.write_all(format!("{r}\n").as_bytes()).await.unwrap();
+    }
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut answered = 0;
+    while answered < 4 {
+        let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        let msg: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("not JSON on stdout: {line:?}: {e}"));
+        assert_eq!(msg["jsonrpc"], "2.0", "{line}");
+        if msg.get("id").is_some() {
+            answered += 1;
+        }
+    }
+    drop(stdin);
+    let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    // Whatever else it printed after stdin closed is protocol too.
+    while let Ok(Some(line)) = lines.next_line().await {
+        let msg: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("not JSON on stdout: {line:?}: {e}"));
+        assert_eq!(msg["jsonrpc"], "2.0");
+    }
+    assert!(status.success(), "{status}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_created_by_the_cli_works_within_a_second_and_revoking_it_refuses_the_next_call() {
+    let w = TestWarden::start("kind: User\nname: alice\n---\nkind: Project\nname: alpha\n---\nkind: Role\nname: r\npermissions: [\"run:projects:alpha\"]\n---\nkind: RoleBinding\nrole: r\nsubject: { user: alice }\n").await;
+    let out = cli(&["token", "create", "--user", "alice"], &w.store_args());
+    assert!(out.status.success());
+    let created = Instant::now();
+    let token = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    // STORE-1b: the running server accepts it within one second.
+    loop {
+        if w.gateway.authenticate(&token).is_ok() {
+            break;
+        }
+        assert!(
+            created.elapsed() < Duration::from_secs(1),
+            "the new token was not accepted within a second"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let client = http_client(&w.mcp(), &token, Era::Sessions).await;
+    let r = call(&client, "warden__whoami", json!({})).await;
+    assert_eq!(
+        r.structured_content.as_ref().unwrap()["data"]["principal"],
+        "user:alice"
+    );
+    let id = w
+        .store
+        .store
+        .credential_for_token(&token)
+        .await
+        .unwrap()
+        .unwrap()
+        .id;
+    let out = cli(&["token", "revoke", &id], &w.store_args());
+    assert!(out.status.success());
+    let revoked = Instant::now();
+    loop {
+        if w.gateway.authenticate(&token).is_err() {
+            break;
+        }
+        assert!(
+            revoked.elapsed() < Duration::from_secs(1),
+            "the revoked token was still accepted after a second"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    // The open session's next call is refused.
+    let refused = client
+        .call_tool(rmcp::model::CallToolRequestParams::new("warden__whoami"))
+        .await;
+    assert!(refused.is_err(), "{refused:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kill_switch_pulled_by_the_cli_stops_the_next_call() {
+    let w = TestWarden::start(&format!(
+        "kind: Project\nname: alpha\n---\n{}",
+        stdio_upstream("alpha", "alpha", "")
+    ))
+    .await;
+    let client = http_client(&w.mcp(), &w.admin, Era::Sessions).await;
+    assert_eq!(
+        decision(&call(&client, "alpha__echo", json!({"text": "a"})).await)["status"],
+        "executed"
+    );
+    assert!(
+        cli(
+            &["kill", "--project", "alpha", "--reason", "drill"],
+            &w.store_args()
+        )
+        .status
+        .success()
+    );
+    w.settle().await;
+    let r = call(&client, "alpha__echo", json!({"text": "a"})).await;
+    assert_eq!(decision(&r)["code"], "KILL_SWITCH");
+    assert_eq!(
+        decision(&r)["message"],
+        "`alpha__echo` is frozen by a kill switch: drill"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_inventory_has_a_governance_decision_for_every_mutation() {
+    // GOV-5 tripwire, recomputed from the live registry: the built-in tool set and the demo
+    // configuration `warden serve` loads into a new store.
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(WARDEN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    use std::io::BufRead;
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mcp = lines.next().unwrap().unwrap();
+    let _console = lines.next().unwrap().unwrap();
+    let token = lines
+        .next()
+        .unwrap()
+        .unwrap()
+        .trim_start_matches("admin token: ")
+        .to_owned();
+    let base = mcp
+        .trim_start_matches("mcp: ")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let out = std::process::Command::new(WARDEN)
+        .args(["tools", "inventory", "-o", "json", "--server", &base])
+        .env("WARDEN_TOKEN", &token)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let inventory: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tools = inventory["tools"].as_array().unwrap();
+    assert!(tools.len() >= 9, "{tools:?}");
+    for t in tools {
+        match (
+            t["class"].as_str().unwrap(),
+            t["governance"].as_str().unwrap(),
+        ) {
+            ("read", "read") => {}
+            ("mutation", "governed") => {}
+            ("mutation", "ungoverned") => assert!(
+                !t["reason"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .starts_with("no ToolPolicy"),
+                "a mutation without a governance decision: {t}"
+            ),
+            other => panic!("unexpected classification {other:?} for {t}"),
+        }
+    }
+    let table = std::process::Command::new(WARDEN)
+        .args(["tools", "inventory", "--server", &base])
+        .env("WARDEN_TOKEN", &token)
+        .output()
+        .unwrap();
+    let table = String::from_utf8(table.stdout).unwrap();
+    assert!(table.starts_with("TOOL"), "{table}");
+    assert!(
+        table.contains("notes__delete_note  demo     mutation  -           dangerous  governed"),
+        "{table}"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explain_answers_without_executing_or_recording_anything() {
+    let w = TestWarden::start(&format!(
+        "kind: Project\nname: alpha\n---\n{}\n---\nkind: ToolPolicy\nproject: alpha\ntool: alpha__delete_note\nclass: mutation\nrisk: dangerous\n---\nkind: User\nname: alice\n",
+        stdio_upstream("alpha", "alpha", "")
+    ))
+    .await;
+    let before = w
+        .store
+        .store
+        .audit(&warden_store::AuditFilter {
+            limit: Some(10_000),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .len();
+    let out = std::process::Command::new(WARDEN)
+        .args([
+            "explain",
+            "--tool",
+            "alpha__delete_note",
+            "--args",
+            r#"{"id": 1}"#,
+            "-o",
+            "json",
+            "--server",
+            &w.base,
+        ])
+        .env("WARDEN_TOKEN", &w.admin)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let e: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(e["explanation"]["would"], "denied");
+    assert_eq!(e["explanation"]["code"], "APPROVAL_REQUIRED");
+    assert_eq!(e["explanation"]["rule"], "autonomy:default:L2");
+    // For another principal, with the rule of a hidden tool (operators only).
+    let out = std::process::Command::new(WARDEN)
+        .args([
+            "explain",
+            "--tool",
+            "alpha__echo",
+            "--user",
+            "alice",
+            "-o",
+            "json",
+            "--server",
+            &w.base,
+        ])
+        .env("WARDEN_TOKEN", &w.admin)
+        .output()
+        .unwrap();
+    let e: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(e["explanation"]["visible"], false);
+    assert_eq!(e["explanation"]["code"], "UNKNOWN_TOOL");
+    assert_eq!(e["explanation"]["rule"], "scope:project-not-granted:alpha");
+    // The built-in explain answers for the caller's own scope.
+    let client = http_client(&w.mcp(), &w.admin, Era::Stateless).await;
+    let r = call(
+        &client,
+        "warden__explain",
+        json!({"tool": "alpha__echo", "arguments": {"text": "x"}}),
+    )
+    .await;
+    assert_eq!(
+        r.structured_content.as_ref().unwrap()["data"]["would"],
+        "executed"
+    );
+    // Nothing executed, nothing recorded but the explain call itself.
+    let after = w
+        .store
+        .store
+        .audit(&warden_store::AuditFilter {
+            limit: Some(10_000),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let new: Vec<_> = after[before..]
+        .iter()
+        .filter_map(|r| r.record.tool.clone())
+        .collect();
+    assert!(new.iter().all(|t| t == "warden__explain"), "{new:?}");
+    let count = call(&client, "alpha__call_count", json!({})).await;
+    assert_eq!(count.structured_content, Some(json!({"calls": 0})));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn whoami_reports_the_mode_and_the_effective_scope_with_reasons() {
+    let (http_url, _ct) = http_fixture().await;
+    let w = TestWarden::start(&two_projects(&http_url)).await;
+    let token = w.token("alice", Some(&["alpha"]), None).await;
+    let client = http_client(&w.mcp(), &token, Era::Stateless).await;
+    let r = call(&client, "warden__whoami", json!({})).await;
+    let data = &r.structured_content.as_ref().unwrap()["data"];
+    assert_eq!(data["principal"], "user:alice");
+    assert_eq!(data["mode"], "caller");
+    assert_eq!(
+        data["projects"],
+        json!([{"project": "alpha", "why": "role `runner` (bound to user:alice) grants `run:projects:*`"}])
+    );
+    // Unknown arguments are refused by the derived schema.
+    let r = call(&client, "warden__whoami", json!({"as": "admin"})).await;
+    assert_eq!(decision(&r)["code"], "VALIDATION");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_and_readiness_report_calls_and_upstreams() {
+    let w = TestWarden::start(&format!(
+        "kind: Project\nname: alpha\n---\n{}",
+        stdio_upstream("alpha", "alpha", "")
+    ))
+    .await;
+    let client = http_client(&w.mcp(), &w.admin, Era::Stateless).await;
+    call(&client, "nope", json!({})).await;
+    let metrics = raw_http(
+        w.addr,
+        "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert!(
+        metrics.contains("warden_calls_total{decision=\"denied\",code=\"UNKNOWN_TOOL\"}"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("warden_upstream_up{upstream=\"alpha\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("warden_call_duration_seconds"),
+        "{metrics}"
+    );
+    let ready = raw_http(
+        w.addr,
+        "GET /readyz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert!(ready.starts_with("HTTP/1.1 200"), "{ready}");
+    assert!(
+        ready.contains(r#""alpha":{"protocol":"2026-07-28","state":"up"}"#),
+        "{ready}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_denial_of_a_tool_with_an_output_schema_keeps_structured_content_for_real_output() {
+    // Clients check structuredContent against a declared output schema even when isError is
+    // set; a denial is not the tool's output, so it travels as text and in _meta only.
+    let w = TestWarden::start(&format!(
+        "kind: Project\nname: alpha\n---\n{}\n---\nkind: KillSwitch\nscope: {{ tool: alpha__add }}\nreason: drill\n",
+        stdio_upstream("alpha", "alpha", "")
+    ))
+    .await;
+    let client = http_client(&w.mcp(), &w.admin, Era::Sessions).await;
+    let tools = client.list_all_tools().await.unwrap();
+    assert!(
+        tools
+            .iter()
+            .find(|t| t.name == "alpha__add")
+            .unwrap()
+            .output_schema
+            .is_some()
+    );
+    let r = call(&client, "alpha__add", json!({"a": 1, "b": 2})).await;
+    assert_eq!(r.is_error, Some(true));
+    assert_eq!(r.structured_content, None);
+    assert_eq!(decision(&r)["code"], "KILL_SWITCH");
+    let text: Value = serde_json::from_str(&r.content[0].as_text().unwrap().text).unwrap();
+    assert_eq!(text["code"], "KILL_SWITCH");
+    // An unknown tool still answers with the contract as structuredContent.
+    let r = call(&client, "alpha__nope", json!({})).await;
+    assert_eq!(
+        r.structured_content.as_ref().unwrap()["code"],
+        "UNKNOWN_TOOL"
+    );
+    // Executed upstream results pass through, without the upstream hop's protocol metadata.
+    let echo = call(&client, "alpha__echo", json!({"text": "x"})).await;
+    let meta = echo.meta.as_ref().unwrap();
+    assert!(
+        meta.keys()
+            .all(|k| !k.starts_with("io.modelcontextprotocol/")),
+        "{meta:?}"
+    );
+}

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Start a throwaway Warden on 127.0.0.1, add a second project `other` and a token bound to
+# project `demo`, then run the Python and TypeScript SDK interop scripts against it.
+#
+#   WARDEN_BIN      the warden binary (default: <repo>/target/debug/warden)
+#   INTEROP_PORT    listen port (default 8650)
+#   INTEROP_SDKS    comma list: python,ts (default both)
+#   INTEROP_ERAS    passed through to the scripts (default: every leg)
+#   INTEROP_VENV    Python venv holding python/requirements.txt (created if missing;
+#                   default /tmp/warden-interop-venv)
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+WARDEN_BIN="${WARDEN_BIN:-$repo/target/debug/warden}"
+port="${INTEROP_PORT:-8650}"
+sdks="${INTEROP_SDKS:-python,ts}"
+venv="${INTEROP_VENV:-/tmp/warden-interop-venv}"
+
+[ -x "$WARDEN_BIN" ] || { echo "run.sh: no warden binary at $WARDEN_BIN (build it, or set WARDEN_BIN)" >&2; exit 2; }
+
+data="$(mktemp -d /tmp/warden-interop.XXXXXX)"
+serve_pid=""
+cleanup() {
+  if [ -n "$serve_pid" ] && kill -0 "$serve_pid" 2>/dev/null; then
+    kill "$serve_pid" 2>/dev/null || true
+    wait "$serve_pid" 2>/dev/null || true
+  fi
+  rm -rf "$data"
+}
+trap cleanup EXIT
+
+"$WARDEN_BIN" serve --data-dir "$data/wd" --listen "127.0.0.1:$port" >"$data/serve.out" 2>"$data/serve.err" &
+serve_pid=$!
+
+token=""
+for _ in $(seq 1 60); do
+  token="$(sed -n 's/^admin token: //p' "$data/serve.out")"
+  [ -n "$token" ] && break
+  kill -0 "$serve_pid" 2>/dev/null || break
+  sleep 0.5
+done
+if [ -z "$token" ]; then
+  echo "run.sh: warden serve did not print an admin token; its stderr:" >&2
+  cat "$data/serve.err" >&2
+  exit 1
+fi
+url="$(sed -n 's/^mcp: //p' "$data/serve.out")"
+
+cat >"$data/other.yaml" <<EOF
+kind: Project
+name: other
+---
+kind: Upstream
+name: other
+project: other
+stdio:
+  command: $WARDEN_BIN
+  args: ["upstream-fixture", "--stdio"]
+EOF
+"$WARDEN_BIN" apply -f "$data/other.yaml" --data-dir "$data/wd" >/dev/null
+bound="$("$WARDEN_BIN" token create --user admin --project demo --data-dir "$data/wd")"
+
+# The hidden-tool check only means something once `other__*` tools exist: wait for the upstream.
+base="${url%/mcp}"
+other_up() {
+  local inventory
+  inventory="$(WARDEN_TOKEN="$token" "$WARDEN_BIN" tools inventory --server "$base" 2>/dev/null)" || return 1
+  grep -q '^other__echo ' <<<"$inventory"
+}
+for _ in $(seq 1 30); do
+  other_up && break
+  sleep 0.5
+done
+other_up || {
+  echo "run.sh: upstream \`other\` did not come up; serve stderr:" >&2
+  cat "$data/serve.err" >&2
+  exit 1
+}
+
+export WARDEN_URL="$url" WARDEN_TOKEN="$token" WARDEN_BOUND_TOKEN="$bound"
+export WARDEN_BIN WARDEN_DATA_DIR="$data/wd"
+
+status=0
+if [[ ",$sdks," == *",python,"* ]]; then
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  "$venv/bin/python" -c 'import mcp, httpx2' 2>/dev/null ||
+    "$venv/bin/pip" install --quiet -r "$here/python/requirements.txt"
+  "$venv/bin/python" "$here/python/interop.py" || status=1
+fi
+if [[ ",$sdks," == *",ts,"* ]]; then
+  [ -d "$here/ts/node_modules/@modelcontextprotocol/sdk" ] || (cd "$here/ts" && npm ci --no-audit --no-fund --silent)
+  node "$here/ts/interop.mjs" || status=1
+fi
+# Every call the SDK clients made is in the audit trail with its decision.
+if [ "$status" = 0 ]; then
+  decisions="$("$WARDEN_BIN" audit --data-dir "$data/wd" --kind decision --limit 100000 -o json)"
+  for expected in '"tool":"notes__list_notes"' '"tool":"notes__add_note"'; do
+    if ! grep "$expected" <<<"$decisions" | grep -q '"decision":"allow"'; then
+      echo "run.sh: no allow decision for $expected in the audit trail" >&2
+      status=1
+    fi
+  done
+  if ! grep '"tool":"notes__delete_note"' <<<"$decisions" | grep -q '"code":"APPROVAL_REQUIRED"'; then
+    echo "run.sh: the refused notes__delete_note is not in the audit trail" >&2
+    status=1
+  fi
+  "$WARDEN_BIN" audit verify --data-dir "$data/wd" >/dev/null || status=1
+  [ "$status" = 0 ] && echo '{"check":"audit trail has every decision and verifies","ok":true}'
+fi
+exit "$status"
