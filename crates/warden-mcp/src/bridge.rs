@@ -6,8 +6,10 @@
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, Implementation,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig,
+    GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{
     ClientLifecycleMode, ClientServiceExt as _, Peer, RequestContext, RunningService, ServiceError,
@@ -143,6 +145,74 @@ impl ServerHandler for Bridge {
         match &self.fallback {
             Some(f) => f.list_tools(request, ctx).await,
             None => Ok(ListToolsResult::with_all_items(Vec::new())),
+        }
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        match (self.remote(), &self.fallback) {
+            (Some(peer), _) => peer
+                .list_all_prompts()
+                .await
+                .map(ListPromptsResult::with_all_items)
+                .map_err(|e| McpError::internal_error(format!("the remote Warden: {e}"), None)),
+            (None, Some(f)) => f.list_prompts(request, ctx).await,
+            (None, None) => Ok(ListPromptsResult::with_all_items(Vec::new())),
+        }
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        match (self.remote(), &self.fallback) {
+            (Some(peer), _) => peer.get_prompt_once(request).await.map_err(|e| match e {
+                ServiceError::McpError(e) => e,
+                other => McpError::internal_error(format!("the remote Warden: {other}"), None),
+            }),
+            (None, Some(f)) => f.get_prompt(request, ctx).await,
+            (None, None) => Err(McpError::internal_error(
+                format!("{} cannot be reached", self.url),
+                None,
+            )),
+        }
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        match (self.remote(), &self.fallback) {
+            (Some(peer), _) => peer
+                .list_all_resources()
+                .await
+                .map(ListResourcesResult::with_all_items)
+                .map_err(|e| McpError::internal_error(format!("the remote Warden: {e}"), None)),
+            (None, Some(f)) => f.list_resources(request, ctx).await,
+            (None, None) => Ok(ListResourcesResult::with_all_items(Vec::new())),
+        }
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        match (self.remote(), &self.fallback) {
+            (Some(peer), _) => peer.read_resource_once(request).await.map_err(|e| match e {
+                ServiceError::McpError(e) => e,
+                other => McpError::internal_error(format!("the remote Warden: {other}"), None),
+            }),
+            (None, Some(f)) => f.read_resource(request, ctx).await,
+            (None, None) => Err(McpError::internal_error(
+                format!("{} cannot be reached", self.url),
+                None,
+            )),
         }
     }
 

@@ -12,9 +12,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
+    GetPromptResponse, GetPromptResult, Implementation, JsonObject, ListPromptsResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, Prompt, PromptMessage,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceContents, Role, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt as _};
@@ -198,12 +200,18 @@ impl NotesServer {
 
 impl ServerHandler for NotesServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new(
-                "warden-notes",
-                env!("CARGO_PKG_VERSION"),
-            ))
-            .with_instructions("A small notebook: list_notes, add_note, delete_note.")
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_prompts()
+                .enable_resources()
+                .build(),
+        )
+        .with_server_info(Implementation::new(
+            "warden-notes",
+            env!("CARGO_PKG_VERSION"),
+        ))
+        .with_instructions("A small notebook: list_notes, add_note, delete_note.")
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -216,6 +224,63 @@ impl ServerHandler for NotesServer {
         _ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         Ok(ListToolsResult::with_all_items(self.tools.to_vec()))
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        Ok(ListPromptsResult::with_all_items(vec![Prompt::new(
+            "summarize",
+            Some("Summarize the notes"),
+            None,
+        )]))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        if request.name != "summarize" {
+            return Err(McpError::invalid_params(
+                format!("unknown prompt `{}`", request.name),
+                None,
+            ));
+        }
+        Ok(GetPromptResult::new(vec![PromptMessage::new_text(
+            Role::User,
+            "Summarize the notes in one line.",
+        )])
+        .into())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        Ok(ListResourcesResult::with_all_items(vec![
+            Resource::new("notes://all", "all notes").with_mime_type("application/json"),
+        ]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        if request.uri != "notes://all" {
+            return Err(McpError::resource_not_found(
+                format!("unknown resource `{}`", request.uri),
+                None,
+            ));
+        }
+        let mut notes = self.state.notes.lock().await;
+        self.reload(&mut notes).await;
+        let text = serde_json::to_string(&*notes).unwrap_or_default();
+        Ok(ReadResourceResult::new(vec![ResourceContents::text(text, request.uri.clone())]).into())
     }
 
     async fn call_tool(

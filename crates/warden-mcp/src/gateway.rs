@@ -156,7 +156,8 @@ impl Gateway {
     }
 
     /// Waits until every upstream has connected, or failed twice in a row (a first failure
-    /// is often a child still starting on a loaded machine), bounded by `timeout`.
+    /// is often a child still starting on a loaded machine), bounded by `timeout`; then builds
+    /// the catalog, so that the first `tools/list` sees every tool known by then.
     pub async fn wait_for_upstreams(&self, timeout: Duration) {
         let deadline = Instant::now() + timeout;
         while Instant::now() < deadline {
@@ -166,10 +167,12 @@ impl Gateway {
                 UpstreamStatus::Up { .. } => false,
             });
             if !pending {
-                return;
+                break;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+        // The watcher rebuilds on upstream events too, but maybe not yet.
+        self.rebuild_catalog();
     }
 
     /// Verifies a bearer token against the in-memory credential table (a hash lookup).
@@ -219,6 +222,111 @@ impl Gateway {
             .filter(|t| matches!(decide(authority, t, Purpose::List), Decision::Allow { .. }))
             .cloned()
             .collect()
+    }
+
+    /// The server instructions of a run (RUN-1, RUN-5).
+    pub fn instructions(&self, authority: &Authority) -> String {
+        crate::knowledge::instructions(&self.snapshot.load().policy, authority)
+    }
+
+    /// Upstreams whose prompts and resources the run may read: those of projects whose tools
+    /// it may use (the same project authority).
+    fn readable_upstreams(&self, authority: &Authority) -> Vec<Arc<crate::upstream::UpstreamSlot>> {
+        if authority.withheld.is_some() {
+            return Vec::new();
+        }
+        self.upstreams
+            .all()
+            .into_iter()
+            .filter(|u| authority.projects.contains_key(&u.spec.project))
+            .collect()
+    }
+
+    fn prefix(spec: &UpstreamSpec) -> String {
+        spec.prefix.clone().unwrap_or_else(|| spec.name.to_string())
+    }
+
+    /// `prompts/list`: the knowledge projects' prompts (`<project>/<prompt>`) and the prompts
+    /// of readable upstreams (`<upstream>__<prompt>`).
+    pub fn prompts(&self, authority: &Authority) -> Vec<rmcp::model::Prompt> {
+        let mut prompts =
+            crate::knowledge::project_prompts(&self.snapshot.load().policy, authority);
+        for slot in self.readable_upstreams(authority) {
+            let prefix = Self::prefix(&slot.spec);
+            prompts.extend(slot.prompts().iter().map(|p| {
+                let mut p = p.clone();
+                p.name = catalog_name(&prefix, &p.name);
+                p
+            }));
+        }
+        prompts
+    }
+
+    /// `prompts/get`, read-only. Unknown and unreadable prompts answer alike.
+    pub async fn get_prompt(
+        &self,
+        authority: &Authority,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+    ) -> Result<rmcp::model::GetPromptResponse, rmcp::ErrorData> {
+        if let Some(p) =
+            crate::knowledge::project_prompt(&self.snapshot.load().policy, authority, name)
+        {
+            return Ok(p.into());
+        }
+        for slot in self.readable_upstreams(authority) {
+            let prefix = Self::prefix(&slot.spec);
+            if let Some(p) = slot
+                .prompts()
+                .iter()
+                .find(|p| catalog_name(&prefix, &p.name) == name)
+            {
+                let mut params = rmcp::model::GetPromptRequestParams::new(p.name.clone());
+                if let Some(args) = arguments {
+                    params = params.with_arguments(args);
+                }
+                return slot.get_prompt(params).await;
+            }
+        }
+        Err(rmcp::ErrorData::invalid_params(
+            format!("unknown prompt `{name}`"),
+            None,
+        ))
+    }
+
+    /// `resources/list`: the knowledge projects' documents and the resources of readable
+    /// upstreams.
+    pub fn resources(&self, authority: &Authority) -> Vec<rmcp::model::Resource> {
+        let mut resources =
+            crate::knowledge::project_documents(&self.snapshot.load().policy, authority);
+        for slot in self.readable_upstreams(authority) {
+            resources.extend(slot.resources().iter().cloned());
+        }
+        resources
+    }
+
+    /// `resources/read`, read-only. Unknown and unreadable resources answer alike.
+    pub async fn read_resource(
+        &self,
+        authority: &Authority,
+        uri: &str,
+    ) -> Result<rmcp::model::ReadResourceResponse, rmcp::ErrorData> {
+        if let Some(r) =
+            crate::knowledge::project_document(&self.snapshot.load().policy, authority, uri)
+        {
+            return Ok(r.into());
+        }
+        for slot in self.readable_upstreams(authority) {
+            if slot.resources().iter().any(|r| r.uri == uri) {
+                return slot
+                    .read_resource(rmcp::model::ReadResourceRequestParams::new(uri.to_owned()))
+                    .await;
+            }
+        }
+        Err(rmcp::ErrorData::resource_not_found(
+            format!("unknown resource `{uri}`"),
+            None,
+        ))
     }
 
     /// Every tool of the catalog, for direct execution (governance `off`).
@@ -351,7 +459,7 @@ impl Gateway {
         let mut tools: Vec<ToolDescriptor> = self.builtins.clone();
         for slot in self.upstreams.all() {
             let spec = &slot.spec;
-            let prefix = spec.prefix.clone().unwrap_or_else(|| spec.name.to_string());
+            let prefix = Self::prefix(spec);
             for tool in slot.tools().iter() {
                 let raw: UpstreamTool = match serde_json::to_value(tool)
                     .and_then(serde_json::from_value)

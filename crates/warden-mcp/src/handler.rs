@@ -7,9 +7,10 @@
 use std::sync::{Arc, OnceLock};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, InitializeRequestParams,
-    InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
-    Tool,
+    CallToolRequestParams, CallToolResponse, DiscoverResult, GetPromptRequestParams,
+    GetPromptResponse, Implementation, InitializeRequestParams, InitializeResult,
+    ListPromptsResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -122,14 +123,25 @@ impl McpHandler {
     }
 }
 
+impl McpHandler {
+    /// Server info with the run's instructions (its knowledge and boundary notice).
+    fn info_for(&self, authority: &Authority) -> ServerConfig {
+        self.get_info()
+            .with_instructions(self.gateway.instructions(authority))
+    }
+}
+
 impl ServerHandler for McpHandler {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
-            .with_server_info(Implementation::new("warden", env!("CARGO_PKG_VERSION")))
-            .with_instructions(
-                "Tools here are governed by Warden: every call is checked against this run's authority and recorded. \
-                 A refused call answers with status `denied`, a code and a message.",
-            )
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .enable_prompts()
+                .enable_resources()
+                .build(),
+        )
+        .with_server_info(Implementation::new("warden", env!("CARGO_PKG_VERSION")))
     }
 
     async fn initialize(
@@ -138,9 +150,63 @@ impl ServerHandler for McpHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, McpError> {
         // Refuse early what would be refused at the first call.
-        self.authority(&context)?;
+        let authority = self.authority(&context)?;
         context.peer.set_peer_info(request.clone());
-        self.negotiate_initialize(&request)
+        let info = self.negotiate_initialize(&request)?;
+        Ok(info.with_instructions(self.gateway.instructions(&authority)))
+    }
+
+    async fn discover(
+        &self,
+        context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, McpError> {
+        let authority = self.authority(&context)?;
+        Ok(DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.info_for(&authority),
+        ))
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        let authority = self.authority(&ctx)?;
+        Ok(ListPromptsResult::with_all_items(
+            self.gateway.prompts(&authority),
+        ))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let authority = self.authority(&ctx)?;
+        self.gateway
+            .get_prompt(&authority, &request.name, request.arguments)
+            .await
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let authority = self.authority(&ctx)?;
+        Ok(ListResourcesResult::with_all_items(
+            self.gateway.resources(&authority),
+        ))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let authority = self.authority(&ctx)?;
+        self.gateway.read_resource(&authority, &request.uri).await
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {

@@ -13,6 +13,7 @@ pub mod builtin;
 pub mod fixture;
 pub mod gateway;
 pub mod handler;
+pub mod knowledge;
 pub mod secrets;
 pub mod upstream;
 pub mod wire;

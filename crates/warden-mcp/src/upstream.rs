@@ -10,8 +10,9 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
-    JsonObject, ProtocolVersion, Tool,
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig,
+    GetPromptRequestParams, GetPromptResponse, Implementation, JsonObject, Prompt, ProtocolVersion,
+    ReadResourceRequestParams, ReadResourceResponse, Resource, Tool,
 };
 use rmcp::service::{
     ClientCacheConfig, ClientLifecycleMode, ClientServiceExt as _, NotificationContext, Peer,
@@ -61,7 +62,17 @@ pub enum UpstreamStatus {
 struct SlotState {
     peer: Option<Peer<RoleClient>>,
     tools: Arc<Vec<Tool>>,
+    prompts: Arc<Vec<Prompt>>,
+    resources: Arc<Vec<Resource>>,
     status: UpstreamStatus,
+}
+
+/// What an upstream offers besides tools.
+#[derive(Debug, Default)]
+struct Offer {
+    tools: Vec<Tool>,
+    prompts: Vec<Prompt>,
+    resources: Vec<Resource>,
 }
 
 /// One upstream and its supervisor.
@@ -82,6 +93,72 @@ impl UpstreamSlot {
             .read()
             .map(|s| s.tools.clone())
             .unwrap_or_default()
+    }
+
+    /// The last known prompts (upstream names).
+    pub fn prompts(&self) -> Arc<Vec<Prompt>> {
+        self.state
+            .read()
+            .map(|s| s.prompts.clone())
+            .unwrap_or_default()
+    }
+
+    /// The last known resources.
+    pub fn resources(&self) -> Arc<Vec<Resource>> {
+        self.state
+            .read()
+            .map(|s| s.resources.clone())
+            .unwrap_or_default()
+    }
+
+    fn live_peer(&self) -> Result<Peer<RoleClient>, String> {
+        self.peer()
+            .filter(|p| !p.is_transport_closed())
+            .ok_or_else(|| format!("upstream `{}` is unavailable", self.spec.name))
+    }
+
+    /// Gets a prompt by the upstream's own name (read-only federation).
+    pub async fn get_prompt(
+        &self,
+        params: GetPromptRequestParams,
+    ) -> Result<GetPromptResponse, rmcp::ErrorData> {
+        let peer = self
+            .live_peer()
+            .map_err(|e| rmcp::ErrorData::internal_error(e, None))?;
+        match tokio::time::timeout(LIST_TIMEOUT, peer.get_prompt_once(params)).await {
+            Ok(Ok(r)) => Ok(r),
+            Ok(Err(ServiceError::McpError(e))) => Err(e),
+            Ok(Err(e)) => Err(rmcp::ErrorData::internal_error(
+                format!("upstream `{}`: {}", self.spec.name, short(&e.to_string())),
+                None,
+            )),
+            Err(_) => Err(rmcp::ErrorData::internal_error(
+                format!("upstream `{}` did not answer", self.spec.name),
+                None,
+            )),
+        }
+    }
+
+    /// Reads a resource of this upstream (read-only federation).
+    pub async fn read_resource(
+        &self,
+        params: ReadResourceRequestParams,
+    ) -> Result<ReadResourceResponse, rmcp::ErrorData> {
+        let peer = self
+            .live_peer()
+            .map_err(|e| rmcp::ErrorData::internal_error(e, None))?;
+        match tokio::time::timeout(LIST_TIMEOUT, peer.read_resource_once(params)).await {
+            Ok(Ok(r)) => Ok(r),
+            Ok(Err(ServiceError::McpError(e))) => Err(e),
+            Ok(Err(e)) => Err(rmcp::ErrorData::internal_error(
+                format!("upstream `{}`: {}", self.spec.name, short(&e.to_string())),
+                None,
+            )),
+            Err(_) => Err(rmcp::ErrorData::internal_error(
+                format!("upstream `{}` did not answer", self.spec.name),
+                None,
+            )),
+        }
     }
 
     /// The current status.
@@ -211,6 +288,8 @@ impl Upstreams {
                 state: RwLock::new(SlotState {
                     peer: None,
                     tools: Arc::new(Vec::new()),
+                    prompts: Arc::new(Vec::new()),
+                    resources: Arc::new(Vec::new()),
                     status: UpstreamStatus::Starting,
                 }),
                 cancel: CancellationToken::new(),
@@ -261,6 +340,14 @@ impl ClientHandler for UpstreamClient {
     }
 
     async fn on_tool_list_changed(&self, _ctx: NotificationContext<RoleClient>) {
+        self.refresh.notify_one();
+    }
+
+    async fn on_prompt_list_changed(&self, _ctx: NotificationContext<RoleClient>) {
+        self.refresh.notify_one();
+    }
+
+    async fn on_resource_list_changed(&self, _ctx: NotificationContext<RoleClient>) {
         self.refresh.notify_one();
     }
 }
@@ -333,12 +420,34 @@ async fn connect(
         .map_err(|_| format!("no MCP handshake within {}s", CONNECT_TIMEOUT.as_secs()))?
 }
 
-async fn fetch_tools(peer: &Peer<RoleClient>) -> Result<Vec<Tool>, String> {
-    match tokio::time::timeout(LIST_TIMEOUT, peer.list_all_tools()).await {
-        Ok(Ok(tools)) => Ok(tools),
-        Ok(Err(e)) => Err(format!("tools/list failed: {}", short(&e.to_string()))),
-        Err(_) => Err("tools/list did not answer".into()),
+async fn fetch<T>(
+    what: &str,
+    call: impl std::future::Future<Output = Result<Vec<T>, ServiceError>>,
+) -> Result<Vec<T>, String> {
+    match tokio::time::timeout(LIST_TIMEOUT, call).await {
+        Ok(Ok(items)) => Ok(items),
+        Ok(Err(e)) => Err(format!("{what} failed: {}", short(&e.to_string()))),
+        Err(_) => Err(format!("{what} did not answer")),
     }
+}
+
+/// Tools, and prompts and resources when the upstream offers them.
+async fn fetch_offer(peer: &Peer<RoleClient>) -> Result<Offer, String> {
+    let capabilities = peer.peer_info().map(|i| i.capabilities.clone());
+    let tools = fetch("tools/list", peer.list_all_tools()).await?;
+    let prompts = match capabilities.as_ref().and_then(|c| c.prompts.as_ref()) {
+        Some(_) => fetch("prompts/list", peer.list_all_prompts()).await?,
+        None => Vec::new(),
+    };
+    let resources = match capabilities.as_ref().and_then(|c| c.resources.as_ref()) {
+        Some(_) => fetch("resources/list", peer.list_all_resources()).await?,
+        None => Vec::new(),
+    };
+    Ok(Offer {
+        tools,
+        prompts,
+        resources,
+    })
 }
 
 /// Keeps one upstream connected until cancelled.
@@ -371,17 +480,22 @@ async fn supervise(
                     .peer_info()
                     .map(|i| i.protocol_version.to_string())
                     .unwrap_or_default();
-                match fetch_tools(&peer).await {
+                match fetch_offer(&peer).await {
                     Err(reason) => {
                         client.cancellation_token().cancel();
                         reason
                     }
-                    Ok(tools) => {
-                        tracing::info!(upstream = %name, tools = tools.len(), %protocol, "upstream connected");
+                    Ok(offer) => {
+                        tracing::info!(
+                            upstream = %name, tools = offer.tools.len(), prompts = offer.prompts.len(),
+                            resources = offer.resources.len(), %protocol, "upstream connected"
+                        );
                         failures = 0;
                         slot.set(|s| {
                             s.peer = Some(peer.clone());
-                            s.tools = Arc::new(tools);
+                            s.tools = Arc::new(offer.tools);
+                            s.prompts = Arc::new(offer.prompts);
+                            s.resources = Arc::new(offer.resources);
                             s.status = UpstreamStatus::Up { protocol };
                         });
                         notify();
@@ -449,12 +563,18 @@ async fn run_connected(
             ct.cancel();
             return "the connection closed".into();
         }
-        match fetch_tools(peer).await {
-            Ok(tools) => {
-                let changed = *slot.tools() != tools;
+        match fetch_offer(peer).await {
+            Ok(offer) => {
+                let changed = *slot.tools() != offer.tools
+                    || *slot.prompts() != offer.prompts
+                    || *slot.resources() != offer.resources;
                 if changed {
-                    tracing::info!(upstream = %slot.spec.name, tools = tools.len(), "upstream tools changed");
-                    slot.set(|s| s.tools = Arc::new(tools));
+                    tracing::info!(upstream = %slot.spec.name, tools = offer.tools.len(), "upstream offer changed");
+                    slot.set(|s| {
+                        s.tools = Arc::new(offer.tools);
+                        s.prompts = Arc::new(offer.prompts);
+                        s.resources = Arc::new(offer.resources);
+                    });
                     notify();
                 }
             }

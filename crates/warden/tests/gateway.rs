@@ -827,3 +827,112 @@ async fn a_denial_of_a_tool_with_an_output_schema_keeps_structured_content_for_r
         "{meta:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstream_prompts_and_resources_are_federated_read_only_under_project_authority() {
+    let (http_url, _ct) = http_fixture().await;
+    let w = TestWarden::start(&two_projects(&http_url)).await;
+    let bound = w.token("alice", Some(&["alpha"]), None).await;
+    for era in [Era::Stateless, Era::Sessions] {
+        let client = http_client(&w.mcp(), &bound, era).await;
+        let prompts: Vec<String> = client
+            .list_all_prompts()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|p| p.name)
+            .collect();
+        assert_eq!(prompts, vec!["alpha__summarize".to_owned()], "{era:?}");
+        let p = client
+            .get_prompt(rmcp::model::GetPromptRequestParams::new("alpha__summarize"))
+            .await
+            .unwrap();
+        assert_eq!(p.messages.len(), 1);
+        // beta's prompt answers exactly like one that does not exist.
+        let hidden = client
+            .get_prompt(rmcp::model::GetPromptRequestParams::new("beta__summarize"))
+            .await
+            .unwrap_err();
+        let missing = client
+            .get_prompt(rmcp::model::GetPromptRequestParams::new("beta__summarise"))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            hidden.to_string().replace("beta__summarize", "X"),
+            missing.to_string().replace("beta__summarise", "X")
+        );
+        let resources: Vec<String> = client
+            .list_all_resources()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| r.uri)
+            .collect();
+        assert_eq!(resources, vec!["notes://all".to_owned()], "{era:?}");
+        let read = client
+            .read_resource(rmcp::model::ReadResourceRequestParams::new("notes://all"))
+            .await
+            .unwrap();
+        assert_eq!(read.contents.len(), 1);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn warden_stdio_bridges_to_a_remote_server_and_fails_closed_when_it_is_gone() {
+    let w = TestWarden::start(&format!(
+        "kind: Project\nname: alpha\n---\n{}",
+        stdio_upstream("alpha", "alpha", "")
+    ))
+    .await;
+    // on: everything through the remote.
+    let bridge = stdio_client(&w.store_args(), &w.admin, &["--remote", &w.mcp()]).await;
+    assert!(
+        tool_names(&bridge)
+            .await
+            .contains(&"alpha__echo".to_owned())
+    );
+    let r = call(&bridge, "alpha__echo", json!({"text": "via bridge"})).await;
+    assert_eq!(decision(&r)["status"], "executed");
+    let run = decision(&r)["runId"].as_str().unwrap().to_owned();
+    let recorded = w
+        .store
+        .store
+        .audit(&warden_store::AuditFilter {
+            run_id: Some(run),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert!(!recorded.is_empty(), "the remote recorded the bridged call");
+    // A remote that cannot be reached: `on` refuses, `auto` executes directly and says so.
+    let dead = "http://127.0.0.1:9/mcp";
+    let on = stdio_client(&w.store_args(), &w.admin, &["--remote", dead]).await;
+    assert!(tool_names(&on).await.is_empty());
+    let r = call(&on, "alpha__echo", json!({"text": "x"})).await;
+    assert_eq!(decision(&r)["code"], "UNAVAILABLE");
+    assert_eq!(r.is_error, Some(true));
+    let auto = stdio_client(
+        &w.store_args(),
+        &w.admin,
+        &["--remote", dead, "--governance", "auto"],
+    )
+    .await;
+    let r = call(&auto, "alpha__echo", json!({"text": "x"})).await;
+    assert_eq!(decision(&r)["status"], "executed");
+    let recorded = w
+        .store
+        .store
+        .audit(&warden_store::AuditFilter {
+            kind: Some("decision".into()),
+            newest_first: true,
+            limit: Some(1),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert!(
+        recorded[0].record.payload.contains("governance:off"),
+        "{:?}",
+        recorded[0]
+    );
+}
