@@ -103,6 +103,15 @@ impl RunState {
         }
     }
 
+    /// A run whose run record was already written (an unattended agent run, recorded when it
+    /// started).
+    pub fn recorded(id: impl Into<String>) -> Self {
+        Self {
+            id: id.into(),
+            opened: AtomicBool::new(true),
+        }
+    }
+
     /// The run's id.
     pub fn id(&self) -> &str {
         &self.id
@@ -577,6 +586,22 @@ impl Recorder<'_> {
         let mut r = self.base(at, RecordKind::Outcome, payload);
         r.decision = Some(status.to_owned());
         r
+    }
+}
+
+/// The `run` record of a run, for runs recorded when they start (unattended agent runs).
+pub fn run_record(authority: &Authority, policy: &Policy, run_id: &str, at: Millis) -> NewRecord {
+    NewRecord {
+        at,
+        kind: RecordKind::Run,
+        run_id: run_id.to_owned(),
+        call_id: None,
+        principal: Some(authority.principal.to_string()),
+        agent: authority.agent.as_ref().map(ToString::to_string),
+        tool: None,
+        decision: None,
+        code: None,
+        payload: canonical_json(&run_payload(authority, policy)),
     }
 }
 

@@ -392,6 +392,11 @@ impl Gateway {
         outcome
     }
 
+    /// Reloads configuration and credentials now, instead of at the next poll.
+    pub async fn refresh(&self) {
+        self.reload().await;
+    }
+
     async fn reload(&self) {
         let loaded = async {
             let (config, revision) = self.store.load_config().await?;

@@ -44,7 +44,7 @@ pub struct McpHandler {
     gateway: Arc<Gateway>,
     auth: SessionAuth,
     agent: Option<String>,
-    run: Arc<RunState>,
+    run: Arc<OnceLock<Arc<RunState>>>,
     owner: Arc<OnceLock<(String, Option<String>)>>,
     direct: bool,
 }
@@ -56,10 +56,7 @@ impl McpHandler {
             gateway,
             auth,
             agent,
-            run: Arc::new(RunState::new(format!(
-                "run_{}",
-                uuid::Uuid::now_v7().simple()
-            ))),
+            run: Arc::new(OnceLock::new()),
             owner: Arc::new(OnceLock::new()),
             direct: false,
         }
@@ -72,9 +69,20 @@ impl McpHandler {
         self
     }
 
-    /// The run of this session.
-    pub fn run_id(&self) -> &str {
-        self.run.id()
+    /// The run of this session: an unattended agent run keeps the id it was started with;
+    /// any other session is a run of its own.
+    fn run_state(&self, authority: &Authority) -> Arc<RunState> {
+        self.run
+            .get_or_init(|| {
+                Arc::new(match &authority.principal {
+                    // Recorded by the scheduler when the run started.
+                    warden_core::principal::Principal::AgentRun { run, .. } => {
+                        RunState::recorded(run.clone())
+                    }
+                    _ => RunState::new(format!("run_{}", uuid::Uuid::now_v7().simple())),
+                })
+            })
+            .clone()
     }
 
     fn credential(
@@ -241,7 +249,7 @@ impl ServerHandler for McpHandler {
             .gateway
             .call_with(
                 &authority,
-                &self.run,
+                &self.run_state(&authority),
                 &request.name,
                 request.arguments,
                 self.direct,

@@ -300,6 +300,11 @@ impl Upstreams {
         }
     }
 
+    /// How upstream (and runner) credentials are resolved.
+    pub fn secrets(&self) -> &Secrets {
+        &self.secrets
+    }
+
     /// One upstream.
     pub fn get(&self, name: &str) -> Option<Arc<UpstreamSlot>> {
         self.slots.read().ok().and_then(|s| s.get(name).cloned())

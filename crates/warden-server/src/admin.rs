@@ -23,11 +23,95 @@ pub const EXPLAIN_ANY: &str = "explain:any";
 /// Capability to read the tool inventory.
 pub const TOOLS_INVENTORY: &str = "tools:inventory";
 
+/// Capability to start agent runs by hand.
+pub const AGENTS_RUN: &str = "agents:run";
+/// Capability to read runs and their calls.
+pub const RUNS_READ: &str = "runs:read";
+
 pub(crate) fn routes() -> Router<Arc<AppState>> {
     Router::new()
         .route("/whoami", get(whoami))
         .route("/explain", post(explain))
         .route("/tools/inventory", get(inventory))
+        .route("/agents/{agent}/runs", post(start_run))
+        .route("/runs", get(list_runs))
+        .route("/runs/{id}", get(describe_run))
+}
+
+fn require(authority: &Authority, capability: &str, what: &str) -> Result<(), ApiError> {
+    if authority.holds(capability) {
+        Ok(())
+    } else {
+        Err(error(
+            StatusCode::FORBIDDEN,
+            format!("{what} needs the `{capability}` capability"),
+        ))
+    }
+}
+
+async fn start_run(
+    State(state): State<Arc<AppState>>,
+    Extension(Authenticated(credential)): Extension<Authenticated>,
+    axum::extract::Path(agent): axum::extract::Path<String>,
+) -> Result<Response, ApiError> {
+    let caller = own_authority(&state, &credential)?;
+    require(&caller, AGENTS_RUN, "starting an agent run")?;
+    let provenance = warden_core::principal::Provenance::Principal {
+        reference: warden_core::principal::PrincipalRef::ApiKey {
+            id: credential.id.clone(),
+            owner: credential.principal.clone(),
+        },
+    };
+    match state
+        .runner
+        .start(&agent, crate::agents::Trigger::Manual(provenance))
+        .await
+    {
+        Ok(run) => Ok((StatusCode::CREATED, Json(run)).into_response()),
+        Err(e @ crate::agents::RunError::UnknownAgent(_)) => {
+            Err(error(StatusCode::NOT_FOUND, e.to_string()))
+        }
+        Err(
+            e @ (crate::agents::RunError::NoRunner(_) | crate::agents::RunError::AlreadyRunning),
+        ) => Err(error(StatusCode::CONFLICT, e.to_string())),
+        Err(e) => Err(error(StatusCode::SERVICE_UNAVAILABLE, e.to_string())),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct RunsQuery {
+    agent: Option<String>,
+    limit: Option<i64>,
+}
+
+async fn list_runs(
+    State(state): State<Arc<AppState>>,
+    Extension(Authenticated(credential)): Extension<Authenticated>,
+    axum::extract::Query(q): axum::extract::Query<RunsQuery>,
+) -> Result<Response, ApiError> {
+    let caller = own_authority(&state, &credential)?;
+    require(&caller, RUNS_READ, "listing runs")?;
+    let runs = state
+        .gateway
+        .store()
+        .runs(q.agent.as_deref(), q.limit.unwrap_or(50))
+        .await
+        .map_err(|e| error(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?;
+    Ok(Json(runs).into_response())
+}
+
+async fn describe_run(
+    State(state): State<Arc<AppState>>,
+    Extension(Authenticated(credential)): Extension<Authenticated>,
+    axum::extract::Path(id): axum::extract::Path<String>,
+) -> Result<Response, ApiError> {
+    let caller = own_authority(&state, &credential)?;
+    require(&caller, RUNS_READ, "reading runs")?;
+    match state.gateway.store().describe_run(&id).await {
+        Ok(Some(run)) => Ok(Json(run).into_response()),
+        Ok(None) => Err(error(StatusCode::NOT_FOUND, format!("no run `{id}`"))),
+        Err(e) => Err(error(StatusCode::SERVICE_UNAVAILABLE, e.to_string())),
+    }
 }
 
 /// An API error: a status and a one-line message, as `{"error": "…"}`.

@@ -5,8 +5,9 @@
 //! authentication: a missing or bad token gets 401 with a one-line reason.
 
 mod admin;
+pub mod agents;
 
-pub use admin::{EXPLAIN_ANY, TOOLS_INVENTORY, inventory_row};
+pub use admin::{AGENTS_RUN, EXPLAIN_ANY, RUNS_READ, TOOLS_INVENTORY, inventory_row};
 mod auth;
 mod hosts;
 
@@ -39,15 +40,22 @@ pub struct AppState {
     pub gateway: Arc<Gateway>,
     /// Which `Host` and `Origin` headers are accepted.
     pub hosts: HostPolicy,
+    /// Starts agent runs (scheduled and manual).
+    pub runner: Arc<agents::Runner>,
     auth_failures: auth::FailureLimiter,
 }
 
 impl AppState {
     /// State for a server in front of `gateway`.
     pub fn new(gateway: Arc<Gateway>, hosts: HostPolicy) -> Self {
+        let runner = Arc::new(agents::Runner::new(
+            gateway.clone(),
+            gateway.upstreams().secrets().clone(),
+        ));
         Self {
             gateway,
             hosts,
+            runner,
             auth_failures: auth::FailureLimiter::default(),
         }
     }
@@ -187,6 +195,9 @@ impl Bound {
         let listener = TcpListener::bind(addr)
             .await
             .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
+        state
+            .runner
+            .set_base_url(format!("http://{}", listener.local_addr()?));
         Ok(Self { listener, state })
     }
 
@@ -197,6 +208,7 @@ impl Bound {
 
     /// Serves until `shutdown` is cancelled.
     pub async fn serve(self, shutdown: CancellationToken) -> anyhow::Result<()> {
+        tokio::spawn(self.state.runner.clone().schedule(shutdown.child_token()));
         let app = router(self.state, shutdown.clone());
         axum::serve(
             self.listener,

@@ -139,6 +139,35 @@ impl Backend {
     pub(crate) async fn execute_raw(&self, sql: &str) -> Result<u64, StoreError> {
         dispatch!(self, b => b.execute_raw(sql).await)
     }
+
+    pub(crate) async fn insert_agent_run(
+        &self,
+        run: &crate::rows::AgentRun,
+    ) -> Result<bool, StoreError> {
+        dispatch!(self, b => b.insert_agent_run(run).await)
+    }
+
+    pub(crate) async fn update_agent_run(
+        &self,
+        run: &crate::rows::AgentRun,
+    ) -> Result<(), StoreError> {
+        dispatch!(self, b => b.update_agent_run(run).await)
+    }
+
+    pub(crate) async fn agent_runs(
+        &self,
+        agent: Option<&str>,
+        limit: i64,
+    ) -> Result<Vec<crate::rows::AgentRun>, StoreError> {
+        dispatch!(self, b => b.agent_runs(agent, limit).await)
+    }
+
+    pub(crate) async fn agent_run(
+        &self,
+        id: &str,
+    ) -> Result<Option<crate::rows::AgentRun>, StoreError> {
+        dispatch!(self, b => b.agent_run(id).await)
+    }
 }
 
 pub(crate) fn parse_kind(s: &str) -> Result<Kind, StoreError> {
@@ -470,6 +499,72 @@ macro_rules! shared_operations {
             .await?;
             tx.commit().await?;
             Ok(taken.is_some())
+        }
+
+        pub(crate) async fn insert_agent_run(&self, run: &$crate::rows::AgentRun) -> Result<bool, StoreError> {
+            let (_guard, mut tx) = self.begin_write().await?;
+            let inserted = sqlx::query(
+                "INSERT INTO agent_runs (id, agent, trigger, schedule_key, fire_at, status, requested_by, credential_id, queued_at, started_at, finished_at, exit_code, error) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT DO NOTHING",
+            )
+            .bind(&run.id)
+            .bind(&run.agent)
+            .bind(&run.trigger)
+            .bind(&run.schedule_key)
+            .bind(run.fire_at)
+            .bind(&run.status)
+            .bind(&run.requested_by)
+            .bind(&run.credential_id)
+            .bind(run.queued_at)
+            .bind(run.started_at)
+            .bind(run.finished_at)
+            .bind(run.exit_code)
+            .bind(&run.error)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            tx.commit().await?;
+            Ok(inserted == 1)
+        }
+
+        pub(crate) async fn update_agent_run(&self, run: &$crate::rows::AgentRun) -> Result<(), StoreError> {
+            let (_guard, mut tx) = self.begin_write().await?;
+            sqlx::query(
+                "UPDATE agent_runs SET status = $2, credential_id = $3, started_at = $4, finished_at = $5, exit_code = $6, error = $7 WHERE id = $1",
+            )
+            .bind(&run.id)
+            .bind(&run.status)
+            .bind(&run.credential_id)
+            .bind(run.started_at)
+            .bind(run.finished_at)
+            .bind(run.exit_code)
+            .bind(&run.error)
+            .execute(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            Ok(())
+        }
+
+        pub(crate) async fn agent_runs(
+            &self,
+            agent: Option<&str>,
+            limit: i64,
+        ) -> Result<Vec<$crate::rows::AgentRun>, StoreError> {
+            let mut qb = sqlx::QueryBuilder::<$db>::new("SELECT ");
+            qb.push($crate::rows::AGENT_RUN_COLUMNS);
+            qb.push(" FROM agent_runs");
+            if let Some(agent) = agent {
+                qb.push(" WHERE agent = ").push_bind(agent.to_owned());
+            }
+            qb.push(" ORDER BY queued_at DESC, id DESC LIMIT ").push_bind(limit);
+            Ok(qb.build_query_as().fetch_all(&self.pool).await?)
+        }
+
+        pub(crate) async fn agent_run(&self, id: &str) -> Result<Option<$crate::rows::AgentRun>, StoreError> {
+            let mut qb = sqlx::QueryBuilder::<$db>::new("SELECT ");
+            qb.push($crate::rows::AGENT_RUN_COLUMNS);
+            qb.push(" FROM agent_runs WHERE id = ").push_bind(id.to_owned());
+            Ok(qb.build_query_as().fetch_optional(&self.pool).await?)
         }
 
         pub(crate) async fn execute_raw(&self, sql: &str) -> Result<u64, StoreError> {

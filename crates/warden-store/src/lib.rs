@@ -11,6 +11,7 @@ mod migrations;
 mod postgres;
 mod rows;
 mod sqlite;
+mod views;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -27,7 +28,8 @@ use warden_core::principal::{Credential, CredentialKind, Principal, TokenHash, f
 use warden_core::time::Millis;
 
 pub use error::StoreError;
-pub use rows::AuditFilter;
+pub use rows::{AgentRun, AuditFilter};
+pub use views::{CallDetail, RunDetail, RunSummary};
 
 use backend::Backend;
 
@@ -442,6 +444,33 @@ impl Store {
         self.backend
             .take(&counter.key, window, i64::from(counter.limit))
             .await
+    }
+
+    /// Records a new agent run; `false` when it would break a uniqueness rule (the same
+    /// scheduled time fired twice, or a schedule already queued or running).
+    pub async fn insert_agent_run(&self, run: &AgentRun) -> Result<bool, StoreError> {
+        self.backend.insert_agent_run(run).await
+    }
+
+    /// Updates an agent run's lifecycle fields.
+    pub async fn update_agent_run(&self, run: &AgentRun) -> Result<(), StoreError> {
+        self.backend.update_agent_run(run).await
+    }
+
+    /// Agent runs, newest first.
+    pub async fn agent_runs(
+        &self,
+        agent: Option<&str>,
+        limit: i64,
+    ) -> Result<Vec<AgentRun>, StoreError> {
+        self.backend
+            .agent_runs(agent, limit.clamp(1, 100_000))
+            .await
+    }
+
+    /// One agent run.
+    pub async fn agent_run(&self, id: &str) -> Result<Option<AgentRun>, StoreError> {
+        self.backend.agent_run(id).await
     }
 
     /// Runs raw SQL against the store. For tests that tamper with the database as an attacker

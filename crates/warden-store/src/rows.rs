@@ -167,3 +167,37 @@ impl AuditRow {
 }
 
 pub(crate) const AUDIT_COLUMNS: &str = "seq, at, kind, run_id, call_id, principal, agent, tool, decision, code, payload, prev_hash, hash";
+
+/// The lifecycle of one unattended agent run (RUN-2 `agent` mode).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, sqlx::FromRow)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentRun {
+    /// The run's id (also the MCP run id of its calls).
+    pub id: String,
+    /// The agent.
+    pub agent: String,
+    /// `manual` or `schedule`.
+    pub trigger: String,
+    /// For scheduled runs: which schedule (`<index>:<cron>`).
+    pub schedule_key: Option<String>,
+    /// For scheduled runs: the time the schedule fired for (ms).
+    pub fire_at: Option<i64>,
+    /// `queued`, `running`, `succeeded`, `failed` or `timed_out`.
+    pub status: String,
+    /// Who asked, by reference (APR-3), as JSON.
+    pub requested_by: String,
+    /// The run credential's id (revoked when the run ends).
+    pub credential_id: Option<String>,
+    /// When it was queued (ms).
+    pub queued_at: i64,
+    /// When the runner started (ms).
+    pub started_at: Option<i64>,
+    /// When it ended (ms).
+    pub finished_at: Option<i64>,
+    /// The runner's exit code.
+    pub exit_code: Option<i32>,
+    /// Why it failed, when it did.
+    pub error: Option<String>,
+}
+
+pub(crate) const AGENT_RUN_COLUMNS: &str = "id, agent, trigger, schedule_key, fire_at, status, requested_by, credential_id, queued_at, started_at, finished_at, exit_code, error";

@@ -788,7 +788,93 @@ async fn a_schema_newer_than_the_binary_is_refused() {
         );
         assert_eq!(
             err.to_string(),
-            "the store's schema is at version 99999, newer than this warden knows (version 1); run a newer warden"
+            "the store's schema is at version 99999, newer than this warden knows (version 2); run a newer warden"
+        );
+        s.cleanup().await;
+    }
+}
+
+fn agent_run(
+    id: &str,
+    key: Option<&str>,
+    fire_at: Option<i64>,
+    status: &str,
+) -> warden_store::AgentRun {
+    warden_store::AgentRun {
+        id: id.into(),
+        agent: "sre-bot".into(),
+        trigger: if key.is_some() { "schedule" } else { "manual" }.into(),
+        schedule_key: key.map(Into::into),
+        fire_at,
+        status: status.into(),
+        requested_by: "{}".into(),
+        credential_id: None,
+        queued_at: NOW.0,
+        started_at: None,
+        finished_at: None,
+        exit_code: None,
+        error: None,
+    }
+}
+
+#[tokio::test]
+async fn a_schedule_runs_once_per_time_and_never_twice_at_once() {
+    for s in stores().await {
+        let key = Some("0:*/15 * * * *");
+        assert!(
+            s.store
+                .insert_agent_run(&agent_run("r1", key, Some(1), "running"))
+                .await
+                .unwrap()
+        );
+        // The same schedule while r1 is still running: refused.
+        assert!(
+            !s.store
+                .insert_agent_run(&agent_run("r2", key, Some(2), "queued"))
+                .await
+                .unwrap(),
+            "{}",
+            s.name
+        );
+        // Manual runs are not limited.
+        assert!(
+            s.store
+                .insert_agent_run(&agent_run("m1", None, None, "running"))
+                .await
+                .unwrap()
+        );
+        assert!(
+            s.store
+                .insert_agent_run(&agent_run("m2", None, None, "running"))
+                .await
+                .unwrap()
+        );
+        let mut r1 = s.store.agent_run("r1").await.unwrap().unwrap();
+        r1.status = "succeeded".into();
+        r1.exit_code = Some(0);
+        s.store.update_agent_run(&r1).await.unwrap();
+        // Once it ended, the next time may run; the same time again may not (another replica).
+        assert!(
+            !s.store
+                .insert_agent_run(&agent_run("r1b", key, Some(1), "queued"))
+                .await
+                .unwrap(),
+            "{}",
+            s.name
+        );
+        assert!(
+            s.store
+                .insert_agent_run(&agent_run("r3", key, Some(3), "queued"))
+                .await
+                .unwrap(),
+            "{}",
+            s.name
+        );
+        let runs = s.store.agent_runs(Some("sre-bot"), 10).await.unwrap();
+        assert_eq!(runs.len(), 4);
+        assert_eq!(
+            s.store.agent_run("r1").await.unwrap().unwrap().exit_code,
+            Some(0)
         );
         s.cleanup().await;
     }

@@ -102,8 +102,15 @@ pub enum Command {
     /// List resources of a kind, or show one.
     Get(GetArgs),
 
+    /// Show one resource, or one run with its authority and calls (`describe run ID`).
+    Describe(DescribeArgs),
+
     /// Delete one resource (refused while others reference it).
     Delete(DeleteArgs),
+
+    /// Start work: `warden run agent NAME` starts a manual unattended run of an agent.
+    #[command(subcommand)]
+    Run(RunCommand),
 
     /// Pull a kill switch: freeze everything, a project, an agent, a tool or a principal.
     Kill(KillArgs),
@@ -323,7 +330,8 @@ pub struct ApplyArgs {
 #[derive(Debug, Args)]
 pub struct GetArgs {
     /// The kind: user, serviceaccount, role, rolebinding, project, upstream, agent,
-    /// toolpolicy, autonomy, writebudget, killswitch, workspace (plural and any case work).
+    /// toolpolicy, autonomy, writebudget, killswitch, workspace (plural and any case work),
+    /// or `runs`.
     pub kind: String,
 
     /// One resource by name (or key).
@@ -336,6 +344,45 @@ pub struct GetArgs {
     /// Where the store is.
     #[command(flatten)]
     pub store: StoreArgs,
+}
+
+/// `warden describe`.
+#[derive(Debug, Args)]
+pub struct DescribeArgs {
+    /// The kind (a configuration kind, or `run`).
+    pub kind: String,
+
+    /// The name, key or run id.
+    pub name: String,
+
+    /// Output format (`table` is a readable summary).
+    #[arg(short, long, value_enum, default_value_t = Output::Table)]
+    pub output: Output,
+
+    /// Where the store is.
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// `warden run …`.
+#[derive(Debug, Subcommand)]
+pub enum RunCommand {
+    /// Start a manual unattended run of an agent (RUN-2 `agent` mode) on a running server and
+    /// print its run id. The server mints a run credential and starts the agent's runner.
+    Agent(RunAgentArgs),
+}
+
+/// `warden run agent`.
+#[derive(Debug, Args)]
+pub struct RunAgentArgs {
+    /// The agent.
+    pub name: String,
+    /// Wait until the run ends and exit 0 only if it succeeded.
+    #[arg(long)]
+    pub wait: bool,
+    /// The server.
+    #[command(flatten)]
+    pub remote: RemoteArgs,
 }
 
 /// `warden delete`.

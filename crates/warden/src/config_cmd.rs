@@ -71,6 +71,9 @@ pub(crate) fn parse_kind(s: &str) -> anyhow::Result<Kind> {
 }
 
 pub(crate) async fn get(args: GetArgs) -> anyhow::Result<()> {
+    if matches!(args.kind.to_ascii_lowercase().as_str(), "run" | "runs") {
+        return crate::runs_cmd::list(args).await;
+    }
     let kind = parse_kind(&args.kind)?;
     let store = open(&location(&args.store)?).await?;
     let (config, _) = store.load_config().await?;

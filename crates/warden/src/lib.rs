@@ -6,6 +6,7 @@ mod cli;
 mod config_cmd;
 mod output;
 mod remote;
+mod runs_cmd;
 mod serve;
 mod stdio;
 mod token_cmd;
@@ -115,6 +116,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Apply(args) => config_cmd::apply(args).await,
         Command::Get(args) => config_cmd::get(args).await,
         Command::Delete(args) => config_cmd::delete(args).await,
+        Command::Describe(args) => runs_cmd::describe(args).await,
+        Command::Run(cli::RunCommand::Agent(args)) => remote::run_agent(args).await,
         Command::Kill(args) => config_cmd::kill(args).await,
         Command::Token(cmd) => token_cmd::run(cmd).await,
         Command::Audit(args) => audit_cmd::run(args).await,

@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use crate::cli::{ExplainArgs, InventoryArgs, Output, RemoteArgs};
+use crate::cli::{ExplainArgs, InventoryArgs, Output, RemoteArgs, RunAgentArgs};
 use crate::{output, usage};
 
 /// A field of a JSON object, or null.
@@ -165,6 +165,41 @@ pub(crate) async fn inventory(args: InventoryArgs) -> anyhow::Result<()> {
                 &rows,
             );
             Ok(())
+        }
+    }
+}
+
+pub(crate) async fn run_agent(args: RunAgentArgs) -> anyhow::Result<()> {
+    let run = request(
+        &args.remote,
+        reqwest::Method::POST,
+        &format!("/api/v1/agents/{}/runs", args.name),
+        None,
+    )
+    .await?;
+    let id = f(&run, "id").as_str().unwrap_or_default().to_owned();
+    println!("{id}");
+    if !args.wait {
+        return Ok(());
+    }
+    loop {
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        let detail = request(
+            &args.remote,
+            reqwest::Method::GET,
+            &format!("/api/v1/runs/{id}"),
+            None,
+        )
+        .await?;
+        let lifecycle = f(&detail, "lifecycle");
+        let status = f(lifecycle, "status").as_str().unwrap_or_default();
+        match status {
+            "queued" | "running" => continue,
+            "succeeded" => return Ok(()),
+            other => {
+                let error = f(lifecycle, "error").as_str().unwrap_or_default();
+                return Err(anyhow::anyhow!("run {id} {other}: {error}"));
+            }
         }
     }
 }

@@ -379,6 +379,31 @@ pub struct AgentSpec {
     /// Unattended runs on a schedule (RUN-2 `agent` mode).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub schedules: Vec<ScheduleSpec>,
+    /// The program a manual run (`warden run agent NAME`) starts; by default the first
+    /// schedule's runner.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner: Option<RunnerSpec>,
+    /// How long a manual run may take before it is stopped (default 15m).
+    #[serde(
+        default,
+        with = "crate::time::human_duration",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<String>")]
+    pub timeout: Option<Duration>,
+}
+
+impl AgentSpec {
+    /// The runner and timeout of a manual run.
+    pub fn manual_runner(&self) -> Option<(&RunnerSpec, Option<Duration>)> {
+        match &self.runner {
+            Some(r) => Some((r, self.timeout)),
+            None => self
+                .schedules
+                .first()
+                .map(|s| (&s.runner, s.timeout.or(self.timeout))),
+        }
+    }
 }
 
 /// A schedule of an agent.

@@ -1,0 +1,374 @@
+//! Unattended agent runs (RUN-2 `agent` mode): the scheduler, manual runs, run credentials.
+//!
+//! A run gets a short-lived credential bound to its agent and its run, minted by Warden; the
+//! runner command starts with `WARDEN_MCP_URL` (this server's `/mcp/agents/{agent}`),
+//! `WARDEN_RUN_TOKEN` and `WARDEN_RUN_ID` in its environment. Its authority is exactly the
+//! agent's memberships. The credential is revoked when the run ends or times out.
+//!
+//! Missed schedules are not replayed: after downtime (or a busy moment), a schedule fires at
+//! its next time after now, once. A schedule never runs twice at once, and one scheduled time
+//! runs once across replicas (unique indexes in the store decide).
+
+use std::collections::HashMap;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use tokio::io::AsyncBufReadExt as _;
+use tokio_util::sync::CancellationToken;
+use warden_core::config::RunnerSpec;
+use warden_core::cron::Schedule;
+use warden_core::name::Name;
+use warden_core::pipeline::Clock as _;
+use warden_core::principal::{CredentialKind, Principal, Provenance};
+use warden_core::time::Millis;
+use warden_mcp::Gateway;
+use warden_mcp::gateway::SystemClock;
+use warden_mcp::secrets::Secrets;
+use warden_store::{AgentRun, TokenRequest};
+
+/// Default time a run may take.
+pub const DEFAULT_RUN_TIMEOUT: Duration = Duration::from_secs(15 * 60);
+
+/// Why a run could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// No such agent.
+    #[error("no agent named `{0}`")]
+    UnknownAgent(String),
+    /// The agent has no runner.
+    #[error("agent `{0}` has no runner: give it `runner` or a schedule")]
+    NoRunner(String),
+    /// The same schedule is already running, or this time already fired.
+    #[error("this schedule already has a run in progress or for this time")]
+    AlreadyRunning,
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] warden_store::StoreError),
+}
+
+/// What started a run.
+#[derive(Clone, Debug)]
+pub enum Trigger {
+    /// `warden run agent NAME` / the admin API, by this principal.
+    Manual(Provenance),
+    /// A schedule (`<index>:<cron>`) for its fire time.
+    Schedule {
+        /// The schedule.
+        key: String,
+        /// The time it fired for.
+        fire_at: Millis,
+    },
+}
+
+/// Starts agent runs.
+#[derive(Debug)]
+pub struct Runner {
+    gateway: Arc<Gateway>,
+    base_url: OnceLock<String>,
+    secrets: Secrets,
+    next_fire: Mutex<HashMap<(String, String), Millis>>,
+}
+
+impl Runner {
+    /// A runner for the gateway; runner commands resolve `${env:…}`/`${secret:…}` with `secrets`.
+    pub fn new(gateway: Arc<Gateway>, secrets: Secrets) -> Self {
+        Self {
+            gateway,
+            base_url: OnceLock::new(),
+            secrets,
+            next_fire: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Sets the server's base URL once bound (`http://127.0.0.1:8600`).
+    pub fn set_base_url(&self, url: String) {
+        let _ = self.base_url.set(url);
+    }
+
+    /// Starts a run of `agent` and returns its record (status `running` or `failed`).
+    pub async fn start(
+        self: &Arc<Self>,
+        agent: &str,
+        trigger: Trigger,
+    ) -> Result<AgentRun, RunError> {
+        let snapshot = self.gateway.snapshot();
+        let spec = snapshot
+            .policy
+            .agent(agent)
+            .ok_or_else(|| RunError::UnknownAgent(agent.to_owned()))?;
+        let (runner, timeout) = match &trigger {
+            Trigger::Manual(_) => spec
+                .manual_runner()
+                .ok_or_else(|| RunError::NoRunner(agent.to_owned()))?,
+            Trigger::Schedule { key, .. } => {
+                let index: usize = key
+                    .split(':')
+                    .next()
+                    .and_then(|i| i.parse().ok())
+                    .unwrap_or(usize::MAX);
+                let s = spec
+                    .schedules
+                    .get(index)
+                    .ok_or_else(|| RunError::NoRunner(agent.to_owned()))?;
+                (&s.runner, s.timeout.or(spec.timeout))
+            }
+        };
+        let runner = runner.clone();
+        let timeout = timeout.unwrap_or(DEFAULT_RUN_TIMEOUT);
+        let now = SystemClock.now();
+        let id = format!("run_{}", uuid::Uuid::now_v7().simple());
+        let (trigger_name, schedule_key, fire_at, requested_by) = match &trigger {
+            Trigger::Manual(p) => (
+                "manual",
+                None,
+                None,
+                serde_json::to_string(p).unwrap_or_default(),
+            ),
+            Trigger::Schedule { key, fire_at } => {
+                let provenance = Provenance::AgentRole {
+                    role: spec.name.clone(),
+                    intent_id: format!("schedule:{key}"),
+                    autonomy_cap: warden_core::policy::DEFAULT_AUTONOMY_LEVEL,
+                };
+                (
+                    "schedule",
+                    Some(key.clone()),
+                    Some(fire_at.0),
+                    serde_json::to_string(&provenance).unwrap_or_default(),
+                )
+            }
+        };
+        let mut run = AgentRun {
+            id: id.clone(),
+            agent: agent.to_owned(),
+            trigger: trigger_name.into(),
+            schedule_key,
+            fire_at,
+            status: "queued".into(),
+            requested_by,
+            credential_id: None,
+            queued_at: now.0,
+            started_at: None,
+            finished_at: None,
+            exit_code: None,
+            error: None,
+        };
+        let store = self.gateway.store().clone();
+        if !store.insert_agent_run(&run).await? {
+            return Err(RunError::AlreadyRunning);
+        }
+        let credential = store
+            .create_token(
+                TokenRequest {
+                    principal: Principal::AgentRun {
+                        agent: Name::new(agent)
+                            .map_err(|_| RunError::UnknownAgent(agent.to_owned()))?,
+                        run: id.clone(),
+                    },
+                    projects: None,
+                    scopes: None,
+                    ttl: Some(timeout + Duration::from_secs(60)),
+                    description: Some(format!("run credential of {id}")),
+                    kind: CredentialKind::Run,
+                },
+                "scheduler",
+                now,
+            )
+            .await?;
+        // The runner may call at once: make the credential known now, not at the next poll.
+        self.gateway.refresh().await;
+        // The run record, with the authority the run starts with (exactly the memberships).
+        let authority = self
+            .gateway
+            .authority(&credential.credential, Some(agent))
+            .map_err(|e| RunError::UnknownAgent(e.to_string()))?;
+        let record = warden_core::pipeline::run_record(
+            &authority,
+            &self.gateway.snapshot().policy,
+            &id,
+            now,
+        );
+        store.append_audit(vec![record]).await?;
+        run.credential_id = Some(credential.credential.id.clone());
+        run.status = "running".into();
+        run.started_at = Some(SystemClock.now().0);
+        store.update_agent_run(&run).await?;
+        let this = self.clone();
+        let started = run.clone();
+        tokio::spawn(async move {
+            this.execute(started, runner, timeout, credential.secret)
+                .await
+        });
+        Ok(run)
+    }
+
+    async fn execute(
+        self: Arc<Self>,
+        mut run: AgentRun,
+        runner: RunnerSpec,
+        timeout: Duration,
+        secret: String,
+    ) {
+        let store = self.gateway.store().clone();
+        let base = self
+            .base_url
+            .get()
+            .cloned()
+            .unwrap_or_else(|| "http://127.0.0.1:8600".into());
+        let mut cmd = tokio::process::Command::new(&runner.command);
+        cmd.args(&runner.args)
+            .env("WARDEN_MCP_URL", format!("{base}/mcp/agents/{}", run.agent))
+            .env("WARDEN_RUN_TOKEN", &secret)
+            .env("WARDEN_RUN_ID", &run.id)
+            .env("WARDEN_AGENT", &run.agent)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let mut failure = None;
+        for (k, v) in &runner.env {
+            match self.secrets.resolve(v) {
+                Ok(v) => {
+                    cmd.env(k, v);
+                }
+                Err(e) => failure = Some(format!("runner env `{k}`: {e}")),
+            }
+        }
+        let outcome = match failure {
+            Some(e) => Err(e),
+            None => match cmd.spawn() {
+                Err(e) => Err(format!("cannot start `{}`: {e}", runner.command)),
+                Ok(mut child) => {
+                    for stream in
+                        [
+                            child.stdout.take().map(|s| {
+                                Box::new(s) as Box<dyn tokio::io::AsyncRead + Send + Unpin>
+                            }),
+                            child.stderr.take().map(|s| {
+                                Box::new(s) as Box<dyn tokio::io::AsyncRead + Send + Unpin>
+                            }),
+                        ]
+                        .into_iter()
+                        .flatten()
+                    {
+                        let id = run.id.clone();
+                        let agent = run.agent.clone();
+                        tokio::spawn(async move {
+                            let mut lines = tokio::io::BufReader::new(stream).lines();
+                            while let Ok(Some(line)) = lines.next_line().await {
+                                tracing::info!(%agent, run = %id, "{line}");
+                            }
+                        });
+                    }
+                    match tokio::time::timeout(timeout, child.wait()).await {
+                        Ok(Ok(status)) => Ok(status),
+                        Ok(Err(e)) => Err(format!("waiting for the runner failed: {e}")),
+                        Err(_) => {
+                            let _ = child.kill().await;
+                            run.status = "timed_out".into();
+                            Err(format!(
+                                "the run did not finish within {}s and was stopped",
+                                timeout.as_secs()
+                            ))
+                        }
+                    }
+                }
+            },
+        };
+        // The credential dies with the run.
+        if let Some(id) = &run.credential_id
+            && let Err(e) = store.revoke_token(id, "scheduler", SystemClock.now()).await
+        {
+            tracing::error!(run = %run.id, error = %e, "cannot revoke the run credential");
+        }
+        self.gateway.refresh().await;
+        run.finished_at = Some(SystemClock.now().0);
+        match outcome {
+            Ok(status) => {
+                run.exit_code = status.code();
+                run.status = if status.success() {
+                    "succeeded"
+                } else {
+                    "failed"
+                }
+                .into();
+                if !status.success() {
+                    run.error = Some(format!("the runner exited with {status}"));
+                }
+            }
+            Err(e) => {
+                if run.status != "timed_out" {
+                    run.status = "failed".into();
+                }
+                run.error = Some(e);
+            }
+        }
+        tracing::info!(agent = %run.agent, run = %run.id, status = %run.status, exit_code = ?run.exit_code, "agent run ended");
+        if let Err(e) = store.update_agent_run(&run).await {
+            tracing::error!(run = %run.id, error = %e, "cannot record the end of the run");
+        }
+    }
+
+    /// Fires schedules until `cancel`.
+    pub async fn schedule(self: Arc<Self>, cancel: CancellationToken) {
+        let started = SystemClock.now();
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            tokio::select! {
+                () = cancel.cancelled() => return,
+                _ = tick.tick() => self.fire_due(started).await,
+            }
+        }
+    }
+
+    async fn fire_due(self: &Arc<Self>, started: Millis) {
+        let now = SystemClock.now();
+        let snapshot = self.gateway.snapshot();
+        let mut due = Vec::new();
+        if let Ok(mut next) = self.next_fire.lock() {
+            for (name, agent) in snapshot.policy.agents() {
+                for (i, s) in agent.schedules.iter().enumerate() {
+                    let Ok(schedule) = Schedule::parse(&s.cron) else {
+                        continue;
+                    };
+                    let key = format!("{i}:{}", s.cron);
+                    let slot = next.entry((name.to_string(), key.clone()));
+                    let at = *slot.or_insert_with(|| {
+                        schedule.next_after(started).unwrap_or(Millis(i64::MAX))
+                    });
+                    if now >= at {
+                        due.push((name.to_string(), key.clone(), at));
+                        // Missed times are not replayed: the next one is after now.
+                        next.insert(
+                            (name.to_string(), key),
+                            schedule.next_after(now).unwrap_or(Millis(i64::MAX)),
+                        );
+                    }
+                }
+            }
+        }
+        for (agent, key, fire_at) in due {
+            match self
+                .start(
+                    &agent,
+                    Trigger::Schedule {
+                        key: key.clone(),
+                        fire_at,
+                    },
+                )
+                .await
+            {
+                Ok(run) => {
+                    tracing::info!(%agent, schedule = %key, run = %run.id, "scheduled run started")
+                }
+                Err(RunError::AlreadyRunning) => {
+                    tracing::info!(%agent, schedule = %key, "schedule skipped: a run is in progress or this time already ran")
+                }
+                Err(e) => {
+                    tracing::error!(%agent, schedule = %key, error = %e, "scheduled run failed to start")
+                }
+            }
+        }
+    }
+}
