@@ -101,8 +101,8 @@ if [ "$status" = 0 ]; then
       status=1
     fi
   done
-  if ! grep '"tool":"notes__delete_note"' <<<"$decisions" | grep -q '"code":"APPROVAL_REQUIRED"'; then
-    echo "run.sh: the refused notes__delete_note is not in the audit trail" >&2
+  if ! grep '"tool":"notes__delete_note"' <<<"$decisions" | grep -q '"decision":"park"'; then
+    echo "run.sh: the parked notes__delete_note is not in the audit trail" >&2
     status=1
   fi
   "$WARDEN_BIN" audit verify --data-dir "$data/wd" >/dev/null || status=1

@@ -56,6 +56,10 @@ pub struct Authority {
     pub knowledge_only: BTreeMap<Name, String>,
     /// When set, the run gets knowledge and no tools at all (RUN-4), for this reason.
     pub withheld: Option<String>,
+    /// For an approved action: the decider's grant. A capability is held only when both the
+    /// requester's grant and this one hold it (APR-4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cosigner: Option<Grant>,
 }
 
 /// Why no authority could be resolved.
@@ -75,7 +79,37 @@ pub enum AuthorityError {
 impl Authority {
     /// Whether the run holds the concrete capability `cap`.
     pub fn holds(&self, cap: &str) -> bool {
-        self.withheld.is_none() && self.grant.holds(cap)
+        self.withheld.is_none()
+            && self.grant.holds(cap)
+            && self.cosigner.as_ref().is_none_or(|c| c.holds(cap))
+    }
+
+    /// The authority an approved action executes with (APR-4): the requester's, narrowed to
+    /// what the decider holds too — projects in both, capabilities held by both. The
+    /// requester's own limits (token bindings, argument ceilings) stay as they are.
+    pub fn intersect(&self, decider: &Authority) -> Authority {
+        let mut out = self.clone();
+        out.projects = self
+            .projects
+            .iter()
+            .filter(|(p, _)| decider.projects.contains_key(*p))
+            .map(|(p, why)| (p.clone(), why.clone()))
+            .collect();
+        for (p, _) in self
+            .projects
+            .iter()
+            .filter(|(p, _)| !decider.projects.contains_key(*p))
+        {
+            out.knowledge_only.insert(
+                p.clone(),
+                format!("the decider {} has no authority over it", decider.principal),
+            );
+        }
+        out.cosigner = Some(decider.grant.clone());
+        if out.withheld.is_none() {
+            out.withheld.clone_from(&decider.withheld);
+        }
+        out
     }
 
     /// An authority that carries knowledge and no tools (RUN-4 fail closed).
@@ -226,5 +260,6 @@ pub fn resolve(
         knowledge,
         knowledge_only,
         withheld: None,
+        cosigner: None,
     })
 }

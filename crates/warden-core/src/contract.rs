@@ -106,7 +106,10 @@ impl CallOutcome {
                 None,
                 None,
                 Some(approval_id.clone()),
-                format!("`{}` awaits approval `{approval_id}`", self.tool),
+                format!(
+                    "`{}` is parked as `{approval_id}` (a human approval, or a veto window); see `warden approvals get {approval_id}`",
+                    self.tool
+                ),
             ),
             Verdict::Denied(d) => ("denied", Some(d.code), None, None, d.message.clone()),
         };
@@ -183,7 +186,7 @@ mod tests {
         });
         assert_eq!(
             serde_json::to_value(pending.contract()).unwrap(),
-            json!({"status":"pending_approval","approvalId":"apr_1","runId":"run_1","message":"`t` awaits approval `apr_1`"})
+            json!({"status":"pending_approval","approvalId":"apr_1","runId":"run_1","message":"`t` is parked as `apr_1` (a human approval, or a veto window); see `warden approvals get apr_1`"})
         );
         assert!(!pending.is_error());
         let denied = outcome(Verdict::Denied(Denial::new(

@@ -213,7 +213,7 @@ pub fn decide(authority: &Authority, tool: &ToolDescriptor, purpose: Purpose<'_>
         return Decision::Allow { rule: scope_rule };
     };
     if let Some(cap) = &tool.capability
-        && !authority.grant.holds(cap.as_str())
+        && !authority.holds(cap.as_str())
     {
         return Decision::Deny(Denial::new(
             DenyCode::Capability,
@@ -399,5 +399,85 @@ pub fn autonomy_gate(tool: &ToolDescriptor, level: &AutonomyLevel) -> Gate {
             window: level.veto_window,
         },
         _ => Gate::Execute { rule },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::Map;
+
+    use super::*;
+    use crate::schema::InputSchema;
+    use crate::tool::{ClassSource, ToolSource};
+
+    fn tool(class: crate::tool::ToolClass, risk: Risk) -> ToolDescriptor {
+        ToolDescriptor {
+            name: "t".into(),
+            project: None,
+            source: ToolSource::Builtin {
+                set: crate::Name::from_static("warden"),
+                tool: "t".into(),
+            },
+            title: None,
+            description: None,
+            schema: InputSchema::compile(Map::new(), false).unwrap(),
+            output_schema: None,
+            annotations: None,
+            class,
+            class_source: ClassSource::Policy,
+            capability: None,
+            risk,
+            rate_limit_per_minute: None,
+            deny: None,
+            governance: Governance::Read,
+            policy: None,
+            project_arguments: Vec::new(),
+        }
+    }
+
+    fn gate(level: u8, class: crate::tool::ToolClass, risk: Risk) -> &'static str {
+        let level = AutonomyLevel {
+            level,
+            rule: "autonomy:test".into(),
+            veto_window: Duration::from_secs(2),
+            approval_ttl: Duration::from_secs(60),
+        };
+        match autonomy_gate(&tool(class, risk), &level) {
+            Gate::Execute { .. } => "execute",
+            Gate::Park { .. } => "park",
+            Gate::Stage { .. } => "stage",
+            Gate::Deny(d) if d.code == DenyCode::AutonomyShadow => "AUTONOMY_SHADOW",
+            Gate::Deny(_) => "deny",
+        }
+    }
+
+    #[test]
+    fn autonomy_levels_gate_mutations_as_apr_1_says() {
+        use crate::tool::ToolClass::{Mutation, Read};
+        let table: Vec<(u8, [&str; 3])> = (0..=4)
+            .map(|l| {
+                (
+                    l,
+                    [
+                        gate(l, Read, Risk::Ordinary),
+                        gate(l, Mutation, Risk::Ordinary),
+                        gate(l, Mutation, Risk::Dangerous),
+                    ],
+                )
+            })
+            .collect();
+        // level: [read, ordinary mutation, dangerous mutation]
+        assert_eq!(
+            table,
+            vec![
+                (0, ["execute", "AUTONOMY_SHADOW", "AUTONOMY_SHADOW"]),
+                (1, ["execute", "park", "park"]),
+                (2, ["execute", "execute", "park"]),
+                (3, ["execute", "execute", "stage"]),
+                (4, ["execute", "execute", "execute"]),
+            ]
+        );
     }
 }

@@ -151,19 +151,32 @@ pub fn explain(
             deny(&mut out, &mut steps, "autonomy", d, true);
             return out;
         }
-        Gate::Park { rule } | Gate::Stage { rule, .. } => {
+        Gate::Park { rule } => {
             steps.push(ExplainStep {
                 step: "autonomy",
                 outcome: "park",
                 rule: Some(rule.clone()),
                 detail: Some(format!(
-                    "autonomy level {} requires a human approval",
-                    level.level
+                    "autonomy level {} parks it for a human approval (expires after {}s)",
+                    level.level,
+                    level.approval_ttl.as_secs()
                 )),
             });
-            out.code = Some(DenyCode::ApprovalRequired);
-            out.message =
-                Some("a human approval is required; approvals are not available yet".into());
+            out.would = "pending_approval";
+            out.rule = Some(rule);
+        }
+        Gate::Stage { rule, window } => {
+            steps.push(ExplainStep {
+                step: "autonomy",
+                outcome: "stage",
+                rule: Some(rule.clone()),
+                detail: Some(format!(
+                    "autonomy level {} stages it: it runs after a {}s veto window unless vetoed",
+                    level.level,
+                    window.as_secs()
+                )),
+            });
+            out.would = "pending_approval";
             out.rule = Some(rule);
         }
     }

@@ -128,3 +128,28 @@ impl Executor for EchoExecutor {
         })))
     }
 }
+
+/// Parked calls in memory.
+#[derive(Debug, Default)]
+pub struct MemoryApprovals {
+    parked: Mutex<Vec<(String, crate::approval::Parked)>>,
+}
+
+impl MemoryApprovals {
+    /// The parked calls, with their ids.
+    pub fn parked(&self) -> Vec<(String, crate::approval::Parked)> {
+        self.parked.lock().map(|p| p.clone()).unwrap_or_default()
+    }
+}
+
+impl crate::approval::ApprovalQueue for MemoryApprovals {
+    async fn park(&self, parked: &crate::approval::Parked) -> Result<String, EnvError> {
+        let mut all = self
+            .parked
+            .lock()
+            .map_err(|_| EnvError("poisoned".into()))?;
+        let id = format!("apr_{}", all.len() + 1);
+        all.push((id.clone(), parked.clone()));
+        Ok(id)
+    }
+}

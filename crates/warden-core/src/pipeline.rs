@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::{Map, Value, json};
 
+use crate::approval::{ApprovalQueue, ParkKind, Parked, provenance_of};
 use crate::audit::{NewRecord, RecordKind, canonical_json, hash_arguments, hash_value, redact};
 use crate::authority::Authority;
 use crate::contract::{CallOutcome, ToolOutput, Verdict};
@@ -136,7 +137,7 @@ pub struct CallRequest<'a> {
 
 /// The pipeline's dependencies.
 #[derive(Debug)]
-pub struct Pipeline<'a, A, C, K, X> {
+pub struct Pipeline<'a, A, C, K, X, Q> {
     /// Audit log.
     pub audit: &'a A,
     /// Counters.
@@ -145,6 +146,37 @@ pub struct Pipeline<'a, A, C, K, X> {
     pub clock: &'a K,
     /// Executor.
     pub executor: &'a X,
+    /// Where parked calls go.
+    pub approvals: &'a Q,
+}
+
+/// What step 7 decided for an admitted call.
+enum Admission {
+    Execute {
+        rule: String,
+    },
+    Park {
+        rule: String,
+        kind: ParkKind,
+        due_in: std::time::Duration,
+    },
+}
+
+/// An approved (or staged and unvetoed) action to execute now.
+#[derive(Debug)]
+pub struct ApprovedCall<'a> {
+    /// The approval's id.
+    pub id: &'a str,
+    /// The run it was requested in.
+    pub run_id: &'a str,
+    /// The call it was requested by.
+    pub call_id: &'a str,
+    /// The tool.
+    pub tool: &'a str,
+    /// The exact arguments approved.
+    pub args: Option<Map<String, Value>>,
+    /// Who decided (`None` for a staged action that ran after its veto window).
+    pub decided_by: Option<&'a str>,
 }
 
 /// The step that decided a call, recorded with the decision.
@@ -155,6 +187,7 @@ enum Step {
     ToolPolicy,
     WriteBudget,
     Autonomy,
+    Approval,
     Execute,
 }
 
@@ -166,12 +199,15 @@ impl Step {
             Step::ToolPolicy => "tool-policy",
             Step::WriteBudget => "write-budget",
             Step::Autonomy => "autonomy",
+            Step::Approval => "approval",
             Step::Execute => "execute",
         }
     }
 }
 
-impl<A: AuditLog, C: Counters, K: Clock, X: Executor> Pipeline<'_, A, C, K, X> {
+impl<A: AuditLog, C: Counters, K: Clock, X: Executor, Q: ApprovalQueue>
+    Pipeline<'_, A, C, K, X, Q>
+{
     /// Runs one governed call through GOV-2.
     pub async fn call(
         &self,
@@ -248,57 +284,225 @@ impl<A: AuditLog, C: Counters, K: Clock, X: Executor> Pipeline<'_, A, C, K, X> {
             }
         };
 
-        {
-            let rule = admitted;
-            {
-                let allow = Decision::Allow { rule: rule.clone() };
-                let record = rec.decision(self.clock.now(), Step::Autonomy, &allow);
-                // The decision is durable before any side effect.
+        let rule = match admitted {
+            Admission::Execute { rule } => rule,
+            Admission::Park { rule, kind, due_in } => {
+                let now = self.clock.now();
+                let parked = Parked {
+                    kind,
+                    run_id: run.id.clone(),
+                    call_id: call_id.clone(),
+                    tool: name.to_owned(),
+                    project: tool.project.clone(),
+                    args_hash: hash_arguments(args.as_ref()),
+                    args,
+                    requested_by: provenance_of(authority),
+                    principal: authority.principal.to_string(),
+                    agent: authority.agent.as_ref().map(ToString::to_string),
+                    policy_revision: policy.revision,
+                    created_at: now,
+                    due_at: now.plus(due_in),
+                    rule: rule.clone(),
+                };
+                let approval_id = match self.approvals.park(&parked).await {
+                    Ok(id) => id,
+                    Err(e) => {
+                        outcome.verdict = Verdict::Denied(unavailable(&e));
+                        return outcome;
+                    }
+                };
+                let mut record =
+                    rec.decision(now, Step::Autonomy, &Decision::Allow { rule: rule.clone() });
+                record.decision = Some(kind_decision(kind).into());
+                record.payload = canonical_json(&json!({
+                    "decision": kind_decision(kind),
+                    "rule": rule,
+                    "step": Step::Autonomy.as_str(),
+                    "policy_revision": policy.revision,
+                    "approval_id": approval_id,
+                    "due_at": parked.due_at.0,
+                }));
                 if let Err(e) = self.audit.append(vec![record]).await {
                     outcome.verdict = Verdict::Denied(unavailable(&e));
                     return outcome;
                 }
-                let started = self.clock.now();
-                let result = self
-                    .executor
-                    .execute(Execution {
-                        tool,
-                        args,
-                        authority,
-                        run_id: &run.id,
-                        call_id: &call_id,
-                    })
-                    .await;
-                let finished = self.clock.now();
-                let (verdict, record) = match result {
-                    Ok(output) => {
-                        let record = rec.outcome(finished, started, Ok(&output));
-                        (Verdict::Executed { output, rule }, record)
-                    }
-                    Err(e) => {
-                        let record = rec.outcome(finished, started, Err(&e));
-                        let denial = match e {
-                            ExecError::Unavailable(msg) => Denial::new(
-                                DenyCode::Unavailable,
-                                format!("upstream:{}", upstream_of(tool)),
-                                msg,
-                            ),
-                            ExecError::Cancelled => Denial::new(
-                                DenyCode::Unavailable,
-                                "execute:cancelled",
-                                "the call was cancelled",
-                            ),
-                        };
-                        (Verdict::Denied(denial), record)
-                    }
-                };
-                // An outcome that cannot be recorded is still the truth of what happened:
-                // the durable decision record above already shows the call was admitted.
-                let _ = self.audit.append(vec![record]).await;
-                outcome.verdict = verdict;
-                outcome
+                outcome.verdict = Verdict::Pending { approval_id, rule };
+                return outcome;
             }
+        };
+        self.execute_admitted(
+            outcome,
+            &rec,
+            tool,
+            args,
+            authority,
+            run,
+            &call_id,
+            rule,
+            Step::Autonomy,
+        )
+        .await
+    }
+
+    /// Records the admission, executes, records the outcome.
+    #[expect(clippy::too_many_arguments, reason = "the pieces of one admitted call")]
+    async fn execute_admitted(
+        &self,
+        mut outcome: CallOutcome,
+        rec: &Recorder<'_>,
+        tool: &Arc<ToolDescriptor>,
+        args: Option<Map<String, Value>>,
+        authority: &Authority,
+        run: &RunState,
+        call_id: &str,
+        rule: String,
+        step: Step,
+    ) -> CallOutcome {
+        let allow = Decision::Allow { rule: rule.clone() };
+        let record = rec.decision(self.clock.now(), step, &allow);
+        // The decision is durable before any side effect.
+        if let Err(e) = self.audit.append(vec![record]).await {
+            outcome.verdict = Verdict::Denied(unavailable(&e));
+            return outcome;
         }
+        outcome.audited = true;
+        let started = self.clock.now();
+        let result = self
+            .executor
+            .execute(Execution {
+                tool,
+                args,
+                authority,
+                run_id: &run.id,
+                call_id,
+            })
+            .await;
+        let finished = self.clock.now();
+        let (verdict, record) = match result {
+            Ok(output) => {
+                let record = rec.outcome(finished, started, Ok(&output));
+                (Verdict::Executed { output, rule }, record)
+            }
+            Err(e) => {
+                let record = rec.outcome(finished, started, Err(&e));
+                let denial = match e {
+                    ExecError::Unavailable(msg) => Denial::new(
+                        DenyCode::Unavailable,
+                        format!("upstream:{}", upstream_of(tool)),
+                        msg,
+                    ),
+                    ExecError::Cancelled => Denial::new(
+                        DenyCode::Unavailable,
+                        "execute:cancelled",
+                        "the call was cancelled",
+                    ),
+                };
+                (Verdict::Denied(denial), record)
+            }
+        };
+        // An outcome that cannot be recorded is still the truth of what happened:
+        // the durable decision record above already shows the call was admitted.
+        let _ = self.audit.append(vec![record]).await;
+        outcome.verdict = verdict;
+        outcome
+    }
+
+    /// Executes an approved (or staged, unvetoed) action with `authority` — for an approval,
+    /// the requester's authority intersected with the decider's (APR-4), both resolved again
+    /// now. Steps 1, 2, 4 and the static part of 5 run again against the current policy;
+    /// counters were taken when the call was parked, and autonomy is what the approval
+    /// answered.
+    pub async fn execute_approved(
+        &self,
+        policy: &Policy,
+        catalog: &Catalog,
+        authority: &Authority,
+        approved: ApprovedCall<'_>,
+    ) -> CallOutcome {
+        let run = RunState::recorded(approved.run_id);
+        let mut outcome = CallOutcome {
+            run_id: approved.run_id.to_owned(),
+            call_id: approved.call_id.to_owned(),
+            tool: approved.tool.to_owned(),
+            verdict: Verdict::Denied(Denial::unknown_tool(approved.tool, "")),
+            audited: false,
+        };
+        let rec = Recorder {
+            policy,
+            authority,
+            run: &run,
+            call_id: approved.call_id,
+            tool: approved.tool,
+        };
+        let deny = |d: Denial| (Step::Approval, d);
+        let checked = (|| {
+            let tool = catalog.get(approved.tool).ok_or_else(|| {
+                deny(Denial::new(
+                    DenyCode::Unavailable,
+                    "approval:tool-gone",
+                    format!("`{}` is no longer in the catalog", approved.tool),
+                ))
+            })?;
+            if let Some(d) = decision::kill_switch(policy, authority, tool) {
+                return Err(deny(d));
+            }
+            if let Some(d) = decision::validate(tool, approved.args.as_ref()) {
+                return Err(deny(d));
+            }
+            if let Decision::Deny(d) = decision::decide(
+                authority,
+                tool,
+                Purpose::Call {
+                    args: approved.args.as_ref(),
+                },
+            ) {
+                // Whatever hid or refused it, the approved action is outside the authority
+                // it would run with.
+                let d = if d.code == DenyCode::UnknownTool {
+                    Denial::new(
+                        DenyCode::Capability,
+                        format!("approval:{}", d.rule),
+                        format!(
+                            "`{}` is outside the authority this approved action runs with",
+                            approved.tool
+                        ),
+                    )
+                } else {
+                    d
+                };
+                return Err(deny(d));
+            }
+            if let Some(d) = decision::tool_policy(tool) {
+                return Err(deny(d));
+            }
+            Ok(tool)
+        })();
+        let tool = match checked {
+            Ok(t) => t,
+            Err((step, denial)) => {
+                let record = rec.decision(self.clock.now(), step, &Decision::Deny(denial.clone()));
+                return self
+                    .finish_denied(outcome, &rec, vec![record], denial)
+                    .await;
+            }
+        };
+        let rule = match approved.decided_by {
+            Some(by) => format!("approval:{}:{by}", approved.id),
+            None => format!("staged:{}:veto-window-passed", approved.id),
+        };
+        outcome.audited = true;
+        self.execute_admitted(
+            outcome,
+            &rec,
+            tool,
+            approved.args,
+            authority,
+            &run,
+            approved.call_id,
+            rule,
+            Step::Approval,
+        )
+        .await
     }
 
     /// Direct execution with governance `off` (GOV-6): no decision steps, every call still
@@ -378,7 +582,7 @@ impl<A: AuditLog, C: Counters, K: Clock, X: Executor> Pipeline<'_, A, C, K, X> {
         run: &RunState,
         tool: &ToolDescriptor,
         args: Option<&Map<String, Value>>,
-    ) -> Result<String, (Step, Denial)> {
+    ) -> Result<Admission, (Step, Denial)> {
         // 4. capability (RBAC, run authority, token ceiling, arguments naming projects).
         if let Decision::Deny(d) = decision::decide(authority, tool, Purpose::Call { args }) {
             return Err((Step::Capability, d));
@@ -411,21 +615,18 @@ impl<A: AuditLog, C: Counters, K: Clock, X: Executor> Pipeline<'_, A, C, K, X> {
         // 7. risk and autonomy.
         let level = policy.autonomy_for(authority, tool);
         match decision::autonomy_gate(tool, &level) {
-            Gate::Execute { rule } => Ok(rule),
+            Gate::Execute { rule } => Ok(Admission::Execute { rule }),
             Gate::Deny(d) => Err((Step::Autonomy, d)),
-            // Interim until approvals are built: a call that must park or stage is refused
-            // with `APPROVAL_REQUIRED`.
-            Gate::Park { rule } | Gate::Stage { rule, .. } => Err((
-                Step::Autonomy,
-                Denial::new(
-                    DenyCode::ApprovalRequired,
-                    rule,
-                    format!(
-                        "`{}` needs a human approval at autonomy level {}; approvals are not available yet, so it was not executed",
-                        tool.name, level.level
-                    ),
-                ),
-            )),
+            Gate::Park { rule } => Ok(Admission::Park {
+                rule,
+                kind: ParkKind::Approval,
+                due_in: level.approval_ttl,
+            }),
+            Gate::Stage { rule, window } => Ok(Admission::Park {
+                rule,
+                kind: ParkKind::Staged,
+                due_in: window,
+            }),
         }
     }
 
@@ -461,6 +662,13 @@ impl<A: AuditLog, C: Counters, K: Clock, X: Executor> Pipeline<'_, A, C, K, X> {
             }
         }
         outcome
+    }
+}
+
+fn kind_decision(kind: ParkKind) -> &'static str {
+    match kind {
+        ParkKind::Approval => "park",
+        ParkKind::Staged => "stage",
     }
 }
 

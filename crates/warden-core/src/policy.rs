@@ -49,6 +49,8 @@ pub struct AutonomyLevel {
     pub rule: String,
     /// The veto window (level 3).
     pub veto_window: Duration,
+    /// How long an approval waits (levels 1 and 2).
+    pub approval_ttl: Duration,
 }
 
 /// A counter a call must take one unit from (rate limits, write budgets).
@@ -181,11 +183,15 @@ impl Policy {
                 level: a.level,
                 rule: format!("autonomy:{key}"),
                 veto_window: a.veto_window.unwrap_or(DEFAULT_VETO_WINDOW),
+                approval_ttl: a
+                    .approval_ttl
+                    .unwrap_or(crate::approval::DEFAULT_APPROVAL_TTL),
             })
             .unwrap_or(AutonomyLevel {
                 level: DEFAULT_AUTONOMY_LEVEL,
                 rule: "autonomy:default".into(),
                 veto_window: DEFAULT_VETO_WINDOW,
+                approval_ttl: crate::approval::DEFAULT_APPROVAL_TTL,
             })
     }
 

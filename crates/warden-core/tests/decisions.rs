@@ -178,6 +178,7 @@ fn run_fixture(text: &str) -> Vec<CaseResult> {
         counters: &counters,
         clock: &clock,
         executor: &executor,
+        approvals: &warden_core::memory::MemoryApprovals::default(),
     };
     let mut results = Vec::new();
     for (i, case) in fixture.cases.iter().enumerate() {

@@ -366,6 +366,7 @@ impl Gateway {
             counters: self.store.as_ref(),
             clock: &SystemClock,
             executor: &executor,
+            approvals: self.store.as_ref(),
         };
         let call_id = format!("call_{}", uuid::Uuid::now_v7().simple());
         let request = CallRequest {
@@ -547,9 +548,17 @@ async fn watch(
     }
 }
 
-struct GatewayExecutor<'a> {
-    gateway: &'a Gateway,
-    snapshot: &'a Snapshot,
+pub(crate) struct GatewayExecutor<'a> {
+    pub(crate) gateway: &'a Gateway,
+    pub(crate) snapshot: &'a Snapshot,
+}
+
+impl Snapshot {
+    /// A credential by its public id (revoked and expired ones included), for resolving the
+    /// requester of a parked call.
+    pub fn credential_by_id(&self, id: &str) -> Option<Credential> {
+        self.credentials.values().find(|c| c.id == id).cloned()
+    }
 }
 
 impl Executor for GatewayExecutor<'_> {

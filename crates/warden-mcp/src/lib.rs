@@ -8,6 +8,7 @@
 //! - [`wire`]: the one mapping from outcomes to MCP results.
 //! - [`fixture`]: a small real MCP server (the demo tool set and the tests' upstream).
 
+pub mod approvals;
 pub mod bridge;
 pub mod builtin;
 pub mod fixture;

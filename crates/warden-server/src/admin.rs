@@ -36,6 +36,128 @@ pub(crate) fn routes() -> Router<Arc<AppState>> {
         .route("/agents/{agent}/runs", post(start_run))
         .route("/runs", get(list_runs))
         .route("/runs/{id}", get(describe_run))
+        .route("/approvals", get(list_approvals))
+        .route("/approvals/{id}", get(get_approval))
+        .route("/approvals/{id}/{verb}", post(decide_approval))
+}
+
+/// Capability to read every approval (requesters always see their own).
+pub const APPROVALS_READ: &str = "approvals:read";
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct ApprovalsQuery {
+    status: Option<String>,
+    limit: Option<i64>,
+}
+
+fn can_read_all(caller: &Authority) -> bool {
+    caller.holds(APPROVALS_READ) || caller.holds(warden_core::capability::APPROVALS_DECIDE)
+}
+
+async fn list_approvals(
+    State(state): State<Arc<AppState>>,
+    Extension(Authenticated(credential)): Extension<Authenticated>,
+    axum::extract::Query(q): axum::extract::Query<ApprovalsQuery>,
+) -> Result<Response, ApiError> {
+    let caller = own_authority(&state, &credential)?;
+    let filter = warden_store::ApprovalFilter {
+        status: q
+            .status
+            .map(|s| s.split(',').map(str::to_owned).collect())
+            .unwrap_or_default(),
+        principal: (!can_read_all(&caller)).then(|| credential.principal.to_string()),
+        limit: q.limit,
+        ..Default::default()
+    };
+    let approvals = state
+        .gateway
+        .store()
+        .approvals(&filter)
+        .await
+        .map_err(|e| error(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?;
+    Ok(Json(approvals).into_response())
+}
+
+async fn get_approval(
+    State(state): State<Arc<AppState>>,
+    Extension(Authenticated(credential)): Extension<Authenticated>,
+    axum::extract::Path(id): axum::extract::Path<String>,
+) -> Result<Response, ApiError> {
+    let caller = own_authority(&state, &credential)?;
+    let approval = state
+        .gateway
+        .store()
+        .approval(&id)
+        .await
+        .map_err(|e| error(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?;
+    match approval {
+        // Someone else's approval answers like one that does not exist.
+        Some(a) if can_read_all(&caller) || a.principal == credential.principal.to_string() => {
+            let mut body = serde_json::to_value(&a).unwrap_or_default();
+            if let Some(obj) = body.as_object_mut()
+                && let Some(Value::String(r)) = obj.get("result").cloned()
+            {
+                obj.insert(
+                    "result".into(),
+                    serde_json::from_str(&r).unwrap_or(Value::String(r)),
+                );
+            }
+            Ok(Json(body).into_response())
+        }
+        _ => Err(error(StatusCode::NOT_FOUND, format!("no approval `{id}`"))),
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct DecideBody {
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+async fn decide_approval(
+    State(state): State<Arc<AppState>>,
+    Extension(Authenticated(credential)): Extension<Authenticated>,
+    axum::extract::Path((id, verb)): axum::extract::Path<(String, String)>,
+    body: Option<Json<DecideBody>>,
+) -> Result<Response, ApiError> {
+    use warden_mcp::approvals::{DecideError, Verb};
+    let verb = match verb.as_str() {
+        "approve" => Verb::Approve,
+        "reject" => Verb::Reject,
+        "veto" => Verb::Veto,
+        other => {
+            return Err(error(
+                StatusCode::NOT_FOUND,
+                format!("`{other}` is not a decision: use approve, reject or veto"),
+            ));
+        }
+    };
+    let reason = body.and_then(|Json(b)| b.reason);
+    match state
+        .gateway
+        .decide_approval(&id, &credential, verb, reason)
+        .await
+    {
+        Ok(a) => {
+            let mut body = serde_json::to_value(&a).unwrap_or_default();
+            if let Some(obj) = body.as_object_mut()
+                && let Some(Value::String(r)) = obj.get("result").cloned()
+            {
+                obj.insert(
+                    "result".into(),
+                    serde_json::from_str(&r).unwrap_or(Value::String(r)),
+                );
+            }
+            Ok(Json(body).into_response())
+        }
+        Err(e @ DecideError::NotFound(_)) => Err(error(StatusCode::NOT_FOUND, e.to_string())),
+        Err(e @ DecideError::Forbidden(_)) => Err(error(StatusCode::FORBIDDEN, e.to_string())),
+        Err(e @ DecideError::Conflict(_)) => Err(error(StatusCode::CONFLICT, e.to_string())),
+        Err(e @ DecideError::Store(_)) => {
+            Err(error(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))
+        }
+    }
 }
 
 fn require(authority: &Authority, capability: &str, what: &str) -> Result<(), ApiError> {

@@ -7,7 +7,9 @@
 mod admin;
 pub mod agents;
 
-pub use admin::{AGENTS_RUN, EXPLAIN_ANY, RUNS_READ, TOOLS_INVENTORY, inventory_row};
+pub use admin::{
+    AGENTS_RUN, APPROVALS_READ, EXPLAIN_ANY, RUNS_READ, TOOLS_INVENTORY, inventory_row,
+};
 mod auth;
 mod hosts;
 
@@ -182,6 +184,21 @@ async fn metrics(State(state): State<Arc<AppState>>) -> Response {
     }
 }
 
+/// Expires approvals, runs staged actions whose veto window passed, resumes and recovers
+/// approved actions (APR-6). On an embedded store this server is the only one, so executions
+/// found in progress at start were interrupted by a stop.
+async fn sweep_approvals(gateway: Arc<Gateway>, cancel: CancellationToken) {
+    let embedded = gateway.store().backend_name() == "sqlite";
+    gateway.sweep_approvals(embedded).await;
+    let mut tick = tokio::time::interval(Duration::from_millis(250));
+    loop {
+        tokio::select! {
+            () = cancel.cancelled() => return,
+            _ = tick.tick() => gateway.sweep_approvals(false).await,
+        }
+    }
+}
+
 /// A bound server, not yet serving.
 #[derive(Debug)]
 pub struct Bound {
@@ -209,6 +226,10 @@ impl Bound {
     /// Serves until `shutdown` is cancelled.
     pub async fn serve(self, shutdown: CancellationToken) -> anyhow::Result<()> {
         tokio::spawn(self.state.runner.clone().schedule(shutdown.child_token()));
+        tokio::spawn(sweep_approvals(
+            self.state.gateway.clone(),
+            shutdown.child_token(),
+        ));
         let app = router(self.state, shutdown.clone());
         axum::serve(
             self.listener,

@@ -168,6 +168,37 @@ impl Backend {
     ) -> Result<Option<crate::rows::AgentRun>, StoreError> {
         dispatch!(self, b => b.agent_run(id).await)
     }
+
+    pub(crate) async fn insert_approval(
+        &self,
+        a: &crate::approvals::Approval,
+    ) -> Result<(), StoreError> {
+        dispatch!(self, b => b.insert_approval(a).await)
+    }
+
+    pub(crate) async fn approval(
+        &self,
+        id: &str,
+    ) -> Result<Option<crate::approvals::Approval>, StoreError> {
+        dispatch!(self, b => b.approval(id).await)
+    }
+
+    pub(crate) async fn approvals(
+        &self,
+        f: &crate::approvals::ApprovalFilter,
+    ) -> Result<Vec<crate::approvals::Approval>, StoreError> {
+        dispatch!(self, b => b.approvals(f).await)
+    }
+
+    pub(crate) async fn transition(
+        &self,
+        id: &str,
+        from: &[&str],
+        to: &str,
+        set: &crate::approvals::Transition,
+    ) -> Result<bool, StoreError> {
+        dispatch!(self, b => b.transition(id, from, to, set).await)
+    }
 }
 
 pub(crate) fn parse_kind(s: &str) -> Result<Kind, StoreError> {
@@ -565,6 +596,115 @@ macro_rules! shared_operations {
             qb.push($crate::rows::AGENT_RUN_COLUMNS);
             qb.push(" FROM agent_runs WHERE id = ").push_bind(id.to_owned());
             Ok(qb.build_query_as().fetch_optional(&self.pool).await?)
+        }
+
+        pub(crate) async fn insert_approval(&self, a: &$crate::approvals::Approval) -> Result<(), StoreError> {
+            let (_guard, mut tx) = self.begin_write().await?;
+            sqlx::query(
+                "INSERT INTO approvals (id, kind, status, run_id, call_id, tool, project, args, args_hash, requested_by, principal, agent, policy_revision, rule, created_at, due_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
+            )
+            .bind(&a.id)
+            .bind(&a.kind)
+            .bind(&a.status)
+            .bind(&a.run_id)
+            .bind(&a.call_id)
+            .bind(&a.tool)
+            .bind(&a.project)
+            .bind(&a.args)
+            .bind(&a.args_hash)
+            .bind(&a.requested_by)
+            .bind(&a.principal)
+            .bind(&a.agent)
+            .bind(a.policy_revision)
+            .bind(&a.rule)
+            .bind(a.created_at)
+            .bind(a.due_at)
+            .execute(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            Ok(())
+        }
+
+        pub(crate) async fn approval(&self, id: &str) -> Result<Option<$crate::approvals::Approval>, StoreError> {
+            let mut qb = sqlx::QueryBuilder::<$db>::new("SELECT ");
+            qb.push($crate::approvals::APPROVAL_COLUMNS);
+            qb.push(" FROM approvals WHERE id = ").push_bind(id.to_owned());
+            Ok(qb.build_query_as().fetch_optional(&self.pool).await?)
+        }
+
+        pub(crate) async fn approvals(
+            &self,
+            f: &$crate::approvals::ApprovalFilter,
+        ) -> Result<Vec<$crate::approvals::Approval>, StoreError> {
+            let mut qb = sqlx::QueryBuilder::<$db>::new("SELECT ");
+            qb.push($crate::approvals::APPROVAL_COLUMNS);
+            qb.push(" FROM approvals WHERE 1 = 1");
+            if !f.status.is_empty() {
+                qb.push(" AND status IN (");
+                let mut sep = qb.separated(", ");
+                for st in &f.status {
+                    sep.push_bind(st.clone());
+                }
+                qb.push(")");
+            }
+            if let Some(due) = f.due_before {
+                qb.push(" AND due_at <= ").push_bind(due);
+            }
+            if let Some(p) = &f.principal {
+                qb.push(" AND principal = ").push_bind(p.clone());
+            }
+            qb.push(" ORDER BY created_at, id LIMIT ").push_bind(f.limit.unwrap_or(100).clamp(1, 100_000));
+            Ok(qb.build_query_as().fetch_all(&self.pool).await?)
+        }
+
+        pub(crate) async fn transition(
+            &self,
+            id: &str,
+            from: &[&str],
+            to: &str,
+            set: &$crate::approvals::Transition,
+        ) -> Result<bool, StoreError> {
+            let (_guard, mut tx) = self.begin_write().await?;
+            let mut qb = sqlx::QueryBuilder::<$db>::new("UPDATE approvals SET status = ");
+            qb.push_bind(to.to_owned());
+            let fields: [(&str, Option<String>); 4] = [
+                ("decided_by", set.decided_by.clone()),
+                ("reason", set.reason.clone()),
+                ("outcome_code", set.outcome_code.clone()),
+                ("outcome_message", set.outcome_message.clone()),
+            ];
+            for (column, value) in fields {
+                if let Some(v) = value {
+                    qb.push(", ").push(column).push(" = ").push_bind(v);
+                }
+            }
+            if let Some(v) = set.result.clone() {
+                qb.push(", result = ").push_bind(v);
+            }
+            let times: [(&str, Option<i64>); 3] = [
+                ("decided_at", set.decided_at),
+                ("claimed_at", set.claimed_at),
+                ("finished_at", set.finished_at),
+            ];
+            for (column, value) in times {
+                if let Some(v) = value {
+                    qb.push(", ").push(column).push(" = ").push_bind(v);
+                }
+            }
+            if set.clear_args {
+                qb.push(", args = NULL");
+            }
+            qb.push(" WHERE id = ").push_bind(id.to_owned());
+            qb.push(" AND status IN (");
+            let mut sep = qb.separated(", ");
+            for st in from {
+                sep.push_bind((*st).to_owned());
+            }
+            qb.push(")");
+            let changed = qb.build().execute(&mut *tx).await?.rows_affected();
+            tx.commit().await?;
+            Ok(changed == 1)
         }
 
         pub(crate) async fn execute_raw(&self, sql: &str) -> Result<u64, StoreError> {

@@ -5,6 +5,7 @@
 //! the few differences (write serialisation, row locks) live in each backend's module. One
 //! contract test suite (`tests/contract.rs`) runs against both.
 
+mod approvals;
 mod backend;
 mod error;
 mod migrations;
@@ -27,6 +28,7 @@ use warden_core::policy::CounterSpec;
 use warden_core::principal::{Credential, CredentialKind, Principal, TokenHash, format_token};
 use warden_core::time::Millis;
 
+pub use approvals::{Approval, ApprovalFilter, Transition};
 pub use error::StoreError;
 pub use rows::{AgentRun, AuditFilter};
 pub use views::{CallDetail, RunDetail, RunSummary};

@@ -148,6 +148,7 @@ impl Call<'_> {
             counters: &s.store,
             clock: &clock,
             executor: self.executor,
+            approvals: &warden_core::memory::MemoryApprovals::default(),
         };
         let args = match args {
             Value::Object(m) => Some(m),
@@ -425,6 +426,7 @@ async fn a_store_error_during_a_call_is_unavailable_and_never_an_execution() {
             counters: &s.store,
             clock: &clock,
             executor: &executor,
+            approvals: &warden_core::memory::MemoryApprovals::default(),
         };
         let outcome = pipeline
             .call(
@@ -788,7 +790,7 @@ async fn a_schema_newer_than_the_binary_is_refused() {
         );
         assert_eq!(
             err.to_string(),
-            "the store's schema is at version 99999, newer than this warden knows (version 2); run a newer warden"
+            "the store's schema is at version 99999, newer than this warden knows (version 3); run a newer warden"
         );
         s.cleanup().await;
     }

@@ -130,6 +130,11 @@ pub enum Command {
     /// anything (asks a running server; token in `WARDEN_TOKEN`).
     Explain(ExplainArgs),
 
+    /// Parked calls: list them, read one, approve, reject or veto (asks a running server;
+    /// token in `WARDEN_TOKEN`).
+    #[command(subcommand)]
+    Approvals(ApprovalsCommand),
+
     /// The live tool catalog of a running server.
     #[command(subcommand)]
     Tools(ToolsCommand),
@@ -255,6 +260,65 @@ pub struct ExplainArgs {
     /// As if the token were bound to this project (repeatable).
     #[arg(long = "project")]
     pub projects: Vec<String>,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = Output::Table)]
+    pub output: Output,
+    /// The server.
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+}
+
+/// `warden approvals …`.
+#[derive(Debug, Subcommand)]
+pub enum ApprovalsCommand {
+    /// List parked calls (all of them with `approvals:read` or `approvals:decide`, else yours).
+    List(ApprovalsListArgs),
+    /// One parked call, with its outcome and result once decided.
+    Get(ApprovalIdArgs),
+    /// Approve: the action runs now with your authority intersected with the requester's.
+    Approve(ApprovalDecideArgs),
+    /// Reject: the action never runs.
+    Reject(ApprovalDecideArgs),
+    /// Veto a staged action before its window ends.
+    Veto(ApprovalDecideArgs),
+}
+
+/// `warden approvals list`.
+#[derive(Debug, Args)]
+pub struct ApprovalsListArgs {
+    /// Only these statuses (comma-separated): pending, staged, approved, executing, executed,
+    /// failed, rejected, expired, vetoed.
+    #[arg(long)]
+    pub status: Option<String>,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = Output::Table)]
+    pub output: Output,
+    /// The server.
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+}
+
+/// `warden approvals get`.
+#[derive(Debug, Args)]
+pub struct ApprovalIdArgs {
+    /// The approval's id (`apr_…`).
+    pub id: String,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = Output::Table)]
+    pub output: Output,
+    /// The server.
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+}
+
+/// `warden approvals approve|reject|veto`.
+#[derive(Debug, Args)]
+pub struct ApprovalDecideArgs {
+    /// The approval's id (`apr_…`).
+    pub id: String,
+    /// Why (recorded in the audit trail).
+    #[arg(long)]
+    pub reason: Option<String>,
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = Output::Table)]
     pub output: Output,
@@ -516,8 +580,9 @@ pub struct AuditArgs {
     /// Only this tool.
     #[arg(long)]
     pub tool: Option<String>,
-    /// Only this decision: allow, deny, executed, failed.
-    #[arg(long, value_parser = ["allow", "deny", "executed", "failed"])]
+    /// Only this decision: allow, deny, park, stage (calls); executed, failed (outcomes);
+    /// approve, reject, veto, expire, refuse (approvals).
+    #[arg(long, value_parser = ["allow", "deny", "park", "stage", "executed", "failed", "approve", "reject", "veto", "expire", "refuse"])]
     pub decision: Option<String>,
     /// Only this denial code (e.g. CAPABILITY).
     #[arg(long)]

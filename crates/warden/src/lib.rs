@@ -124,6 +124,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Config(cmd) => config_cmd::config(cmd),
         Command::Stdio(args) => stdio::run(args).await,
         Command::Explain(args) => remote::explain(args).await,
+        Command::Approvals(cmd) => remote::approvals(cmd).await,
         Command::Tools(cli::ToolsCommand::Inventory(args)) => remote::inventory(args).await,
         Command::UpstreamFixture(args) => {
             let server = warden_mcp::fixture::NotesServer::new(args.file.clone());

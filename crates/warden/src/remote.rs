@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use crate::cli::{ExplainArgs, InventoryArgs, Output, RemoteArgs, RunAgentArgs};
+use crate::cli::{ApprovalsCommand, ExplainArgs, InventoryArgs, Output, RemoteArgs, RunAgentArgs};
 use crate::{output, usage};
 
 /// A field of a JSON object, or null.
@@ -202,4 +202,119 @@ pub(crate) async fn run_agent(args: RunAgentArgs) -> anyhow::Result<()> {
             }
         }
     }
+}
+
+fn show_approvals(list: &[Value], output: Output) -> anyhow::Result<()> {
+    match output {
+        Output::Json => output::json(&list),
+        Output::Yaml => output::yaml_docs(list),
+        Output::Table => {
+            let s = |v: &Value| v.as_str().map_or_else(|| "-".to_owned(), str::to_owned);
+            let rows: Vec<Vec<String>> = list
+                .iter()
+                .map(|a| {
+                    vec![
+                        s(f(a, "id")),
+                        s(f(a, "kind")),
+                        s(f(a, "status")),
+                        s(f(a, "tool")),
+                        s(f(a, "principal")),
+                        f(a, "dueAt")
+                            .as_i64()
+                            .map_or("-".into(), |t| output::time(warden_core::time::Millis(t))),
+                        s(f(a, "outcomeCode")),
+                    ]
+                })
+                .collect();
+            if rows.is_empty() {
+                eprintln!("no approvals");
+            } else {
+                output::table(
+                    &["ID", "KIND", "STATUS", "TOOL", "REQUESTER", "DUE", "CODE"],
+                    &rows,
+                );
+            }
+            Ok(())
+        }
+    }
+}
+
+fn show_approval(a: &Value, output: Output) -> anyhow::Result<()> {
+    match output {
+        Output::Table => {
+            let s = |k: &str| {
+                f(a, k)
+                    .as_str()
+                    .map_or_else(|| "-".to_owned(), str::to_owned)
+            };
+            for (label, key) in [
+                ("id", "id"),
+                ("kind", "kind"),
+                ("status", "status"),
+                ("tool", "tool"),
+                ("requester", "principal"),
+                ("run", "runId"),
+                ("rule", "rule"),
+                ("args sha256", "argsHash"),
+                ("reason", "reason"),
+                ("outcome", "outcomeCode"),
+                ("message", "outcomeMessage"),
+            ] {
+                println!("{:<12} {}", format!("{label}:"), s(key));
+            }
+            if let Some(t) = f(a, "dueAt").as_i64() {
+                println!(
+                    "{:<12} {}",
+                    "due:",
+                    output::time(warden_core::time::Millis(t))
+                );
+            }
+            if !f(a, "result").is_null() {
+                println!("result:      {}", f(a, "result"));
+            }
+            Ok(())
+        }
+        other => show_approvals(std::slice::from_ref(a), other),
+    }
+}
+
+pub(crate) async fn approvals(cmd: ApprovalsCommand) -> anyhow::Result<()> {
+    match cmd {
+        ApprovalsCommand::List(args) => {
+            let path = match &args.status {
+                Some(st) => format!("/api/v1/approvals?status={st}"),
+                None => "/api/v1/approvals".into(),
+            };
+            let list = request(&args.remote, reqwest::Method::GET, &path, None).await?;
+            show_approvals(
+                list.as_array().map(Vec::as_slice).unwrap_or_default(),
+                args.output,
+            )
+        }
+        ApprovalsCommand::Get(args) => {
+            let a = request(
+                &args.remote,
+                reqwest::Method::GET,
+                &format!("/api/v1/approvals/{}", args.id),
+                None,
+            )
+            .await?;
+            show_approval(&a, args.output)
+        }
+        ApprovalsCommand::Approve(args) => decide(args, "approve").await,
+        ApprovalsCommand::Reject(args) => decide(args, "reject").await,
+        ApprovalsCommand::Veto(args) => decide(args, "veto").await,
+    }
+}
+
+async fn decide(args: crate::cli::ApprovalDecideArgs, verb: &str) -> anyhow::Result<()> {
+    let body = json!({ "reason": args.reason });
+    let a = request(
+        &args.remote,
+        reqwest::Method::POST,
+        &format!("/api/v1/approvals/{}/{verb}", args.id),
+        Some(body),
+    )
+    .await?;
+    show_approval(&a, args.output)
 }

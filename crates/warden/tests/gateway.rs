@@ -676,8 +676,7 @@ async fn explain_answers_without_executing_or_recording_anything() {
         String::from_utf8_lossy(&out.stderr)
     );
     let e: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(e["explanation"]["would"], "denied");
-    assert_eq!(e["explanation"]["code"], "APPROVAL_REQUIRED");
+    assert_eq!(e["explanation"]["would"], "pending_approval");
     assert_eq!(e["explanation"]["rule"], "autonomy:default:L2");
     // For another principal, with the rule of a hidden tool (operators only).
     let out = std::process::Command::new(WARDEN)

@@ -148,6 +148,26 @@ async def expect_denied(client: Client, tool: str, args: dict[str, Any], code: s
     return {"code": code, "runId": d["runId"]}
 
 
+async def expect_pending(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    result = await client.call_tool(tool, args)
+    d = decision(result)
+    sc = result.structured_content
+    expect(not result.is_error, f"{tool}: a parked call is not an error, got {json.dumps(dump(result))}")
+    expect(
+        d.get("status") == "pending_approval" and str(d.get("approvalId", "")).startswith("apr_"),
+        f"{tool}: expected decision pending_approval with an approvalId, got {d}",
+    )
+    expect(
+        isinstance(sc, dict)
+        and sc.get("status") == "pending_approval"
+        and sc.get("approvalId") == d.get("approvalId")
+        and sc.get("runId") == d.get("runId")
+        and "code" not in sc,
+        f"{tool}: structuredContent is not the pending contract: {json.dumps(sc)}",
+    )
+    return {"approvalId": d["approvalId"], "runId": d["runId"]}
+
+
 async def tool_names(client: Client) -> list[str]:
     names: list[str] = []
     cursor: str | None = None
@@ -178,8 +198,12 @@ async def run_checks(leg: Leg, client: Client, era: str) -> None:
         lambda: expect_executed(client, "notes__add_note", {"text": "from python"}),
     )
     await leg.check(
-        "dangerous notes__delete_note denied APPROVAL_REQUIRED",
-        lambda: expect_denied(client, "notes__delete_note", {"id": 1}, "APPROVAL_REQUIRED"),
+        "dangerous notes__delete_note parked pending_approval",
+        lambda: expect_pending(client, "notes__delete_note", {"id": 1}),
+    )
+    await leg.check(
+        "invalid notes__add_note denied VALIDATION",
+        lambda: expect_denied(client, "notes__add_note", {}, "VALIDATION"),
     )
 
 

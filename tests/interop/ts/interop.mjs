@@ -125,6 +125,22 @@ async function expectDenied(client, tool, args, code) {
   return { code, runId: d.runId };
 }
 
+async function expectPending(client, tool, args) {
+  const result = await client.callTool({ name: tool, arguments: args });
+  const d = decision(result);
+  const sc = result.structuredContent;
+  expect(result.isError !== true, `${tool}: a parked call is not an error, got ${JSON.stringify(result)}`);
+  expect(
+    d.status === 'pending_approval' && String(d.approvalId || '').startsWith('apr_'),
+    `${tool}: expected decision pending_approval with an approvalId, got ${JSON.stringify(d)}`,
+  );
+  expect(
+    sc && sc.status === 'pending_approval' && sc.approvalId === d.approvalId && sc.runId === d.runId && !('code' in sc),
+    `${tool}: structuredContent is not the pending contract: ${JSON.stringify(sc)}`,
+  );
+  return { approvalId: d.approvalId, runId: d.runId };
+}
+
 function negotiatedCheck(getVersion) {
   return async () => {
     const version = getVersion();
@@ -145,8 +161,11 @@ async function runChecks(leg, client, getVersion) {
   await leg.check('mutation notes__add_note executed', () =>
     expectExecuted(client, 'notes__add_note', { text: 'from typescript' }),
   );
-  await leg.check('dangerous notes__delete_note denied APPROVAL_REQUIRED', () =>
-    expectDenied(client, 'notes__delete_note', { id: 1 }, 'APPROVAL_REQUIRED'),
+  await leg.check('dangerous notes__delete_note parked pending_approval', () =>
+    expectPending(client, 'notes__delete_note', { id: 1 }),
+  );
+  await leg.check('invalid notes__add_note denied VALIDATION', () =>
+    expectDenied(client, 'notes__add_note', {}, 'VALIDATION'),
   );
 }
 

@@ -555,6 +555,9 @@ fn check_resource(config: &Config, located: &Located, errors: &mut Vec<ConfigErr
             if a.veto_window.is_some_and(|w| w.is_zero()) {
                 fail("vetoWindow", "must be greater than zero".into());
             }
+            if a.approval_ttl.is_some_and(|w| w.is_zero()) {
+                fail("approvalTtl", "must be greater than zero".into());
+            }
         }
         Resource::WriteBudget(w) => {
             let target = match &w.subject {

@@ -558,6 +558,15 @@ pub struct AutonomySpec {
     )]
     #[schemars(with = "Option<String>")]
     pub veto_window: Option<Duration>,
+    /// For levels 1 and 2: how long an approval waits for a decision before it expires
+    /// (default 1h).
+    #[serde(
+        default,
+        with = "crate::time::human_duration",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<String>")]
+    pub approval_ttl: Option<Duration>,
 }
 
 /// Who a write budget applies to.

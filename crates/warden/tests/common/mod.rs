@@ -92,6 +92,22 @@ impl TestWarden {
                 .unwrap()
                 .unwrap_or_else(|e| panic!("{e:?}"));
         }
+        Self::serve(store, admin).await
+    }
+
+    /// Stops the server and its gateway (upstreams included) and starts new ones on the same
+    /// store, as a restart would.
+    pub async fn restart(mut self) -> Self {
+        self.shutdown.cancel();
+        self.gateway.shutdown();
+        let store = std::mem::replace(&mut self.store, warden_testkit::sqlite_store().await);
+        let admin = std::mem::take(&mut self.admin);
+        drop(self);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        Self::serve(store, admin).await
+    }
+
+    async fn serve(store: TestStore, admin: String) -> Self {
         let gateway = Gateway::start(
             Arc::new(warden_store::Store::open(&store.location).await.unwrap()),
             GatewayOptions {
@@ -266,22 +282,26 @@ pub fn decision(result: &CallToolResult) -> Value {
         .unwrap_or(Value::Null)
 }
 
-/// A result as JSON with every run id replaced, to compare answers "modulo ids".
+/// A result as JSON with every run and approval id replaced, to compare answers "modulo ids".
 pub fn without_ids(result: &CallToolResult) -> Value {
-    let text = serde_json::to_string(result).unwrap();
-    let mut out = String::new();
-    let mut rest = text.as_str();
-    while let Some(i) = rest.find("run_") {
-        out.push_str(&rest[..i]);
-        out.push_str("run_X");
-        rest = &rest[i + 4..];
-        let skip = rest
-            .find(|c: char| !c.is_ascii_alphanumeric())
-            .unwrap_or(rest.len());
-        rest = &rest[skip..];
+    let mut text = serde_json::to_string(result).unwrap();
+    for prefix in ["run_", "apr_"] {
+        let mut out = String::new();
+        let mut rest = text.as_str();
+        while let Some(i) = rest.find(prefix) {
+            out.push_str(&rest[..i]);
+            out.push_str(prefix);
+            out.push('X');
+            rest = &rest[i + prefix.len()..];
+            let skip = rest
+                .find(|c: char| !c.is_ascii_alphanumeric())
+                .unwrap_or(rest.len());
+            rest = &rest[skip..];
+        }
+        out.push_str(rest);
+        text = out;
     }
-    out.push_str(rest);
-    serde_json::from_str(&out).unwrap()
+    serde_json::from_str(&text).unwrap()
 }
 
 /// Runs the CLI.

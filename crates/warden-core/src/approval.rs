@@ -1,0 +1,213 @@
+//! Approvals and staged actions (APR-1..APR-5): what the pipeline parks at step 7, and how a
+//! parked action's requester is resolved again when it is decided or runs.
+
+use std::future::Future;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::authority::{Authority, resolve};
+use crate::decision::{Denial, DenyCode};
+use crate::name::Name;
+use crate::pipeline::EnvError;
+use crate::policy::Policy;
+use crate::principal::{Credential, Principal, PrincipalRef, Provenance};
+use crate::time::Millis;
+
+/// Default time an approval waits for a decision.
+pub const DEFAULT_APPROVAL_TTL: Duration = Duration::from_secs(3600);
+
+/// What kind of parked action.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ParkKind {
+    /// Waits for a human decision (L1, dangerous at L2).
+    Approval,
+    /// Runs after a veto window unless vetoed (dangerous at L3).
+    Staged,
+}
+
+impl ParkKind {
+    /// The stored form.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ParkKind::Approval => "approval",
+            ParkKind::Staged => "staged",
+        }
+    }
+}
+
+/// A call parked at step 7, bound to its run, principal, tool, canonical-argument hash,
+/// policy version and expiry (APR-2).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Parked {
+    /// Approval or staged.
+    pub kind: ParkKind,
+    /// The run.
+    pub run_id: String,
+    /// The call within the run.
+    pub call_id: String,
+    /// The tool (catalog name).
+    pub tool: String,
+    /// The tool's project.
+    pub project: Option<Name>,
+    /// The arguments, kept to execute the exact call later.
+    pub args: Option<Map<String, Value>>,
+    /// SHA-256 of their canonical form.
+    pub args_hash: String,
+    /// Who asked, by reference (APR-3).
+    pub requested_by: Provenance,
+    /// The principal, for display.
+    pub principal: String,
+    /// The agent of the run.
+    pub agent: Option<String>,
+    /// The policy version in force.
+    pub policy_revision: u64,
+    /// When parked.
+    pub created_at: Millis,
+    /// Approvals: when they expire undecided. Staged: when they execute.
+    pub due_at: Millis,
+    /// The rule that parked it.
+    pub rule: String,
+}
+
+/// Where parked calls go (the store).
+pub trait ApprovalQueue: Send + Sync {
+    /// Records a parked call durably; returns its id (`apr_…`).
+    fn park(&self, parked: &Parked) -> impl Future<Output = Result<String, EnvError>> + Send;
+}
+
+/// The reference recorded for the requester of a call (APR-3): never a snapshot of
+/// capabilities.
+pub fn provenance_of(authority: &Authority) -> Provenance {
+    match (&authority.principal, &authority.credential_id) {
+        (Principal::AgentRun { agent, run }, _) => Provenance::AgentRole {
+            role: agent.clone(),
+            intent_id: run.clone(),
+            autonomy_cap: crate::policy::DEFAULT_AUTONOMY_LEVEL,
+        },
+        (owner, Some(id)) => Provenance::Principal {
+            reference: PrincipalRef::ApiKey {
+                id: id.clone(),
+                owner: owner.clone(),
+            },
+        },
+        (Principal::User { name }, None) => Provenance::Principal {
+            reference: PrincipalRef::User { name: name.clone() },
+        },
+        (Principal::ServiceAccount { name }, None) => Provenance::Principal {
+            reference: PrincipalRef::ServiceAccount { name: name.clone() },
+        },
+    }
+}
+
+/// Resolves the requester of a parked call again, now (APR-3, APR-5): its authority as it
+/// stands at decision or execution time, or the denial that refuses the action. Never falls
+/// back to the decider's authority alone.
+pub fn resolve_requester(
+    policy: &Policy,
+    requested_by: Option<&str>,
+    agent: Option<&str>,
+    credential: impl Fn(&str) -> Option<Credential>,
+    now: Millis,
+) -> Result<Authority, Denial> {
+    let Some(raw) = requested_by.filter(|r| !r.trim().is_empty() && r.trim() != "null") else {
+        return Err(Denial::new(
+            DenyCode::ApprovalProvenanceMissing,
+            "provenance:missing",
+            "the approval does not say who asked for it; it is refused",
+        ));
+    };
+    let provenance: Provenance = serde_json::from_str(raw).map_err(|e| {
+        Denial::new(
+            DenyCode::ApprovalProvenanceInvalid,
+            "provenance:invalid",
+            format!("the approval's requester reference cannot be read ({e}); it is refused"),
+        )
+    })?;
+    let failed = |why: String| {
+        Denial::new(
+            DenyCode::RequesterResolutionFailed,
+            "provenance:unresolved",
+            why,
+        )
+    };
+    match provenance {
+        Provenance::Principal { reference } => {
+            let credential = match reference {
+                PrincipalRef::ApiKey { id, owner } => {
+                    let c = credential(&id).ok_or_else(|| {
+                        Denial::new(
+                            DenyCode::RequesterRevoked,
+                            "provenance:credential-gone",
+                            format!("the requester's credential `{id}` no longer exists"),
+                        )
+                    })?;
+                    if c.principal != owner {
+                        return Err(Denial::new(
+                            DenyCode::ApprovalProvenanceInvalid,
+                            "provenance:owner-mismatch",
+                            "the approval's requester does not match its credential",
+                        ));
+                    }
+                    c.check_usable(now).map_err(|e| {
+                        Denial::new(
+                            DenyCode::RequesterRevoked,
+                            "provenance:credential-unusable",
+                            format!("the requester's credential `{id}` is not usable: {e}"),
+                        )
+                    })?;
+                    c
+                }
+                PrincipalRef::User { name } => synthetic(Principal::User { name }),
+                PrincipalRef::ServiceAccount { name } => {
+                    synthetic(Principal::ServiceAccount { name })
+                }
+            };
+            if !policy.principal_exists(&credential.principal) {
+                return Err(Denial::new(
+                    DenyCode::RequesterRevoked,
+                    "provenance:principal-gone",
+                    format!("the requester {} no longer exists", credential.principal),
+                ));
+            }
+            resolve(policy, &credential, agent)
+                .map_err(|e| failed(format!("the requester's authority cannot be resolved: {e}")))
+        }
+        Provenance::AgentRole {
+            role, intent_id, ..
+        } => {
+            if policy.agent(role.as_str()).is_none() {
+                return Err(Denial::new(
+                    DenyCode::RequesterRoleUnavailable,
+                    "provenance:role-gone",
+                    format!("the requesting agent role `{role}` no longer exists"),
+                ));
+            }
+            let credential = synthetic(Principal::AgentRun {
+                agent: role.clone(),
+                run: intent_id,
+            });
+            resolve(policy, &credential, Some(role.as_str())).map_err(|e| {
+                failed(format!(
+                    "the agent role's authority cannot be resolved: {e}"
+                ))
+            })
+        }
+    }
+}
+
+fn synthetic(principal: Principal) -> Credential {
+    Credential {
+        id: "requester".into(),
+        kind: crate::principal::CredentialKind::ApiKey,
+        principal,
+        projects: None,
+        scopes: None,
+        created_at: Millis(0),
+        expires_at: None,
+        revoked_at: None,
+        description: None,
+    }
+}

@@ -1,0 +1,516 @@
+//! Deciding and executing parked calls (APR-1..APR-6).
+//!
+//! - Deciding needs `approvals:decide` *and* a scope covering the action: the decider must be
+//!   able to perform the call itself. A member who could perform it but may not approve is
+//!   refused, and so is an approver whose own authority does not reach the action.
+//! - The approved action runs with the requester's authority (resolved again now, from its
+//!   provenance reference) intersected with the decider's (APR-4). A requester that cannot be
+//!   resolved refuses the action with the APR-5 code; the decider's authority alone is never
+//!   used.
+//! - Every status change is a conditional update: one decision among racing deciders, one
+//!   execution (APR-6). An execution interrupted by a crash is marked `failed`, never retried.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+use warden_core::approval::resolve_requester;
+use warden_core::audit::{NewRecord, RecordKind, canonical_json, hash_value};
+use warden_core::authority::Authority;
+use warden_core::capability::APPROVALS_DECIDE;
+use warden_core::contract::{ToolOutput, Verdict};
+use warden_core::decision::{Decision, Purpose, decide};
+use warden_core::pipeline::{ApprovedCall, Clock as _, Pipeline};
+use warden_core::principal::{Credential, PrincipalRef, Provenance};
+use warden_store::{Approval, ApprovalFilter, Transition};
+
+use crate::gateway::{Gateway, GatewayExecutor, SystemClock};
+
+/// A decision on a parked call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verb {
+    /// Execute the approval.
+    Approve,
+    /// Refuse the approval.
+    Reject,
+    /// Stop a staged action before its veto window ends.
+    Veto,
+}
+
+impl Verb {
+    fn as_str(self) -> &'static str {
+        match self {
+            Verb::Approve => "approve",
+            Verb::Reject => "reject",
+            Verb::Veto => "veto",
+        }
+    }
+
+    fn past(self) -> &'static str {
+        match self {
+            Verb::Approve => "approved",
+            Verb::Reject => "rejected",
+            Verb::Veto => "vetoed",
+        }
+    }
+}
+
+/// Why a decision was not taken. Messages are for the decider.
+#[derive(Debug, thiserror::Error)]
+pub enum DecideError {
+    /// No such approval.
+    #[error("no approval `{0}`")]
+    NotFound(String),
+    /// The decider may not decide approvals, or not this one.
+    #[error("{0}")]
+    Forbidden(String),
+    /// The approval is not in a state this decision applies to.
+    #[error("{0}")]
+    Conflict(String),
+    /// The store failed.
+    #[error("the store cannot be reached: {0}")]
+    Store(String),
+}
+
+fn store_err(e: warden_store::StoreError) -> DecideError {
+    DecideError::Store(e.to_string())
+}
+
+fn reference_of(credential: &Credential) -> String {
+    serde_json::to_string(&Provenance::Principal {
+        reference: PrincipalRef::ApiKey {
+            id: credential.id.clone(),
+            owner: credential.principal.clone(),
+        },
+    })
+    .unwrap_or_default()
+}
+
+/// How long an execution may stay claimed before it counts as interrupted (for stores shared
+/// by replicas).
+const EXECUTION_LEASE: Duration = Duration::from_secs(120);
+
+impl Gateway {
+    /// Decides a parked call as `decider`.
+    pub async fn decide_approval(
+        &self,
+        id: &str,
+        decider: &Credential,
+        verb: Verb,
+        reason: Option<String>,
+    ) -> Result<Approval, DecideError> {
+        let authority = self
+            .authority(decider, None)
+            .map_err(|e| DecideError::Forbidden(e.to_string()))?;
+        if !authority.holds(APPROVALS_DECIDE) {
+            return Err(DecideError::Forbidden(format!(
+                "deciding approvals needs the `{APPROVALS_DECIDE}` capability"
+            )));
+        }
+        let store = self.store();
+        let approval = store
+            .approval(id)
+            .await
+            .map_err(store_err)?
+            .ok_or_else(|| DecideError::NotFound(id.to_owned()))?;
+        self.check_scope(&authority, &approval)?;
+        let now = SystemClock.now().0;
+        let decided = Transition {
+            decided_by: Some(reference_of(decider)),
+            decided_at: Some(now),
+            reason: reason.clone(),
+            ..Transition::default()
+        };
+        let wrong_state = |a: &Approval| {
+            DecideError::Conflict(format!(
+                "approval `{}` is {}, it cannot be {}",
+                a.id,
+                a.status,
+                verb.past()
+            ))
+        };
+        match verb {
+            Verb::Approve | Verb::Reject if approval.kind != "approval" => {
+                return Err(DecideError::Conflict(format!(
+                    "`{id}` is a staged action: veto it, or let it run"
+                )));
+            }
+            Verb::Veto if approval.kind != "staged" => {
+                return Err(DecideError::Conflict(format!(
+                    "`{id}` waits for an approval: approve or reject it"
+                )));
+            }
+            _ => {}
+        }
+        if approval.kind == "approval" && approval.status == "pending" && approval.due_at <= now {
+            self.expire(&approval).await.map_err(store_err)?;
+            return Err(DecideError::Conflict(format!(
+                "approval `{id}` expired undecided; ask again"
+            )));
+        }
+        let (from, to, code) = match verb {
+            Verb::Approve => ("pending", "approved", None),
+            Verb::Reject => ("pending", "rejected", Some("APPROVAL_REJECTED")),
+            Verb::Veto => ("staged", "vetoed", Some("VETOED")),
+        };
+        let mut transition = decided;
+        if let Some(code) = code {
+            transition.outcome_code = Some(code.to_owned());
+            transition.outcome_message = Some(format!("{} by {}", verb.past(), decider.principal));
+            transition.finished_at = Some(now);
+            transition.clear_args = true;
+        }
+        if !store
+            .transition(id, &[from], to, transition)
+            .await
+            .map_err(store_err)?
+        {
+            let current = store
+                .approval(id)
+                .await
+                .map_err(store_err)?
+                .unwrap_or(approval);
+            return Err(wrong_state(&current));
+        }
+        self.record_decision(
+            &approval,
+            verb.as_str(),
+            &decider.principal.to_string(),
+            reason.as_deref(),
+            code,
+        )
+        .await;
+        if verb == Verb::Approve {
+            self.execute_parked(&approval, Some(decider)).await;
+        }
+        store
+            .approval(id)
+            .await
+            .map_err(store_err)?
+            .ok_or_else(|| DecideError::NotFound(id.to_owned()))
+    }
+
+    /// The decider must be able to perform the action itself (APR-4).
+    fn check_scope(&self, decider: &Authority, approval: &Approval) -> Result<(), DecideError> {
+        let snapshot = self.snapshot();
+        let args = parse_args(approval.args.as_deref());
+        let allowed = snapshot.catalog.get(&approval.tool).is_some_and(|tool| {
+            matches!(
+                decide(
+                    decider,
+                    tool,
+                    Purpose::Call {
+                        args: args.as_ref()
+                    }
+                ),
+                Decision::Allow { .. }
+            )
+        });
+        if allowed {
+            Ok(())
+        } else {
+            Err(DecideError::Forbidden(format!(
+                "your own authority does not cover `{}` with these arguments, so you may not decide on it",
+                approval.tool
+            )))
+        }
+    }
+
+    async fn expire(&self, approval: &Approval) -> Result<(), warden_store::StoreError> {
+        let now = SystemClock.now().0;
+        let expired = self
+            .store()
+            .transition(
+                &approval.id,
+                &["pending"],
+                "expired",
+                Transition {
+                    outcome_code: Some("APPROVAL_EXPIRED".into()),
+                    outcome_message: Some("expired undecided".into()),
+                    finished_at: Some(now),
+                    clear_args: true,
+                    ..Transition::default()
+                },
+            )
+            .await?;
+        if expired {
+            self.record_decision(approval, "expire", "warden", None, Some("APPROVAL_EXPIRED"))
+                .await;
+        }
+        Ok(())
+    }
+
+    async fn record_decision(
+        &self,
+        a: &Approval,
+        verb: &str,
+        decider: &str,
+        reason: Option<&str>,
+        code: Option<&str>,
+    ) {
+        let record = NewRecord {
+            at: SystemClock.now(),
+            kind: RecordKind::Decision,
+            run_id: a.run_id.clone(),
+            call_id: Some(a.call_id.clone()),
+            principal: Some(decider.to_owned()),
+            agent: a.agent.clone(),
+            tool: Some(a.tool.clone()),
+            decision: Some(verb.to_owned()),
+            code: code.map(str::to_owned),
+            payload: canonical_json(&json!({
+                "decision": verb,
+                "approval_id": a.id,
+                "requester": a.principal,
+                "requested_by": a.requested_by.as_deref().and_then(|r| serde_json::from_str::<Value>(r).ok()),
+                "decider": decider,
+                "reason": reason,
+                "args_hash": a.args_hash,
+                "policy_revision": a.policy_revision,
+                "rule": format!("approval:{}", a.id),
+                "step": "approval",
+            })),
+        };
+        if let Err(e) = self.store().append_audit(vec![record]).await {
+            tracing::error!(approval = %a.id, error = %e, "cannot record the decision");
+        }
+    }
+
+    /// Executes an approved or due staged action exactly once: claim, execute, record.
+    async fn execute_parked(&self, approval: &Approval, decider: Option<&Credential>) {
+        let store = self.store();
+        let snapshot = self.snapshot();
+        let now = SystemClock.now();
+        let fail = |code: &str, message: String| Transition {
+            outcome_code: Some(code.to_owned()),
+            outcome_message: Some(message),
+            finished_at: Some(SystemClock.now().0),
+            clear_args: true,
+            ..Transition::default()
+        };
+        let from: &[&str] = if decider.is_some() {
+            &["approved"]
+        } else {
+            &["staged"]
+        };
+        // The requester, resolved again now (APR-3, APR-5).
+        let requester = resolve_requester(
+            &snapshot.policy,
+            approval.requested_by.as_deref(),
+            approval.agent.as_deref(),
+            |id| snapshot.credential_by_id(id),
+            now,
+        );
+        let authority = match (requester, decider) {
+            (Err(denial), _) => {
+                let _ = store
+                    .transition(
+                        &approval.id,
+                        from,
+                        "failed",
+                        fail(denial.code.as_str(), denial.message.clone()),
+                    )
+                    .await;
+                self.record_decision(
+                    approval,
+                    "refuse",
+                    "warden",
+                    Some(&denial.message),
+                    Some(denial.code.as_str()),
+                )
+                .await;
+                return;
+            }
+            (Ok(requester), Some(decider)) => match self.authority(decider, None) {
+                Ok(d) => requester.intersect(&d),
+                Err(e) => {
+                    let _ = store
+                        .transition(
+                            &approval.id,
+                            from,
+                            "failed",
+                            fail(
+                                "UNAVAILABLE",
+                                format!("the decider's authority cannot be resolved: {e}"),
+                            ),
+                        )
+                        .await;
+                    return;
+                }
+            },
+            (Ok(requester), None) => requester,
+        };
+        let claimed = store
+            .transition(
+                &approval.id,
+                from,
+                "executing",
+                Transition {
+                    claimed_at: Some(SystemClock.now().0),
+                    ..Transition::default()
+                },
+            )
+            .await;
+        if !matches!(claimed, Ok(true)) {
+            return;
+        }
+        let executor = GatewayExecutor {
+            gateway: self,
+            snapshot: &snapshot,
+        };
+        let pipeline = Pipeline {
+            audit: store.as_ref(),
+            counters: store.as_ref(),
+            clock: &SystemClock,
+            executor: &executor,
+            approvals: store.as_ref(),
+        };
+        let decided_by = decider.map(|d| d.principal.to_string());
+        let outcome = pipeline
+            .execute_approved(
+                &snapshot.policy,
+                &snapshot.catalog,
+                &authority,
+                ApprovedCall {
+                    id: &approval.id,
+                    run_id: &approval.run_id,
+                    call_id: &approval.call_id,
+                    tool: &approval.tool,
+                    args: parse_args(approval.args.as_deref()),
+                    decided_by: decided_by.as_deref(),
+                },
+            )
+            .await;
+        let transition = match &outcome.verdict {
+            Verdict::Executed { output, .. } => {
+                let result = match output {
+                    ToolOutput::Data(v) => v.clone(),
+                    ToolOutput::Upstream { result, .. } => Value::Object(result.clone()),
+                };
+                Transition {
+                    outcome_message: Some(format!(
+                        "executed (result sha256 {})",
+                        hash_value(&result)
+                    )),
+                    result: Some(result.to_string()),
+                    finished_at: Some(SystemClock.now().0),
+                    clear_args: true,
+                    ..Transition::default()
+                }
+            }
+            Verdict::Denied(d) => fail(d.code.as_str(), d.message.clone()),
+            Verdict::Pending { .. } => {
+                fail("UNAVAILABLE", "the approved action was parked again".into())
+            }
+        };
+        let to = if matches!(outcome.verdict, Verdict::Executed { .. }) {
+            "executed"
+        } else {
+            "failed"
+        };
+        if let Err(e) = store
+            .transition(&approval.id, &["executing"], to, transition)
+            .await
+        {
+            tracing::error!(approval = %approval.id, error = %e, "cannot record the end of an approved action");
+        }
+    }
+
+    /// One pass of the approvals sweeper: expire undecided approvals, run staged actions whose
+    /// veto window passed, resume approved actions whose decider stopped before executing,
+    /// and mark executions interrupted by a crash as failed. `startup` treats every execution
+    /// in progress as interrupted (an embedded store has one server).
+    pub async fn sweep_approvals(&self, startup: bool) {
+        let store = self.store();
+        let now = SystemClock.now().0;
+        let due = |status: &str, due_before: Option<i64>| ApprovalFilter {
+            status: vec![status.to_owned()],
+            due_before,
+            limit: Some(500),
+            ..ApprovalFilter::default()
+        };
+        if let Ok(executing) = store.approvals(&due("executing", None)).await {
+            for a in executing {
+                let stale = a.claimed_at.is_none_or(|c| {
+                    now - c > i64::try_from(EXECUTION_LEASE.as_millis()).unwrap_or(i64::MAX)
+                });
+                if startup || stale {
+                    let marked = store
+                        .transition(
+                            &a.id,
+                            &["executing"],
+                            "failed",
+                            Transition {
+                                outcome_code: Some("UNAVAILABLE".into()),
+                                outcome_message: Some(
+                                    "interrupted: Warden stopped while executing; the action was not retried and may or may not have taken effect upstream".into(),
+                                ),
+                                finished_at: Some(now),
+                                clear_args: true,
+                                ..Transition::default()
+                            },
+                        )
+                        .await;
+                    if matches!(marked, Ok(true)) {
+                        tracing::warn!(approval = %a.id, tool = %a.tool, "approved action interrupted by a restart: marked failed, not retried");
+                    }
+                }
+            }
+        }
+        if let Ok(expired) = store.approvals(&due("pending", Some(now))).await {
+            for a in expired {
+                let _ = self.expire(&a).await;
+            }
+        }
+        if let Ok(staged) = store.approvals(&due("staged", Some(now))).await {
+            for a in staged {
+                self.execute_parked(&a, None).await;
+            }
+        }
+        // Decided but never claimed: the decider's process stopped in between.
+        if let Ok(approved) = store.approvals(&due("approved", None)).await {
+            for a in approved {
+                let settled = a.decided_at.is_some_and(|d| startup || now - d > 5_000);
+                if !settled {
+                    continue;
+                }
+                let decider = a
+                    .decided_by
+                    .as_deref()
+                    .and_then(|r| serde_json::from_str::<Provenance>(r).ok())
+                    .and_then(|p| match p {
+                        Provenance::Principal {
+                            reference: PrincipalRef::ApiKey { id, .. },
+                        } => self.snapshot().credential_by_id(&id),
+                        _ => None,
+                    });
+                match decider {
+                    Some(d) => self.execute_parked(&a, Some(&d)).await,
+                    None => {
+                        let _ = store
+                            .transition(
+                                &a.id,
+                                &["approved"],
+                                "failed",
+                                Transition {
+                                    outcome_code: Some("APPROVAL_PROVENANCE_INVALID".into()),
+                                    outcome_message: Some("the decider cannot be resolved".into()),
+                                    finished_at: Some(now),
+                                    clear_args: true,
+                                    ..Transition::default()
+                                },
+                            )
+                            .await;
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn parse_args(args: Option<&str>) -> Option<Map<String, Value>> {
+    args.and_then(|a| serde_json::from_str::<Value>(a).ok())
+        .and_then(|v| match v {
+            Value::Object(m) => Some(m),
+            _ => None,
+        })
+}
