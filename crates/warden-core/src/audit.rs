@@ -29,6 +29,8 @@ pub enum RecordKind {
     Outcome,
     /// An operator action (configuration, credentials, kill switches).
     Admin,
+    /// A server-initiated request of an upstream relayed to (or refused for) a client.
+    Relay,
 }
 
 impl RecordKind {
@@ -40,6 +42,7 @@ impl RecordKind {
             RecordKind::Decision => "decision",
             RecordKind::Outcome => "outcome",
             RecordKind::Admin => "admin",
+            RecordKind::Relay => "relay",
         }
     }
 
@@ -51,6 +54,7 @@ impl RecordKind {
             RecordKind::Decision,
             RecordKind::Outcome,
             RecordKind::Admin,
+            RecordKind::Relay,
         ]
         .into_iter()
         .find(|k| k.as_str() == s)

@@ -786,6 +786,10 @@ impl Recorder<'_> {
                     json!({"status": "executed", "step": Step::Execute.as_str(), "duration_ms": duration_ms, "result_hash": hash, "is_error": is_error}),
                 )
             }
+            Err(ExecError::Cancelled) => (
+                "cancelled",
+                json!({"status": "cancelled", "step": Step::Execute.as_str(), "duration_ms": duration_ms, "error": "cancelled by the client"}),
+            ),
             Err(e) => (
                 "failed",
                 json!({"status": "failed", "step": Step::Execute.as_str(), "duration_ms": duration_ms, "error": e.to_string()}),

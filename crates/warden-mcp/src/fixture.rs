@@ -37,6 +37,7 @@ pub struct Note {
 struct State {
     notes: Mutex<Vec<Note>>,
     calls: AtomicU64,
+    cancellations: AtomicU64,
     file: Option<PathBuf>,
 }
 
@@ -92,6 +93,26 @@ fn tools() -> Vec<Tool> {
         .with_annotations(read()),
         Tool::new("call_count", "How many tool calls this server executed", schema(json!({"type": "object", "properties": {}})))
             .with_annotations(read()),
+        Tool::new("cancellations", "How many calls the client cancelled", schema(json!({"type": "object", "properties": {}})))
+            .with_annotations(read()),
+        Tool::new(
+            "ask",
+            "Ask the client a question (elicitation) and return the answer",
+            schema(json!({"type": "object", "properties": {"question": {"type": "string"}}, "required": ["question"]})),
+        )
+        .with_annotations(read()),
+        Tool::new(
+            "sample",
+            "Ask the client's model (sampling) and return its text",
+            schema(json!({"type": "object", "properties": {"prompt": {"type": "string"}}, "required": ["prompt"]})),
+        )
+        .with_annotations(read()),
+        Tool::new(
+            "progress",
+            "Report `steps` progress notifications, `delay_ms` apart, and log each",
+            schema(json!({"type": "object", "properties": {"steps": {"type": "integer", "minimum": 1, "maximum": 100}, "delay_ms": {"type": "integer", "minimum": 0, "maximum": 10000}}, "required": ["steps"]})),
+        )
+        .with_annotations(read()),
     ]
 }
 
@@ -107,6 +128,7 @@ impl NotesServer {
             state: Arc::new(State {
                 notes: Mutex::new(notes),
                 calls: AtomicU64::new(0),
+                cancellations: AtomicU64::new(0),
                 file,
             }),
             tools: Arc::new(tools()),
@@ -186,10 +208,78 @@ impl NotesServer {
                 let ms = args.get("ms").and_then(Value::as_u64).unwrap_or(0);
                 tokio::select! {
                     () = tokio::time::sleep(Duration::from_millis(ms)) => Ok(structured(json!({"slept_ms": ms}))),
-                    () = ctx.ct.cancelled() => Err(McpError::internal_error("cancelled", None)),
+                    () = ctx.ct.cancelled() => {
+                        self.state.cancellations.fetch_add(1, Ordering::SeqCst);
+                        Err(McpError::internal_error("cancelled", None))
+                    }
                 }
             }
             "call_count" => Ok(structured(json!({"calls": self.calls()}))),
+            "cancellations" => Ok(structured(
+                json!({"cancellations": self.state.cancellations.load(Ordering::SeqCst)}),
+            )),
+            "ask" => {
+                let question = text_arg("question").unwrap_or_default();
+                let schema = rmcp::model::ElicitationSchema::builder()
+                    .required_string("answer")
+                    .build()
+                    .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+                let params = rmcp::model::ElicitRequestParams::FormElicitationParams {
+                    meta: None,
+                    message: question,
+                    requested_schema: schema,
+                };
+                match ctx.peer.create_elicitation(params).await {
+                    Ok(answer) => Ok(structured(serde_json::to_value(answer).unwrap_or_default())),
+                    Err(e) => Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                        "elicitation refused: {e}"
+                    ))])),
+                }
+            }
+            "sample" => {
+                let prompt = text_arg("prompt").unwrap_or_default();
+                #[allow(deprecated, reason = "sampling is part of the 2025-11-25 protocol")]
+                let params = rmcp::model::CreateMessageRequestParams::new(
+                    vec![rmcp::model::SamplingMessage::user_text(prompt)],
+                    64,
+                );
+                #[allow(deprecated, reason = "sampling is part of the 2025-11-25 protocol")]
+                match ctx.peer.create_message(params).await {
+                    Ok(answer) => Ok(structured(serde_json::to_value(answer).unwrap_or_default())),
+                    Err(e) => Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                        "sampling refused: {e}"
+                    ))])),
+                }
+            }
+            "progress" => {
+                let steps = args.get("steps").and_then(Value::as_u64).unwrap_or(1);
+                let delay = args.get("delay_ms").and_then(Value::as_u64).unwrap_or(0);
+                let token = ctx.meta.get_progress_token();
+                for step in 1..=steps {
+                    if let Some(token) = &token {
+                        let _ = ctx
+                            .peer
+                            .notify_progress(
+                                rmcp::model::ProgressNotificationParam::new(
+                                    token.clone(),
+                                    step as f64,
+                                )
+                                .with_total(steps as f64),
+                            )
+                            .await;
+                    }
+                    #[allow(deprecated, reason = "logging is part of the 2025-11-25 protocol")]
+                    let _ = ctx
+                        .peer
+                        .notify_logging_message(rmcp::model::LoggingMessageNotificationParam::new(
+                            rmcp::model::LoggingLevel::Info,
+                            json!({"step": step}),
+                        ))
+                        .await;
+                    tokio::time::sleep(Duration::from_millis(delay)).await;
+                }
+                Ok(structured(json!({"steps": steps})))
+            }
             other => Err(McpError::invalid_params(
                 format!("unknown tool `{other}`"),
                 None,

@@ -112,9 +112,13 @@ impl Gateway {
     pub async fn start(store: Arc<Store>, options: GatewayOptions) -> Arc<Self> {
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let gateway = Arc::new(Self {
+            upstreams: Upstreams::new(
+                events_tx,
+                Secrets::new(options.secrets_dir.clone()),
+                Some(store.clone()),
+            ),
             store,
             snapshot: ArcSwap::from_pointee(Snapshot::empty()),
-            upstreams: Upstreams::new(events_tx, Secrets::new(options.secrets_dir.clone())),
             builtins: builtin::descriptors(),
             cancel: CancellationToken::new(),
             catalog_changed: broadcast::channel(16).0,
@@ -316,17 +320,84 @@ impl Gateway {
         {
             return Ok(r.into());
         }
-        for slot in self.readable_upstreams(authority) {
-            if slot.resources().iter().any(|r| r.uri == uri) {
-                return slot
-                    .read_resource(rmcp::model::ReadResourceRequestParams::new(uri.to_owned()))
-                    .await;
+        match self.resource_owner(authority, uri) {
+            Some(slot) => {
+                slot.read_resource(rmcp::model::ReadResourceRequestParams::new(uri.to_owned()))
+                    .await
             }
+            None => Err(rmcp::ErrorData::resource_not_found(
+                format!("unknown resource `{uri}`"),
+                None,
+            )),
         }
-        Err(rmcp::ErrorData::resource_not_found(
-            format!("unknown resource `{uri}`"),
-            None,
-        ))
+    }
+
+    /// The readable upstream a resource URI belongs to: one that lists it, else one whose
+    /// template it matches.
+    fn resource_owner(
+        &self,
+        authority: &Authority,
+        uri: &str,
+    ) -> Option<Arc<crate::upstream::UpstreamSlot>> {
+        let readable = self.readable_upstreams(authority);
+        readable
+            .iter()
+            .find(|s| s.resources().iter().any(|r| r.uri == uri))
+            .or_else(|| readable.iter().find(|s| s.owns(uri)))
+            .cloned()
+    }
+
+    /// `resources/templates/list`: the templates of readable upstreams.
+    pub fn resource_templates(&self, authority: &Authority) -> Vec<rmcp::model::ResourceTemplate> {
+        self.readable_upstreams(authority)
+            .iter()
+            .flat_map(|s| s.templates().iter().cloned().collect::<Vec<_>>())
+            .collect()
+    }
+
+    /// `resources/subscribe`: the session hears `notifications/resources/updated` for `uri`.
+    pub async fn subscribe(
+        &self,
+        authority: &Authority,
+        uri: &str,
+        session: &str,
+        client: rmcp::service::Peer<rmcp::RoleServer>,
+    ) -> Result<(), rmcp::ErrorData> {
+        match self.resource_owner(authority, uri) {
+            Some(slot) => slot.subscribe(uri, session, client).await,
+            None => Err(rmcp::ErrorData::resource_not_found(
+                format!("unknown resource `{uri}`"),
+                None,
+            )),
+        }
+    }
+
+    /// `resources/unsubscribe`.
+    pub async fn unsubscribe(
+        &self,
+        authority: &Authority,
+        uri: &str,
+        session: &str,
+    ) -> Result<(), rmcp::ErrorData> {
+        match self.resource_owner(authority, uri) {
+            Some(slot) => slot.unsubscribe(uri, session).await,
+            None => Ok(()),
+        }
+    }
+
+    /// `logging/setLevel`, forwarded to the upstreams whose tools the run may use.
+    #[allow(
+        deprecated,
+        reason = "logging is still part of the 2025-11-25 protocol"
+    )]
+    pub async fn set_log_level(
+        &self,
+        authority: &Authority,
+        params: rmcp::model::SetLevelRequestParams,
+    ) {
+        for slot in self.readable_upstreams(authority) {
+            slot.set_log_level(params.clone()).await;
+        }
     }
 
     /// Every tool of the catalog, for direct execution (governance `off`).

@@ -140,6 +140,10 @@ impl McpHandler {
 }
 
 impl ServerHandler for McpHandler {
+    #[allow(
+        deprecated,
+        reason = "logging is still part of the 2025-11-25 protocol"
+    )]
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
             ServerCapabilities::builder()
@@ -147,6 +151,8 @@ impl ServerHandler for McpHandler {
                 .enable_tool_list_changed()
                 .enable_prompts()
                 .enable_resources()
+                .enable_resources_subscribe()
+                .enable_logging()
                 .build(),
         )
         .with_server_info(Implementation::new("warden", env!("CARGO_PKG_VERSION")))
@@ -160,6 +166,14 @@ impl ServerHandler for McpHandler {
         // Refuse early what would be refused at the first call.
         let authority = self.authority(&context)?;
         context.peer.set_peer_info(request.clone());
+        // The session hears `notifications/tools/list_changed` when its own catalog changes.
+        let (credential, agent) = self.credential(&context)?;
+        tokio::spawn(notify_catalog_changes(
+            self.gateway.clone(),
+            context.peer.clone(),
+            credential,
+            agent,
+        ));
         let info = self.negotiate_initialize(&request)?;
         Ok(info.with_instructions(self.gateway.instructions(&authority)))
     }
@@ -173,6 +187,21 @@ impl ServerHandler for McpHandler {
             self.supported_protocol_versions().into_owned(),
             self.info_for(&authority),
         ))
+    }
+
+    #[allow(
+        deprecated,
+        reason = "logging is still part of the 2025-11-25 protocol"
+    )]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        // Forwarded to the upstreams whose tools the run may use.
+        let authority = self.authority(&ctx)?;
+        self.gateway.set_log_level(&authority, request).await;
+        Ok(())
     }
 
     async fn list_prompts(
@@ -217,6 +246,41 @@ impl ServerHandler for McpHandler {
         self.gateway.read_resource(&authority, &request.uri).await
     }
 
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourceTemplatesResult, McpError> {
+        let authority = self.authority(&ctx)?;
+        Ok(rmcp::model::ListResourceTemplatesResult::with_all_items(
+            self.gateway.resource_templates(&authority),
+        ))
+    }
+
+    async fn subscribe(
+        &self,
+        request: rmcp::model::SubscribeRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let authority = self.authority(&ctx)?;
+        let session = self.run_state(&authority).id().to_owned();
+        self.gateway
+            .subscribe(&authority, &request.uri, &session, ctx.peer.clone())
+            .await
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: rmcp::model::UnsubscribeRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let authority = self.authority(&ctx)?;
+        let session = self.run_state(&authority).id().to_owned();
+        self.gateway
+            .unsubscribe(&authority, &request.uri, &session)
+            .await
+    }
+
     fn get_tool(&self, name: &str) -> Option<Tool> {
         // Used by rmcp for the 2026 per-argument header checks only; visibility is decided in
         // `call_tool`. Returning nothing keeps hidden tools hidden.
@@ -245,14 +309,23 @@ impl ServerHandler for McpHandler {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let authority = self.authority(&ctx)?;
-        let outcome = self
-            .gateway
-            .call_with(
-                &authority,
-                &self.run_state(&authority),
-                &request.name,
-                request.arguments,
-                self.direct,
+        let run = self.run_state(&authority);
+        let downstream = crate::relay::Downstream {
+            peer: ctx.peer.clone(),
+            progress_token: ctx.meta.get_progress_token(),
+            cancel: ctx.ct.clone(),
+            run_id: run.id().to_owned(),
+        };
+        let outcome = crate::relay::DOWNSTREAM
+            .scope(
+                downstream,
+                self.gateway.call_with(
+                    &authority,
+                    &run,
+                    &request.name,
+                    request.arguments,
+                    self.direct,
+                ),
             )
             .await;
         // A tool the run can see may declare an output schema; a hidden or unknown one cannot.
@@ -266,5 +339,44 @@ impl ServerHandler for McpHandler {
                 .get(&request.name)
                 .is_some_and(|t| t.output_schema.is_some());
         Ok(wire::call_result(&outcome, declares_output_schema).into())
+    }
+}
+
+/// Tells a 2025-11-25 session when the tools it may see change (XPORT-4), until it closes.
+async fn notify_catalog_changes(
+    gateway: Arc<Gateway>,
+    peer: rmcp::service::Peer<RoleServer>,
+    credential: Credential,
+    agent: Option<String>,
+) {
+    let visible = |gateway: &Gateway| -> Vec<Arc<str>> {
+        gateway
+            .authority(&credential, agent.as_deref())
+            .map(|a| {
+                gateway
+                    .list_tools(&a)
+                    .iter()
+                    .map(|t| t.name.clone())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut changes = gateway.subscribe_catalog();
+    let mut last = visible(&gateway);
+    loop {
+        match changes.recv().await {
+            Ok(()) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+        }
+        if peer.is_transport_closed() {
+            return;
+        }
+        let now = visible(&gateway);
+        if now != last {
+            last = now;
+            if peer.notify_tool_list_changed().await.is_err() {
+                return;
+            }
+        }
     }
 }

@@ -11,10 +11,12 @@
 pub mod approvals;
 pub mod bridge;
 pub mod builtin;
+pub mod conformance;
 pub mod fixture;
 pub mod gateway;
 pub mod handler;
 pub mod knowledge;
+pub mod relay;
 pub mod secrets;
 pub mod upstream;
 pub mod wire;

@@ -9,14 +9,21 @@ use std::process::Stdio;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
+#[allow(
+    deprecated,
+    reason = "sampling and logging are still part of the 2025-11-25 protocol"
+)]
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig,
-    GetPromptRequestParams, GetPromptResponse, Implementation, JsonObject, Prompt, ProtocolVersion,
-    ReadResourceRequestParams, ReadResourceResponse, Resource, Tool,
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
+    ClientCapabilities, ClientConfig, ClientRequest, CreateMessageRequestParams,
+    CreateMessageResult, ElicitRequestParams, ElicitResult, GetPromptRequestParams,
+    GetPromptResponse, Implementation, JsonObject, LoggingMessageNotificationParam,
+    ProgressNotificationParam, Prompt, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, Resource, ServerResult, Tool,
 };
 use rmcp::service::{
     ClientCacheConfig, ClientLifecycleMode, ClientServiceExt as _, NotificationContext, Peer,
-    RunningService, ServiceError,
+    PeerRequestOptions, RequestContext, RunningService, ServiceError,
 };
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
@@ -28,6 +35,7 @@ use warden_core::config::UpstreamSpec;
 use warden_core::name::Name;
 use warden_core::pipeline::ExecError;
 
+use crate::relay::{DOWNSTREAM, InFlight, InFlightTable, Relay};
 use crate::secrets::Secrets;
 
 /// Default time an upstream call may take.
@@ -64,6 +72,7 @@ struct SlotState {
     tools: Arc<Vec<Tool>>,
     prompts: Arc<Vec<Prompt>>,
     resources: Arc<Vec<Resource>>,
+    templates: Arc<Vec<rmcp::model::ResourceTemplate>>,
     status: UpstreamStatus,
 }
 
@@ -73,6 +82,57 @@ struct Offer {
     tools: Vec<Tool>,
     prompts: Vec<Prompt>,
     resources: Vec<Resource>,
+    templates: Vec<rmcp::model::ResourceTemplate>,
+}
+
+/// Clients subscribed to resources of one upstream (2025-11-25 `resources/subscribe`), by
+/// URI and by session.
+#[derive(Debug, Default)]
+pub struct Subscriptions {
+    by_uri:
+        std::sync::Mutex<HashMap<String, HashMap<String, rmcp::service::Peer<rmcp::RoleServer>>>>,
+}
+
+impl Subscriptions {
+    /// Adds a session's subscription; `true` when it is the first for that URI.
+    fn add(&self, uri: &str, session: &str, peer: rmcp::service::Peer<rmcp::RoleServer>) -> bool {
+        let Ok(mut map) = self.by_uri.lock() else {
+            return false;
+        };
+        let subscribers = map.entry(uri.to_owned()).or_default();
+        subscribers.retain(|_, p| !p.is_transport_closed());
+        let first = subscribers.is_empty();
+        subscribers.insert(session.to_owned(), peer);
+        first
+    }
+
+    /// Removes a session's subscription; `true` when none is left for that URI.
+    fn remove(&self, uri: &str, session: &str) -> bool {
+        let Ok(mut map) = self.by_uri.lock() else {
+            return false;
+        };
+        let Some(subscribers) = map.get_mut(uri) else {
+            return false;
+        };
+        subscribers.remove(session);
+        subscribers.retain(|_, p| !p.is_transport_closed());
+        let empty = subscribers.is_empty();
+        if empty {
+            map.remove(uri);
+        }
+        empty
+    }
+
+    fn subscribers(&self, uri: &str) -> Vec<rmcp::service::Peer<rmcp::RoleServer>> {
+        self.by_uri
+            .lock()
+            .ok()
+            .and_then(|m| m.get(uri).map(|s| s.values().cloned().collect::<Vec<_>>()))
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|p| !p.is_transport_closed())
+            .collect()
+    }
 }
 
 /// One upstream and its supervisor.
@@ -83,6 +143,8 @@ pub struct UpstreamSlot {
     state: RwLock<SlotState>,
     cancel: CancellationToken,
     refresh: Arc<Notify>,
+    inflight: Arc<InFlightTable>,
+    subscriptions: Arc<Subscriptions>,
 }
 
 impl UpstreamSlot {
@@ -111,10 +173,85 @@ impl UpstreamSlot {
             .unwrap_or_default()
     }
 
+    /// The last known resource templates.
+    pub fn templates(&self) -> Arc<Vec<rmcp::model::ResourceTemplate>> {
+        self.state
+            .read()
+            .map(|s| s.templates.clone())
+            .unwrap_or_default()
+    }
+
+    /// Whether a resource URI is this upstream's: listed, or matching one of its templates
+    /// (up to the template's first variable).
+    pub fn owns(&self, uri: &str) -> bool {
+        self.resources().iter().any(|r| r.uri == uri)
+            || self.templates().iter().any(|t| {
+                let prefix = t.uri_template.split('{').next().unwrap_or_default();
+                !prefix.is_empty() && uri.starts_with(prefix)
+            })
+    }
+
+    /// Subscribes a client session to a resource of this upstream (subscribing upstream
+    /// once).
+    #[allow(
+        deprecated,
+        reason = "resources/subscribe is part of the 2025-11-25 protocol"
+    )]
+    pub async fn subscribe(
+        &self,
+        uri: &str,
+        session: &str,
+        client: rmcp::service::Peer<rmcp::RoleServer>,
+    ) -> Result<(), rmcp::ErrorData> {
+        let peer = self
+            .live_peer()
+            .map_err(|e| rmcp::ErrorData::internal_error(e, None))?;
+        if self.subscriptions.add(uri, session, client) {
+            peer.subscribe(rmcp::model::SubscribeRequestParams::new(uri.to_owned()))
+                .await
+                .map_err(|e| match e {
+                    ServiceError::McpError(e) => e,
+                    other => rmcp::ErrorData::internal_error(other.to_string(), None),
+                })?;
+        }
+        Ok(())
+    }
+
+    /// Unsubscribes a client session (unsubscribing upstream when it was the last).
+    #[allow(
+        deprecated,
+        reason = "resources/unsubscribe is part of the 2025-11-25 protocol"
+    )]
+    pub async fn unsubscribe(&self, uri: &str, session: &str) -> Result<(), rmcp::ErrorData> {
+        if self.subscriptions.remove(uri, session)
+            && let Ok(peer) = self.live_peer()
+        {
+            let _ = peer
+                .unsubscribe(rmcp::model::UnsubscribeRequestParams::new(uri.to_owned()))
+                .await;
+        }
+        Ok(())
+    }
+
     fn live_peer(&self) -> Result<Peer<RoleClient>, String> {
         self.peer()
             .filter(|p| !p.is_transport_closed())
             .ok_or_else(|| format!("upstream `{}` is unavailable", self.spec.name))
+    }
+
+    /// Forwards `logging/setLevel` (when the upstream offers logging).
+    #[allow(
+        deprecated,
+        reason = "logging is still part of the 2025-11-25 protocol"
+    )]
+    pub async fn set_log_level(&self, params: rmcp::model::SetLevelRequestParams) {
+        let Ok(peer) = self.live_peer() else { return };
+        if peer
+            .peer_info()
+            .is_some_and(|i| i.capabilities.logging.is_some())
+        {
+            let _ = tokio::time::timeout(LIST_TIMEOUT, peer.set_level(params)).await;
+        }
     }
 
     /// Gets a prompt by the upstream's own name (read-only federation).
@@ -179,7 +316,8 @@ impl UpstreamSlot {
         }
     }
 
-    /// Calls a tool of this upstream by its own name.
+    /// Calls a tool of this upstream by its own name, relaying what the upstream sends
+    /// meanwhile to the calling client and the client's cancellation to the upstream.
     pub async fn call(
         &self,
         tool: &str,
@@ -200,10 +338,56 @@ impl UpstreamSlot {
             params = params.with_arguments(args);
         }
         let timeout = self.spec.timeout.unwrap_or(DEFAULT_CALL_TIMEOUT);
-        match tokio::time::timeout(timeout, peer.call_tool(params)).await {
-            Ok(Ok(result)) => Ok(result),
+        let downstream = DOWNSTREAM.try_with(Clone::clone).ok();
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let handle = match peer
+            .send_cancellable_request(request, PeerRequestOptions::with_timeout(timeout))
+            .await
+        {
+            Ok(h) => h,
+            Err(e) => {
+                self.refresh.notify_one();
+                return Err(ExecError::Unavailable(format!(
+                    "upstream `{name}` is unavailable: {}",
+                    short(&e.to_string())
+                )));
+            }
+        };
+        let (relay_tx, mut relays) = mpsc::channel(32);
+        let _registration = self.inflight.register(
+            handle.progress_token.clone(),
+            InFlight {
+                relay: relay_tx,
+                run_id: downstream
+                    .as_ref()
+                    .map(|d| d.run_id.clone())
+                    .unwrap_or_default(),
+            },
+        );
+        let request_id = handle.id.clone();
+        let mut response = Box::pin(handle.await_response());
+        let never = CancellationToken::new();
+        let cancelled = downstream.as_ref().map_or(&never, |d| &d.cancel);
+        let answer = loop {
+            tokio::select! {
+                answer = &mut response => break answer,
+                Some(relay) = relays.recv() => crate::relay::perform(downstream.as_ref(), relay).await,
+                () = cancelled.cancelled() => {
+                    drop(response);
+                    let _ = peer
+                        .notify_cancelled(CancelledNotificationParam::new(Some(request_id), Some("cancelled by the client".into())))
+                        .await;
+                    return Err(ExecError::Cancelled);
+                }
+            }
+        };
+        match answer {
+            Ok(ServerResult::CallToolResult(result)) => Ok(result),
+            Ok(_) => Err(ExecError::Unavailable(format!(
+                "upstream `{name}` answered tools/call with something else"
+            ))),
             // The upstream answered with a JSON-RPC error: it executed the request and refused it.
-            Ok(Err(ServiceError::McpError(e))) => {
+            Err(ServiceError::McpError(e)) => {
                 let mut r = CallToolResult::error(vec![rmcp::model::ContentBlock::text(format!(
                     "upstream `{name}` answered with an error: {}",
                     e.message
@@ -211,7 +395,11 @@ impl UpstreamSlot {
                 r.is_error = Some(true);
                 Ok(r)
             }
-            Ok(Err(e)) => {
+            Err(ServiceError::Timeout { .. }) => Err(ExecError::Unavailable(format!(
+                "upstream `{name}` did not answer within {}",
+                humanize(timeout)
+            ))),
+            Err(e) => {
                 // A transport failure: let the supervisor check the connection now.
                 self.refresh.notify_one();
                 Err(ExecError::Unavailable(format!(
@@ -219,10 +407,6 @@ impl UpstreamSlot {
                     short(&e.to_string())
                 )))
             }
-            Err(_) => Err(ExecError::Unavailable(format!(
-                "upstream `{name}` did not answer within {}",
-                humanize(timeout)
-            ))),
         }
     }
 }
@@ -253,15 +437,21 @@ pub struct Upstreams {
     slots: RwLock<HashMap<Name, Arc<UpstreamSlot>>>,
     events: mpsc::UnboundedSender<UpstreamEvent>,
     secrets: Secrets,
+    store: Option<Arc<warden_store::Store>>,
 }
 
 impl Upstreams {
-    /// No upstreams yet; events about them go to `events`.
-    pub fn new(events: mpsc::UnboundedSender<UpstreamEvent>, secrets: Secrets) -> Self {
+    /// No upstreams yet; events about them go to `events`; relays are recorded in `store`.
+    pub fn new(
+        events: mpsc::UnboundedSender<UpstreamEvent>,
+        secrets: Secrets,
+        store: Option<Arc<warden_store::Store>>,
+    ) -> Self {
         Self {
             slots: RwLock::new(HashMap::new()),
             events,
             secrets,
+            store,
         }
     }
 
@@ -290,13 +480,21 @@ impl Upstreams {
                     tools: Arc::new(Vec::new()),
                     prompts: Arc::new(Vec::new()),
                     resources: Arc::new(Vec::new()),
+                    templates: Arc::new(Vec::new()),
                     status: UpstreamStatus::Starting,
                 }),
                 cancel: CancellationToken::new(),
                 refresh: Arc::new(Notify::new()),
+                inflight: Arc::new(InFlightTable::default()),
+                subscriptions: Arc::new(Subscriptions::default()),
             });
             slots.insert(spec.name.clone(), slot.clone());
-            tokio::spawn(supervise(slot, self.events.clone(), self.secrets.clone()));
+            tokio::spawn(supervise(
+                slot,
+                self.events.clone(),
+                self.secrets.clone(),
+                self.store.clone(),
+            ));
         }
     }
 
@@ -333,19 +531,211 @@ impl Upstreams {
 
 #[derive(Clone)]
 struct UpstreamClient {
+    name: Name,
     refresh: Arc<Notify>,
+    inflight: Arc<InFlightTable>,
+    subscriptions: Arc<Subscriptions>,
+    relay: warden_core::config::RelaySpec,
+    store: Option<Arc<warden_store::Store>>,
+}
+
+/// Which call an upstream's server-initiated request belongs to: in 2025-11-25 nothing on the
+/// wire says, so it is the one call in flight at that upstream; with several, it is ambiguous
+/// and refused rather than guessed.
+enum Target {
+    One(Arc<InFlight>),
+    None,
+    Ambiguous(usize),
+}
+
+impl UpstreamClient {
+    fn target(&self) -> Target {
+        let calls = self.inflight.all();
+        match calls.len() {
+            0 => Target::None,
+            1 => calls.into_iter().next().map_or(Target::None, Target::One),
+            n => Target::Ambiguous(n),
+        }
+    }
+
+    async fn record(&self, run_id: &str, what: &str, relayed: bool, detail: &str) {
+        let Some(store) = &self.store else { return };
+        let record = warden_core::audit::NewRecord {
+            at: warden_core::pipeline::Clock::now(&crate::gateway::SystemClock),
+            kind: warden_core::audit::RecordKind::Relay,
+            run_id: if run_id.is_empty() {
+                "relay".into()
+            } else {
+                run_id.to_owned()
+            },
+            call_id: None,
+            principal: None,
+            agent: None,
+            tool: Some(what.to_owned()),
+            decision: Some(if relayed { "relayed" } else { "refused" }.into()),
+            code: None,
+            payload: warden_core::audit::canonical_json(&serde_json::json!({
+                "upstream": self.name,
+                "request": what,
+                "relayed": relayed,
+                "detail": detail,
+            })),
+        };
+        if let Err(e) = store.append_audit(vec![record]).await {
+            tracing::error!(upstream = %self.name, error = %e, "cannot record a relay");
+        }
+    }
+
+    /// Relays a server-initiated request to the calling client, or refuses it.
+    async fn relay<T>(
+        &self,
+        what: &str,
+        allowed: bool,
+        make: impl FnOnce(tokio::sync::oneshot::Sender<Result<T, rmcp::ErrorData>>) -> Relay,
+    ) -> Result<T, rmcp::ErrorData> {
+        let call = match self.target() {
+            Target::One(call) => call,
+            Target::None => {
+                self.record("", what, false, "no call in flight").await;
+                return Err(rmcp::ErrorData::invalid_request(
+                    format!("{what} outside of a call is not relayed"),
+                    None,
+                ));
+            }
+            Target::Ambiguous(n) => {
+                self.record(
+                    "",
+                    what,
+                    false,
+                    &format!("{n} calls in flight: the requester is ambiguous"),
+                )
+                .await;
+                return Err(rmcp::ErrorData::invalid_request(
+                    format!("{what} cannot be relayed: {n} calls are in flight at this upstream"),
+                    None,
+                ));
+            }
+        };
+        if !allowed {
+            self.record(
+                &call.run_id,
+                what,
+                false,
+                "relay disabled by the upstream's policy",
+            )
+            .await;
+            return Err(rmcp::ErrorData::invalid_request(
+                format!("{what} is not relayed for this upstream (relay policy)"),
+                None,
+            ));
+        }
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        if call.relay.send(make(tx)).await.is_err() {
+            self.record(&call.run_id, what, false, "the call ended")
+                .await;
+            return Err(rmcp::ErrorData::internal_error("the call ended", None));
+        }
+        let answer = rx
+            .await
+            .unwrap_or_else(|_| Err(rmcp::ErrorData::internal_error("the call ended", None)));
+        let detail = match &answer {
+            Ok(_) => "answered by the client".to_owned(),
+            Err(e) => e.message.to_string(),
+        };
+        self.record(&call.run_id, what, answer.is_ok(), &detail)
+            .await;
+        answer
+    }
 }
 
 impl ClientHandler for UpstreamClient {
     fn get_info(&self) -> ClientConfig {
+        // Offer what the relay policy lets through: the calling clients answer.
+        let mut capabilities = ClientCapabilities::default();
+        if self.relay.elicitation {
+            capabilities.elicitation = Some(Default::default());
+        }
+        if self.relay.sampling {
+            #[allow(
+                deprecated,
+                reason = "sampling is still part of the 2025-11-25 protocol"
+            )]
+            {
+                capabilities.sampling = Some(Default::default());
+            }
+        }
         ClientConfig::new(
-            ClientCapabilities::default(),
+            capabilities,
             Implementation::new("warden", env!("CARGO_PKG_VERSION")),
         )
     }
 
     async fn on_tool_list_changed(&self, _ctx: NotificationContext<RoleClient>) {
         self.refresh.notify_one();
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _ctx: NotificationContext<RoleClient>,
+    ) {
+        if let Some(call) = self.inflight.by_token(&params.progress_token) {
+            let _ = call.relay.send(Relay::Progress(params)).await;
+        }
+    }
+
+    #[allow(
+        deprecated,
+        reason = "logging is still part of the 2025-11-25 protocol"
+    )]
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _ctx: NotificationContext<RoleClient>,
+    ) {
+        let calls = self.inflight.all();
+        if calls.is_empty() {
+            tracing::info!(upstream = %self.name, level = ?params.level, data = %params.data, "upstream log");
+        }
+        for call in calls {
+            let _ = call.relay.send(Relay::Log(params.clone())).await;
+        }
+    }
+
+    async fn create_elicitation(
+        &self,
+        params: ElicitRequestParams,
+        _ctx: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        self.relay("elicitation/create", self.relay.elicitation, |tx| {
+            Relay::Elicit(params, tx)
+        })
+        .await
+    }
+
+    #[allow(
+        deprecated,
+        reason = "sampling is still part of the 2025-11-25 protocol"
+    )]
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _ctx: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, rmcp::ErrorData> {
+        self.relay("sampling/createMessage", self.relay.sampling, |tx| {
+            Relay::Sample(Box::new(params), tx)
+        })
+        .await
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _ctx: NotificationContext<RoleClient>,
+    ) {
+        for client in self.subscriptions.subscribers(&params.uri) {
+            let _ = client.notify_resource_updated(params.clone()).await;
+        }
     }
 
     async fn on_prompt_list_changed(&self, _ctx: NotificationContext<RoleClient>) {
@@ -363,11 +753,33 @@ async fn connect(
     spec: &UpstreamSpec,
     secrets: &Secrets,
     refresh: Arc<Notify>,
+    inflight: Arc<InFlightTable>,
+    subscriptions: Arc<Subscriptions>,
+    store: Option<Arc<warden_store::Store>>,
 ) -> Result<Client, String> {
-    let handler = UpstreamClient { refresh };
-    let lifecycle = ClientLifecycleMode::Auto {
-        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-        legacy_version: Some(ProtocolVersion::V_2025_11_25),
+    let handler = UpstreamClient {
+        name: spec.name.clone(),
+        refresh,
+        inflight,
+        subscriptions,
+        relay: spec
+            .relay
+            .clone()
+            .unwrap_or(warden_core::config::RelaySpec {
+                sampling: true,
+                elicitation: true,
+            }),
+        store,
+    };
+    let lifecycle = match spec.protocol {
+        Some(warden_core::config::UpstreamProtocol::V2025_11_25) => ClientLifecycleMode::Initialize,
+        Some(warden_core::config::UpstreamProtocol::V2026_07_28) => ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        },
+        None => ClientLifecycleMode::Auto {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            legacy_version: Some(ProtocolVersion::V_2025_11_25),
+        },
     };
     let name = spec.name.clone();
     let connecting = async {
@@ -444,14 +856,24 @@ async fn fetch_offer(peer: &Peer<RoleClient>) -> Result<Offer, String> {
         Some(_) => fetch("prompts/list", peer.list_all_prompts()).await?,
         None => Vec::new(),
     };
-    let resources = match capabilities.as_ref().and_then(|c| c.resources.as_ref()) {
-        Some(_) => fetch("resources/list", peer.list_all_resources()).await?,
-        None => Vec::new(),
+    let (resources, templates) = match capabilities.as_ref().and_then(|c| c.resources.as_ref()) {
+        // Templates are optional for a server offering resources.
+        Some(_) => (
+            fetch("resources/list", peer.list_all_resources()).await?,
+            fetch(
+                "resources/templates/list",
+                peer.list_all_resource_templates(),
+            )
+            .await
+            .unwrap_or_default(),
+        ),
+        None => (Vec::new(), Vec::new()),
     };
     Ok(Offer {
         tools,
         prompts,
         resources,
+        templates,
     })
 }
 
@@ -460,6 +882,7 @@ async fn supervise(
     slot: Arc<UpstreamSlot>,
     events: mpsc::UnboundedSender<UpstreamEvent>,
     secrets: Secrets,
+    store: Option<Arc<warden_store::Store>>,
 ) {
     let name = slot.spec.name.clone();
     let notify = || {
@@ -475,7 +898,16 @@ async fn supervise(
             return;
         }
         let started = Instant::now();
-        let reason = match connect(&slot.spec, &secrets, slot.refresh.clone()).await {
+        let reason = match connect(
+            &slot.spec,
+            &secrets,
+            slot.refresh.clone(),
+            slot.inflight.clone(),
+            slot.subscriptions.clone(),
+            store.clone(),
+        )
+        .await
+        {
             Err(reason) => reason,
             Ok(client) => {
                 let peer = client.peer().clone();
@@ -501,6 +933,7 @@ async fn supervise(
                             s.tools = Arc::new(offer.tools);
                             s.prompts = Arc::new(offer.prompts);
                             s.resources = Arc::new(offer.resources);
+                            s.templates = Arc::new(offer.templates);
                             s.status = UpstreamStatus::Up { protocol };
                         });
                         notify();
@@ -579,6 +1012,7 @@ async fn run_connected(
                         s.tools = Arc::new(offer.tools);
                         s.prompts = Arc::new(offer.prompts);
                         s.resources = Arc::new(offer.resources);
+                        s.templates = Arc::new(offer.templates);
                     });
                     notify();
                 }

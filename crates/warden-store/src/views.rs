@@ -162,7 +162,7 @@ impl Store {
                         call.duration_ms = payload.get("duration_ms").and_then(Value::as_i64);
                     }
                 }
-                RecordKind::Admin => {}
+                RecordKind::Admin | RecordKind::Relay => {}
             }
         }
         Ok(Some(RunDetail {

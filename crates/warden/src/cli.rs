@@ -142,6 +142,10 @@ pub enum Command {
     /// Run the fixture MCP server (the demo tool set; used by tests and benchmarks).
     #[command(hide = true)]
     UpstreamFixture(FixtureArgs),
+
+    /// Run the MCP conformance suite's fixture server (`tests/conformance`).
+    #[command(hide = true)]
+    ConformanceFixture(ConformanceFixtureArgs),
 }
 
 /// `warden serve`.
@@ -358,6 +362,17 @@ pub struct FixtureArgs {
     /// Keep the notes in this JSON file.
     #[arg(long)]
     pub file: Option<PathBuf>,
+}
+
+/// `warden conformance-fixture` (the conformance suite's fixture server).
+#[derive(Debug, Args)]
+pub struct ConformanceFixtureArgs {
+    /// Serve over stdin/stdout.
+    #[arg(long, conflicts_with = "listen")]
+    pub stdio: bool,
+    /// Serve Streamable HTTP at `/mcp` on this address.
+    #[arg(long)]
+    pub listen: Option<SocketAddr>,
 }
 
 /// Commands that only need the store.
@@ -587,8 +602,8 @@ pub struct AuditArgs {
     /// Only this denial code (e.g. CAPABILITY).
     #[arg(long)]
     pub code: Option<String>,
-    /// Only this kind of record: run, call, decision, outcome, admin.
-    #[arg(long, value_parser = ["run", "call", "decision", "outcome", "admin"])]
+    /// Only this kind of record: run, call, decision, outcome, admin, relay.
+    #[arg(long, value_parser = ["run", "call", "decision", "outcome", "admin", "relay"])]
     pub kind: Option<String>,
     /// At or after this time: RFC 3339 (`2026-11-29T10:00:00Z`) or an age (`1h`, `30m`).
     #[arg(long)]

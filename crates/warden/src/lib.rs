@@ -145,6 +145,22 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 None => warden_mcp::fixture::serve_stdio(server).await,
             }
         }
+        Command::ConformanceFixture(args) => match args.listen {
+            Some(addr) => {
+                let listener = tokio::net::TcpListener::bind(addr)
+                    .await
+                    .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
+                println!("mcp: http://{}/mcp", listener.local_addr()?);
+                let shutdown = tokio_util::sync::CancellationToken::new();
+                let signal = shutdown.clone();
+                tokio::spawn(async move {
+                    serve::shutdown_signal().await;
+                    signal.cancel();
+                });
+                warden_mcp::conformance::serve_http(listener, shutdown).await
+            }
+            None => warden_mcp::conformance::serve_stdio().await,
+        },
     }
 }
 

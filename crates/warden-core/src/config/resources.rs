@@ -310,6 +310,11 @@ pub struct UpstreamSpec {
     /// Whether server-initiated requests of this upstream are relayed to clients.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub relay: Option<RelaySpec>,
+    /// The protocol era to speak: `2026-07-28`, `2025-11-25`, or by default the newest the
+    /// server supports. Elicitation and sampling requests of a server reach clients in
+    /// `2025-11-25`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<UpstreamProtocol>,
     /// Timeout of one upstream call (default 60s).
     #[serde(
         default,
@@ -318,6 +323,17 @@ pub struct UpstreamSpec {
     )]
     #[schemars(with = "Option<String>")]
     pub timeout: Option<Duration>,
+}
+
+/// The protocol era an upstream is spoken to in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum UpstreamProtocol {
+    /// Sessions, `initialize`.
+    #[serde(rename = "2025-11-25")]
+    V2025_11_25,
+    /// Stateless, `server/discover`.
+    #[serde(rename = "2026-07-28")]
+    V2026_07_28,
 }
 
 /// How to start a stdio upstream.

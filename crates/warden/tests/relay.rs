@@ -1,0 +1,400 @@
+//! Transparent proxying (XPORT-4): what an upstream sends during a call reaches the client
+//! whose call caused it; a client's cancellation reaches the upstream.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    reason = "test code"
+)]
+#![allow(
+    deprecated,
+    reason = "sampling and logging are part of the 2025-11-25 protocol"
+)]
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::*;
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientConfig, ClientRequest,
+    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
+    Implementation, LoggingMessageNotificationParam, ProgressNotificationParam, ProtocolVersion,
+    SamplingMessage,
+};
+use rmcp::service::{
+    ClientLifecycleMode, ClientServiceExt as _, NotificationContext, PeerRequestOptions,
+    RequestContext, RunningService,
+};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientHandler, RoleClient};
+use serde_json::{Value, json};
+
+/// A client that answers elicitations and sampling with its own name, and records what it
+/// hears.
+#[derive(Clone, Default)]
+struct Recorder {
+    name: &'static str,
+    heard: Arc<Mutex<Vec<(Instant, String)>>>,
+}
+
+impl Recorder {
+    fn heard(&self) -> Vec<String> {
+        self.heard
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(_, s)| s.clone())
+            .collect()
+    }
+
+    fn note(&self, s: String) {
+        self.heard.lock().unwrap().push((Instant::now(), s));
+    }
+}
+
+impl ClientHandler for Recorder {
+    fn get_info(&self) -> ClientConfig {
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.elicitation = Some(Default::default());
+        capabilities.sampling = Some(Default::default());
+        ClientConfig::new(capabilities, Implementation::new(self.name, "1"))
+    }
+
+    async fn create_elicitation(
+        &self,
+        params: ElicitRequestParams,
+        _ctx: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        self.note(format!(
+            "elicitation: {}",
+            serde_json::to_value(&params).unwrap()["message"]
+        ));
+        Ok(ElicitResult::new(rmcp::model::ElicitationAction::Accept)
+            .with_content(json!({"answer": format!("from {}", self.name)})))
+    }
+
+    async fn create_message(
+        &self,
+        _params: CreateMessageRequestParams,
+        _ctx: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, rmcp::ErrorData> {
+        self.note("sampling".into());
+        Ok(CreateMessageResult::new(
+            SamplingMessage::assistant_text(format!("sampled by {}", self.name)),
+            "test-model".into(),
+        ))
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _ctx: NotificationContext<RoleClient>,
+    ) {
+        self.note(format!("progress {}", params.progress));
+    }
+
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _ctx: NotificationContext<RoleClient>,
+    ) {
+        self.note(format!("log {}", params.data));
+    }
+
+    async fn on_tool_list_changed(&self, _ctx: NotificationContext<RoleClient>) {
+        self.note("tools changed".into());
+    }
+}
+
+async fn connect(
+    url: &str,
+    token: &str,
+    name: &'static str,
+) -> (RunningService<RoleClient, Recorder>, Recorder) {
+    let recorder = Recorder {
+        name,
+        ..Recorder::default()
+    };
+    let config =
+        StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(token.to_owned());
+    let client = recorder
+        .clone()
+        .serve_with_lifecycle(
+            StreamableHttpClientTransport::from_config(config),
+            ClientLifecycleMode::Initialize,
+        )
+        .await
+        .unwrap();
+    (client, recorder)
+}
+
+fn config(extra: &str) -> String {
+    format!(
+        "kind: Project\nname: alpha\n---\n{}\n---\n{}{extra}",
+        stdio_upstream("alpha", "alpha", "protocol: \"2025-11-25\"\n"),
+        stdio_upstream(
+            "quiet",
+            "alpha",
+            "protocol: \"2025-11-25\"\nrelay: { elicitation: false, sampling: false }\n"
+        ),
+    )
+}
+
+fn text_of(r: &rmcp::model::CallToolResult) -> String {
+    serde_json::to_string(r).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_elicitation_reaches_the_calling_client_and_its_answer_reaches_the_upstream() {
+    let w = TestWarden::start(&config("")).await;
+    let (a, heard_a) = connect(&w.mcp(), &w.admin, "client-a").await;
+    let (_b, heard_b) = connect(&w.mcp(), &w.admin, "client-b").await;
+    let mut params = CallToolRequestParams::new("alpha__ask");
+    params = params.with_arguments(
+        json!({"question": "which account?"})
+            .as_object()
+            .unwrap()
+            .clone(),
+    );
+    let r = a.call_tool(params).await.unwrap();
+    assert_eq!(
+        r.structured_content
+            .as_ref()
+            .map(|s| s["content"]["answer"].clone()),
+        Some(json!("from client-a")),
+        "{}",
+        text_of(&r)
+    );
+    assert_eq!(
+        heard_a.heard(),
+        vec!["elicitation: \"which account?\"".to_owned()]
+    );
+    assert!(
+        heard_b.heard().is_empty(),
+        "the other client was asked: {:?}",
+        heard_b.heard()
+    );
+    // Sampling too.
+    let params = CallToolRequestParams::new("alpha__sample")
+        .with_arguments(json!({"prompt": "hi"}).as_object().unwrap().clone());
+    let r = a.call_tool(params).await.unwrap();
+    assert!(
+        text_of(&r).contains("sampled by client-a"),
+        "{}",
+        text_of(&r)
+    );
+    // The relays are on record.
+    let out = cli(&["audit", "--kind", "relay", "-o", "json"], &w.store_args());
+    let relays: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let summary: Vec<(String, String)> = relays
+        .iter()
+        .map(|r| {
+            (
+                r["tool"].as_str().unwrap().to_owned(),
+                r["decision"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        vec![
+            ("elicitation/create".into(), "relayed".into()),
+            ("sampling/createMessage".into(), "relayed".into())
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_relay_off_the_upstream_gets_a_refusal_and_the_audit_shows_it() {
+    let w = TestWarden::start(&config("")).await;
+    let (a, heard) = connect(&w.mcp(), &w.admin, "client-a").await;
+    let params = CallToolRequestParams::new("quiet__ask")
+        .with_arguments(json!({"question": "q"}).as_object().unwrap().clone());
+    let r = a.call_tool(params).await.unwrap();
+    // The upstream saw a refusal and said so in its result.
+    assert!(
+        text_of(&r).contains("elicitation refused"),
+        "{}",
+        text_of(&r)
+    );
+    assert!(heard.heard().is_empty());
+    let out = cli(&["audit", "--kind", "relay", "-o", "json"], &w.store_args());
+    let line: Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().next().unwrap()).unwrap();
+    assert_eq!(line["decision"], "refused");
+    assert_eq!(
+        line["payload"]["detail"],
+        "relay disabled by the upstream's policy"
+    );
+    assert_eq!(line["payload"]["upstream"], "quiet");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_a_call_stops_the_upstream_call_and_is_recorded() {
+    let w = TestWarden::start(&config("")).await;
+    let (a, _) = connect(&w.mcp(), &w.admin, "client-a").await;
+    let params = CallToolRequestParams::new("alpha__slow")
+        .with_arguments(json!({"ms": 20000}).as_object().unwrap().clone());
+    let handle = a
+        .send_cancellable_request(
+            ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+            PeerRequestOptions::no_options(),
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    handle.cancel(Some("changed my mind".into())).await.unwrap();
+    // The upstream saw the cancellation.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = a
+            .call_tool(CallToolRequestParams::new("alpha__cancellations"))
+            .await
+            .unwrap();
+        if r.structured_content.as_ref().unwrap()["cancellations"] == 1 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the upstream never saw the cancellation"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The audit records the call as cancelled.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let out = cli(
+            &[
+                "audit",
+                "--kind",
+                "outcome",
+                "--tool",
+                "alpha__slow",
+                "-o",
+                "json",
+            ],
+            &w.store_args(),
+        );
+        if let Some(line) = String::from_utf8_lossy(&out.stdout).lines().next() {
+            let line: Value = serde_json::from_str(line).unwrap();
+            assert_eq!(line["decision"], "cancelled", "{line}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no outcome recorded for the cancelled call"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_arrives_in_order_while_the_call_runs() {
+    let w = TestWarden::start(&config("")).await;
+    let (a, heard) = connect(&w.mcp(), &w.admin, "client-a").await;
+    let params = CallToolRequestParams::new("alpha__progress").with_arguments(
+        json!({"steps": 5, "delay_ms": 150})
+            .as_object()
+            .unwrap()
+            .clone(),
+    );
+    let r = a.call_tool(params).await.unwrap();
+    let done = Instant::now();
+    assert_eq!(r.structured_content.as_ref().unwrap()["steps"], 5);
+    let events = heard.heard.lock().unwrap().clone();
+    let progress: Vec<&(Instant, String)> = events
+        .iter()
+        .filter(|(_, s)| s.starts_with("progress"))
+        .collect();
+    assert_eq!(
+        progress.iter().map(|(_, s)| s.as_str()).collect::<Vec<_>>(),
+        vec![
+            "progress 1",
+            "progress 2",
+            "progress 3",
+            "progress 4",
+            "progress 5"
+        ]
+    );
+    // Not all at the end: the first came well before the result (the call took 5 × 150 ms).
+    assert!(
+        done.duration_since(progress[0].0) >= Duration::from_millis(400),
+        "progress was not relayed while the call ran"
+    );
+    // Log messages of the call were relayed too.
+    assert!(
+        events.iter().any(|(_, s)| s == "log {\"step\":1}"),
+        "{events:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_hears_when_its_catalog_changes() {
+    let w = TestWarden::start(&config("")).await;
+    let (_a, heard) = connect(&w.mcp(), &w.admin, "client-a").await;
+    let f = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        f.path(),
+        format!(
+            "kind: Project\nname: beta\n---\n{}",
+            stdio_upstream("beta", "beta", "")
+        ),
+    )
+    .unwrap();
+    assert!(
+        cli(
+            &["apply", "-f", f.path().to_str().unwrap()],
+            &w.store_args()
+        )
+        .status
+        .success()
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !heard.heard().iter().any(|s| s == "tools changed") {
+        assert!(Instant::now() < deadline, "no tools/list_changed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_calling_client_is_told_apart_from_another_connected_at_the_same_time_over_2026() {
+    // A 2026-era client that is not in a call is never asked.
+    let w = TestWarden::start(&config("")).await;
+    let (a, heard_a) = connect(&w.mcp(), &w.admin, "client-a").await;
+    let recorder = Recorder {
+        name: "client-c",
+        ..Recorder::default()
+    };
+    let cfg = StreamableHttpClientTransportConfig::with_uri(w.mcp()).auth_header(w.admin.clone());
+    let _c = recorder
+        .clone()
+        .serve_with_lifecycle(
+            StreamableHttpClientTransport::from_config(cfg),
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        )
+        .await
+        .unwrap();
+    let params = CallToolRequestParams::new("alpha__ask")
+        .with_arguments(json!({"question": "who?"}).as_object().unwrap().clone());
+    let r = a.call_tool(params).await.unwrap();
+    assert_eq!(
+        r.structured_content
+            .as_ref()
+            .map(|s| s["content"]["answer"].clone()),
+        Some(json!("from client-a")),
+        "{}",
+        text_of(&r)
+    );
+    assert_eq!(heard_a.heard().len(), 1);
+    assert!(recorder.heard().is_empty());
+}
