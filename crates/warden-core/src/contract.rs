@@ -19,6 +19,13 @@ pub enum ToolOutput {
         /// The upstream's `isError`.
         is_error: bool,
     },
+    /// A 2026-07-28 upstream needs input from the client first (`input_required`, with
+    /// `inputRequests` and an opaque `requestState`), passed through intact; the client's
+    /// retry is a new governed call.
+    InputRequired {
+        /// The result object as the upstream sent it.
+        result: Map<String, Value>,
+    },
 }
 
 /// The verdict of a governed call.
@@ -92,6 +99,7 @@ impl CallOutcome {
                         .get("structuredContent")
                         .cloned()
                         .unwrap_or_else(|| Value::Object(result.clone())),
+                    ToolOutput::InputRequired { result } => Value::Object(result.clone()),
                 };
                 (
                     "executed",
@@ -138,7 +146,7 @@ impl CallOutcome {
             Verdict::Denied(_) => true,
             Verdict::Pending { .. } => false,
             Verdict::Executed { output, .. } => match output {
-                ToolOutput::Data(_) => false,
+                ToolOutput::Data(_) | ToolOutput::InputRequired { .. } => false,
                 ToolOutput::Upstream { is_error, .. } => *is_error,
             },
         }

@@ -774,11 +774,18 @@ impl Recorder<'_> {
     ) -> NewRecord {
         let duration_ms = at.0.saturating_sub(started.0);
         let (status, payload) = match result {
+            Ok(ToolOutput::InputRequired { result }) => (
+                "input_required",
+                json!({"status": "input_required", "step": Step::Execute.as_str(), "duration_ms": duration_ms, "result_hash": hash_value(&Value::Object(result.clone())), "is_error": false}),
+            ),
             Ok(output) => {
                 let (hash, is_error) = match output {
                     ToolOutput::Data(v) => (hash_value(v), false),
                     ToolOutput::Upstream { result, is_error } => {
                         (hash_value(&Value::Object(result.clone())), *is_error)
+                    }
+                    ToolOutput::InputRequired { result } => {
+                        (hash_value(&Value::Object(result.clone())), false)
                     }
                 };
                 (

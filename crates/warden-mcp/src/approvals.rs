@@ -384,7 +384,9 @@ impl Gateway {
             Verdict::Executed { output, .. } => {
                 let result = match output {
                     ToolOutput::Data(v) => v.clone(),
-                    ToolOutput::Upstream { result, .. } => Value::Object(result.clone()),
+                    ToolOutput::Upstream { result, .. } | ToolOutput::InputRequired { result } => {
+                        Value::Object(result.clone())
+                    }
                 };
                 Transition {
                     outcome_message: Some(format!(

@@ -379,6 +379,50 @@ impl ServerHandler for NotesServer {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let args = request.arguments.unwrap_or_default();
+        // 2026-07-28 has no server-to-client requests: `ask` answers `input_required` (an
+        // elicitation keyed `answer`, state `asked:<question>`), and the retry's answer and
+        // echoed state come back in the result.
+        let stateless = ctx
+            .protocol_version()
+            .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28);
+        if request.name == "ask" && stateless {
+            let question = args
+                .get("question")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            if let Some(answer) = request
+                .input_responses
+                .as_ref()
+                .and_then(|r| r.get("answer"))
+            {
+                self.state.calls.fetch_add(1, Ordering::SeqCst);
+                let v = json!({"answer": answer, "requestState": request.request_state});
+                let mut r = CallToolResult::success(vec![ContentBlock::text(v.to_string())]);
+                r.structured_content = Some(v);
+                return Ok(r.into());
+            }
+            let schema = rmcp::model::ElicitationSchema::builder()
+                .required_string("answer")
+                .build()
+                .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+            let params = rmcp::model::ElicitRequestParams::FormElicitationParams {
+                meta: None,
+                message: question.clone(),
+                requested_schema: schema,
+            };
+            let mut requests = rmcp::model::InputRequests::new();
+            requests.insert(
+                "answer".into(),
+                rmcp::model::InputRequest::Elicitation(rmcp::model::ElicitRequest::new(params)),
+            );
+            return Ok(CallToolResponse::InputRequired(
+                rmcp::model::InputRequiredResult::new(
+                    Some(requests),
+                    Some(format!("asked:{question}")),
+                ),
+            ));
+        }
         let result = self.run(&request.name, &args, &ctx).await;
         if result.is_ok() {
             self.state.calls.fetch_add(1, Ordering::SeqCst);

@@ -18,6 +18,8 @@ use tokio_util::sync::CancellationToken;
 use warden_core::authority::{Authority, AuthorityError, resolve};
 use warden_core::config::{Config, Kind, Resource, UpstreamSpec};
 use warden_core::contract::{CallOutcome, ToolOutput, Verdict};
+
+use crate::upstream::UpstreamAnswer;
 use warden_core::decision::{Decision, Purpose, decide};
 use warden_core::pipeline::{
     CallRequest, Clock, ExecError, Execution, Executor, Pipeline, RunState,
@@ -385,6 +387,43 @@ impl Gateway {
         }
     }
 
+    /// `completion/complete`, forwarded to the readable upstream that owns the prompt or the
+    /// resource template; project prompts and unknown references complete to nothing.
+    pub async fn complete(
+        &self,
+        authority: &Authority,
+        mut params: rmcp::model::CompleteRequestParams,
+    ) -> Result<rmcp::model::CompleteResult, rmcp::ErrorData> {
+        let owner = match &mut params.r#ref {
+            rmcp::model::Reference::Prompt(prompt) => self
+                .readable_upstreams(authority)
+                .into_iter()
+                .find_map(|slot| {
+                    let prefix = Self::prefix(&slot.spec);
+                    let own = slot
+                        .prompts()
+                        .iter()
+                        .find(|p| catalog_name(&prefix, &p.name) == prompt.name)
+                        .map(|p| p.name.clone())?;
+                    prompt.name = own;
+                    Some(slot)
+                }),
+            rmcp::model::Reference::Resource(template) => {
+                self.readable_upstreams(authority).into_iter().find(|slot| {
+                    slot.templates()
+                        .iter()
+                        .any(|t| t.uri_template == template.uri)
+                })
+            }
+            // A kind of reference this build does not know: nothing to complete.
+            _ => None,
+        };
+        match owner {
+            Some(slot) => slot.complete(params).await,
+            None => Ok(rmcp::model::CompleteResult::default()),
+        }
+    }
+
     /// `logging/setLevel`, forwarded to the upstreams whose tools the run may use.
     #[allow(
         deprecated,
@@ -650,13 +689,25 @@ impl Executor for GatewayExecutor<'_> {
                     .ok_or_else(|| {
                         ExecError::Unavailable(format!("upstream `{upstream}` is not configured"))
                     })?;
-                let result = slot.call(tool, call.args).await?;
-                let is_error = result.is_error.unwrap_or(false);
-                match serde_json::to_value(&result) {
-                    Ok(Value::Object(result)) => Ok(ToolOutput::Upstream { result, is_error }),
-                    _ => Err(ExecError::Unavailable(format!(
+                let unreadable = || {
+                    ExecError::Unavailable(format!(
                         "upstream `{upstream}` sent an unreadable result"
-                    ))),
+                    ))
+                };
+                match slot.call(tool, call.args).await? {
+                    UpstreamAnswer::Complete(result) => {
+                        let is_error = result.is_error.unwrap_or(false);
+                        match serde_json::to_value(&result) {
+                            Ok(Value::Object(result)) => {
+                                Ok(ToolOutput::Upstream { result, is_error })
+                            }
+                            _ => Err(unreadable()),
+                        }
+                    }
+                    UpstreamAnswer::InputRequired(needed) => match serde_json::to_value(&needed) {
+                        Ok(Value::Object(result)) => Ok(ToolOutput::InputRequired { result }),
+                        _ => Err(unreadable()),
+                    },
                 }
             }
         }

@@ -153,6 +153,7 @@ impl ServerHandler for McpHandler {
                 .enable_resources()
                 .enable_resources_subscribe()
                 .enable_logging()
+                .enable_completions()
                 .build(),
         )
         .with_server_info(Implementation::new("warden", env!("CARGO_PKG_VERSION")))
@@ -202,6 +203,15 @@ impl ServerHandler for McpHandler {
         let authority = self.authority(&ctx)?;
         self.gateway.set_log_level(&authority, request).await;
         Ok(())
+    }
+
+    async fn complete(
+        &self,
+        request: rmcp::model::CompleteRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CompleteResult, McpError> {
+        let authority = self.authority(&ctx)?;
+        self.gateway.complete(&authority, request).await
     }
 
     async fn list_prompts(
@@ -315,6 +325,16 @@ impl ServerHandler for McpHandler {
             progress_token: ctx.meta.get_progress_token(),
             cancel: ctx.ct.clone(),
             run_id: run.id().to_owned(),
+            stateless: ctx
+                .protocol_version()
+                .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28),
+            retry: request
+                .input_responses
+                .clone()
+                .map(|input_responses| crate::relay::Retry {
+                    input_responses,
+                    request_state: request.request_state.clone(),
+                }),
         };
         let outcome = crate::relay::DOWNSTREAM
             .scope(
@@ -338,6 +358,18 @@ impl ServerHandler for McpHandler {
                 .catalog
                 .get(&request.name)
                 .is_some_and(|t| t.output_schema.is_some());
+        // An upstream that needs the client's input first: its `input_required` result as it
+        // sent it (2026-07-28 clients only; see `UpstreamSlot::call`).
+        if let warden_core::contract::Verdict::Executed {
+            output: warden_core::contract::ToolOutput::InputRequired { result },
+            ..
+        } = &outcome.verdict
+            && let Ok(needed) = serde_json::from_value::<rmcp::model::InputRequiredResult>(
+                serde_json::Value::Object(result.clone()),
+            )
+        {
+            return Ok(CallToolResponse::InputRequired(needed));
+        }
         Ok(wire::call_result(&outcome, declares_output_schema).into())
     }
 }

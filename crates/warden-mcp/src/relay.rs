@@ -40,6 +40,57 @@ pub struct Downstream {
     pub cancel: CancellationToken,
     /// The run, for the audit trail of relays.
     pub run_id: String,
+    /// The client speaks 2026-07-28 (stateless): it takes `input_required` results and cannot
+    /// be sent server-to-client requests.
+    pub stateless: bool,
+    /// The client's answers to an earlier `input_required` result (2026-07-28 retry).
+    pub retry: Option<Retry>,
+}
+
+/// A 2026-07-28 retry of a call that needed input: the client's answers and the upstream's
+/// opaque state, passed to the upstream as they came.
+#[derive(Clone, Debug)]
+pub struct Retry {
+    /// `inputResponses`.
+    pub input_responses: rmcp::model::InputResponses,
+    /// `requestState`.
+    pub request_state: Option<String>,
+}
+
+/// Records a relay (or its refusal) in the audit trail of the run it belongs to.
+pub async fn record(
+    store: Option<&Arc<warden_store::Store>>,
+    upstream: &str,
+    run_id: &str,
+    what: &str,
+    relayed: bool,
+    detail: &str,
+) {
+    let Some(store) = store else { return };
+    let record = warden_core::audit::NewRecord {
+        at: warden_core::pipeline::Clock::now(&crate::gateway::SystemClock),
+        kind: warden_core::audit::RecordKind::Relay,
+        run_id: if run_id.is_empty() {
+            "relay".into()
+        } else {
+            run_id.to_owned()
+        },
+        call_id: None,
+        principal: None,
+        agent: None,
+        tool: Some(what.to_owned()),
+        decision: Some(if relayed { "relayed" } else { "refused" }.into()),
+        code: None,
+        payload: warden_core::audit::canonical_json(&serde_json::json!({
+            "upstream": upstream,
+            "request": what,
+            "relayed": relayed,
+            "detail": detail,
+        })),
+    };
+    if let Err(e) = store.append_audit(vec![record]).await {
+        tracing::error!(upstream, error = %e, "cannot record a relay");
+    }
 }
 
 /// Something an upstream sends during a call, for the calling client.
@@ -68,12 +119,16 @@ pub struct InFlight {
     pub relay: mpsc::Sender<Relay>,
     /// The run, for the audit trail.
     pub run_id: String,
+    /// The calling client, for notifications that arrive just after the call ended.
+    pub peer: Option<Peer<RoleServer>>,
 }
 
 /// The calls in flight at one upstream, by the progress token the upstream knows them by.
 #[derive(Debug, Default)]
 pub struct InFlightTable {
     calls: Mutex<HashMap<ProgressToken, Arc<InFlight>>>,
+    /// The call that ended last, when it was the only one in flight, and when it ended.
+    last: Mutex<Option<(std::time::Instant, Arc<InFlight>)>>,
 }
 
 /// Removes a call from the table when it ends, however it ends.
@@ -86,7 +141,13 @@ pub struct Registration {
 impl Drop for Registration {
     fn drop(&mut self) {
         if let Ok(mut calls) = self.table.calls.lock() {
-            calls.remove(&self.token);
+            let ended = calls.remove(&self.token);
+            let alone = calls.is_empty();
+            if let Ok(mut last) = self.table.last.lock() {
+                *last = ended
+                    .filter(|_| alone)
+                    .map(|c| (std::time::Instant::now(), c));
+            }
         }
     }
 }
@@ -97,6 +158,9 @@ impl InFlightTable {
         if let Ok(mut calls) = self.calls.lock() {
             calls.insert(token.clone(), Arc::new(call));
         }
+        if let Ok(mut last) = self.last.lock() {
+            *last = None;
+        }
         Registration {
             table: self.clone(),
             token,
@@ -106,6 +170,19 @@ impl InFlightTable {
     /// The call a progress token belongs to.
     pub fn by_token(&self, token: &ProgressToken) -> Option<Arc<InFlight>> {
         self.calls.lock().ok().and_then(|c| c.get(token).cloned())
+    }
+
+    /// The call that just ended (within `window`), when it was the only one in flight and
+    /// none has started since: where a notification the upstream sent at the very end of the
+    /// call, on another stream than the result, belongs.
+    pub fn just_ended(&self, window: std::time::Duration) -> Option<Arc<InFlight>> {
+        if self.calls.lock().map_or(true, |c| !c.is_empty()) {
+            return None;
+        }
+        let last = self.last.lock().ok()?;
+        last.as_ref()
+            .filter(|(at, _)| at.elapsed() <= window)
+            .map(|(_, c)| c.clone())
     }
 
     /// Every call in flight.

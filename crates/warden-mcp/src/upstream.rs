@@ -17,9 +17,9 @@ use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
     ClientCapabilities, ClientConfig, ClientRequest, CreateMessageRequestParams,
     CreateMessageResult, ElicitRequestParams, ElicitResult, GetPromptRequestParams,
-    GetPromptResponse, Implementation, JsonObject, LoggingMessageNotificationParam,
-    ProgressNotificationParam, Prompt, ProtocolVersion, ReadResourceRequestParams,
-    ReadResourceResponse, Resource, ServerResult, Tool,
+    GetPromptResponse, Implementation, InputRequest, InputRequiredResult, JsonObject,
+    LoggingMessageNotificationParam, ProgressNotificationParam, Prompt, ProtocolVersion,
+    ReadResourceRequestParams, ReadResourceResponse, Resource, ServerResult, Tool,
 };
 use rmcp::service::{
     ClientCacheConfig, ClientLifecycleMode, ClientServiceExt as _, NotificationContext, Peer,
@@ -145,6 +145,29 @@ pub struct UpstreamSlot {
     refresh: Arc<Notify>,
     inflight: Arc<InFlightTable>,
     subscriptions: Arc<Subscriptions>,
+    store: Option<Arc<warden_store::Store>>,
+}
+
+/// What an upstream answered to `tools/call`.
+#[derive(Debug)]
+pub enum UpstreamAnswer {
+    /// A result (the upstream's own errors included).
+    Complete(CallToolResult),
+    /// A 2026-07-28 `input_required` result for a 2026-07-28 client to fulfil and retry.
+    InputRequired(InputRequiredResult),
+}
+
+/// How long after a call ends a log message of its upstream still counts as the call's.
+const JUST_ENDED: Duration = Duration::from_secs(1);
+
+/// How many `input_required` rounds Warden drives for a 2025-11-25 client before giving up.
+const MAX_INPUT_ROUNDS: usize = 10;
+
+/// A tool error result saying why a call could not finish.
+fn error_result(message: String) -> CallToolResult {
+    let mut r = CallToolResult::error(vec![rmcp::model::ContentBlock::text(message)]);
+    r.is_error = Some(true);
+    r
 }
 
 impl UpstreamSlot {
@@ -262,7 +285,27 @@ impl UpstreamSlot {
         let peer = self
             .live_peer()
             .map_err(|e| rmcp::ErrorData::internal_error(e, None))?;
-        match tokio::time::timeout(LIST_TIMEOUT, peer.get_prompt_once(params)).await {
+        self.answer(peer.get_prompt_once(params)).await
+    }
+
+    /// `completion/complete` for one of this upstream's prompts or resource templates.
+    pub async fn complete(
+        &self,
+        params: rmcp::model::CompleteRequestParams,
+    ) -> Result<rmcp::model::CompleteResult, rmcp::ErrorData> {
+        let peer = self
+            .live_peer()
+            .map_err(|e| rmcp::ErrorData::internal_error(e, None))?;
+        self.answer(peer.complete(params)).await
+    }
+
+    /// The upstream's answer to a read-only request, bounded by the list timeout; its own
+    /// protocol errors pass through, anything else names the upstream.
+    async fn answer<T>(
+        &self,
+        request: impl std::future::Future<Output = Result<T, ServiceError>>,
+    ) -> Result<T, rmcp::ErrorData> {
+        match tokio::time::timeout(LIST_TIMEOUT, request).await {
             Ok(Ok(r)) => Ok(r),
             Ok(Err(ServiceError::McpError(e))) => Err(e),
             Ok(Err(e)) => Err(rmcp::ErrorData::internal_error(
@@ -284,18 +327,7 @@ impl UpstreamSlot {
         let peer = self
             .live_peer()
             .map_err(|e| rmcp::ErrorData::internal_error(e, None))?;
-        match tokio::time::timeout(LIST_TIMEOUT, peer.read_resource_once(params)).await {
-            Ok(Ok(r)) => Ok(r),
-            Ok(Err(ServiceError::McpError(e))) => Err(e),
-            Ok(Err(e)) => Err(rmcp::ErrorData::internal_error(
-                format!("upstream `{}`: {}", self.spec.name, short(&e.to_string())),
-                None,
-            )),
-            Err(_) => Err(rmcp::ErrorData::internal_error(
-                format!("upstream `{}` did not answer", self.spec.name),
-                None,
-            )),
-        }
+        self.answer(peer.read_resource_once(params)).await
     }
 
     /// The current status.
@@ -318,11 +350,17 @@ impl UpstreamSlot {
 
     /// Calls a tool of this upstream by its own name, relaying what the upstream sends
     /// meanwhile to the calling client and the client's cancellation to the upstream.
+    ///
+    /// A 2026-07-28 `input_required` answer goes back to a 2026-07-28 client as it is (the
+    /// client retries, and the retry is governed again); for a 2025-11-25 client Warden asks
+    /// it the input requests itself, as elicitation, sampling or roots requests on the call's
+    /// stream, and retries the upstream with the answers. Either way the relay policy applies
+    /// and every request is recorded.
     pub async fn call(
         &self,
         tool: &str,
         args: Option<JsonObject>,
-    ) -> Result<CallToolResult, ExecError> {
+    ) -> Result<UpstreamAnswer, ExecError> {
         let name = &self.spec.name;
         let Some(peer) = self.peer().filter(|p| !p.is_transport_closed()) else {
             let reason = match self.status() {
@@ -333,12 +371,189 @@ impl UpstreamSlot {
                 "upstream `{name}` is unavailable{reason}"
             )));
         };
+        let downstream = DOWNSTREAM.try_with(Clone::clone).ok();
         let mut params = CallToolRequestParams::new(tool.to_owned());
         if let Some(args) = args {
             params = params.with_arguments(args);
         }
+        if let Some(retry) = downstream.as_ref().and_then(|d| d.retry.clone()) {
+            params.input_responses = Some(retry.input_responses);
+            params.request_state = retry.request_state;
+        }
+        for _ in 0..MAX_INPUT_ROUNDS {
+            let needed = match self
+                .call_once(&peer, params.clone(), downstream.as_ref())
+                .await?
+            {
+                ServerResult::CallToolResult(result) => {
+                    return Ok(UpstreamAnswer::Complete(result));
+                }
+                ServerResult::InputRequiredResult(needed) => needed,
+                _ => {
+                    return Err(ExecError::Unavailable(format!(
+                        "upstream `{name}` answered tools/call with something else"
+                    )));
+                }
+            };
+            let run_id = downstream.as_ref().map_or("", |d| d.run_id.as_str());
+            if let Some(refusal) = self.refuse_inputs(&needed, run_id).await {
+                return Ok(UpstreamAnswer::Complete(refusal));
+            }
+            let responses = match downstream.as_ref() {
+                Some(d) if d.stateless => {
+                    for (_, request) in needed.input_requests.iter().flatten() {
+                        self.record_input(
+                            run_id,
+                            request,
+                            true,
+                            "passed to the client as input_required",
+                        )
+                        .await;
+                    }
+                    return Ok(UpstreamAnswer::InputRequired(needed));
+                }
+                Some(d) => match self.ask_client(d, &needed).await {
+                    Ok(responses) => responses,
+                    Err(why) => return Ok(UpstreamAnswer::Complete(error_result(why))),
+                },
+                None => {
+                    return Ok(UpstreamAnswer::Complete(error_result(format!(
+                        "upstream `{name}` needs input from a client, and none is attached to this call"
+                    ))));
+                }
+            };
+            params.input_responses = Some(responses);
+            params.request_state = needed.request_state;
+        }
+        Ok(UpstreamAnswer::Complete(error_result(format!(
+            "upstream `{name}` still needed input after {MAX_INPUT_ROUNDS} rounds"
+        ))))
+    }
+
+    /// The kind of an input request, as relay records name it.
+    fn input_kind(request: &InputRequest) -> &'static str {
+        match request {
+            InputRequest::Elicitation(_) => "elicitation/create",
+            InputRequest::CreateMessage(_) => "sampling/createMessage",
+            _ => "roots/list",
+        }
+    }
+
+    async fn record_input(
+        &self,
+        run_id: &str,
+        request: &InputRequest,
+        relayed: bool,
+        detail: &str,
+    ) {
+        crate::relay::record(
+            self.store.as_ref(),
+            self.spec.name.as_str(),
+            run_id,
+            Self::input_kind(request),
+            relayed,
+            detail,
+        )
+        .await;
+    }
+
+    /// An error result when the relay policy refuses one of the input requests (recorded).
+    async fn refuse_inputs(
+        &self,
+        needed: &InputRequiredResult,
+        run_id: &str,
+    ) -> Option<CallToolResult> {
+        let policy = self
+            .spec
+            .relay
+            .clone()
+            .unwrap_or(warden_core::config::RelaySpec {
+                sampling: true,
+                elicitation: true,
+            });
+        for (_, request) in needed.input_requests.iter().flatten() {
+            let allowed = match request {
+                InputRequest::Elicitation(_) => policy.elicitation,
+                InputRequest::CreateMessage(_) => policy.sampling,
+                _ => true,
+            };
+            if !allowed {
+                self.record_input(
+                    run_id,
+                    request,
+                    false,
+                    "relay disabled by the upstream's policy",
+                )
+                .await;
+                return Some(error_result(format!(
+                    "upstream `{}` asked for {}, which is not relayed for this upstream (relay policy)",
+                    self.spec.name,
+                    Self::input_kind(request)
+                )));
+            }
+        }
+        None
+    }
+
+    /// Asks a 2025-11-25 client the input requests, on the call's own stream.
+    #[allow(
+        deprecated,
+        reason = "sampling is still part of the 2025-11-25 protocol"
+    )]
+    async fn ask_client(
+        &self,
+        downstream: &crate::relay::Downstream,
+        needed: &InputRequiredResult,
+    ) -> Result<rmcp::model::InputResponses, String> {
+        let mut responses = rmcp::model::InputResponses::new();
+        for (key, request) in needed.input_requests.iter().flatten() {
+            let peer = &downstream.peer;
+            let answer = match request {
+                InputRequest::Elicitation(r) => peer
+                    .create_elicitation(r.params.clone())
+                    .await
+                    .map(|a| serde_json::to_value(a).unwrap_or_default()),
+                InputRequest::CreateMessage(r) => peer
+                    .create_message(r.params.clone())
+                    .await
+                    .map(|a| serde_json::to_value(a).unwrap_or_default()),
+                _ => peer
+                    .list_roots()
+                    .await
+                    .map(|a| serde_json::to_value(a).unwrap_or_default()),
+            };
+            let kind = Self::input_kind(request);
+            match answer {
+                Ok(value) => {
+                    self.record_input(&downstream.run_id, request, true, "answered by the client")
+                        .await;
+                    responses.insert(key.clone(), value);
+                }
+                Err(e) => {
+                    let why = format!(
+                        "the client did not answer {kind}: {}",
+                        short(&e.to_string())
+                    );
+                    self.record_input(&downstream.run_id, request, false, &why)
+                        .await;
+                    return Err(why);
+                }
+            }
+        }
+        Ok(responses)
+    }
+
+    /// One `tools/call` round trip, relaying and cancelling as described on [`Self::call`].
+    /// A JSON-RPC error from the upstream is a result with `isError` (it executed the request
+    /// and refused it).
+    async fn call_once(
+        &self,
+        peer: &Peer<RoleClient>,
+        params: CallToolRequestParams,
+        downstream: Option<&crate::relay::Downstream>,
+    ) -> Result<ServerResult, ExecError> {
+        let name = &self.spec.name;
         let timeout = self.spec.timeout.unwrap_or(DEFAULT_CALL_TIMEOUT);
-        let downstream = DOWNSTREAM.try_with(Clone::clone).ok();
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let handle = match peer
             .send_cancellable_request(request, PeerRequestOptions::with_timeout(timeout))
@@ -358,20 +573,18 @@ impl UpstreamSlot {
             handle.progress_token.clone(),
             InFlight {
                 relay: relay_tx,
-                run_id: downstream
-                    .as_ref()
-                    .map(|d| d.run_id.clone())
-                    .unwrap_or_default(),
+                run_id: downstream.map(|d| d.run_id.clone()).unwrap_or_default(),
+                peer: downstream.map(|d| d.peer.clone()),
             },
         );
         let request_id = handle.id.clone();
         let mut response = Box::pin(handle.await_response());
         let never = CancellationToken::new();
-        let cancelled = downstream.as_ref().map_or(&never, |d| &d.cancel);
+        let cancelled = downstream.map_or(&never, |d| &d.cancel);
         let answer = loop {
             tokio::select! {
                 answer = &mut response => break answer,
-                Some(relay) = relays.recv() => crate::relay::perform(downstream.as_ref(), relay).await,
+                Some(relay) = relays.recv() => crate::relay::perform(downstream, relay).await,
                 () = cancelled.cancelled() => {
                     drop(response);
                     let _ = peer
@@ -381,20 +594,15 @@ impl UpstreamSlot {
                 }
             }
         };
+        // What the upstream sent just before its answer is still the call's.
+        while let Ok(relay) = relays.try_recv() {
+            crate::relay::perform(downstream, relay).await;
+        }
         match answer {
-            Ok(ServerResult::CallToolResult(result)) => Ok(result),
-            Ok(_) => Err(ExecError::Unavailable(format!(
-                "upstream `{name}` answered tools/call with something else"
+            Ok(result) => Ok(result),
+            Err(ServiceError::McpError(e)) => Ok(ServerResult::CallToolResult(error_result(
+                format!("upstream `{name}` answered with an error: {}", e.message),
             ))),
-            // The upstream answered with a JSON-RPC error: it executed the request and refused it.
-            Err(ServiceError::McpError(e)) => {
-                let mut r = CallToolResult::error(vec![rmcp::model::ContentBlock::text(format!(
-                    "upstream `{name}` answered with an error: {}",
-                    e.message
-                ))]);
-                r.is_error = Some(true);
-                Ok(r)
-            }
             Err(ServiceError::Timeout { .. }) => Err(ExecError::Unavailable(format!(
                 "upstream `{name}` did not answer within {}",
                 humanize(timeout)
@@ -487,6 +695,7 @@ impl Upstreams {
                 refresh: Arc::new(Notify::new()),
                 inflight: Arc::new(InFlightTable::default()),
                 subscriptions: Arc::new(Subscriptions::default()),
+                store: self.store.clone(),
             });
             slots.insert(spec.name.clone(), slot.clone());
             tokio::spawn(supervise(
@@ -559,31 +768,15 @@ impl UpstreamClient {
     }
 
     async fn record(&self, run_id: &str, what: &str, relayed: bool, detail: &str) {
-        let Some(store) = &self.store else { return };
-        let record = warden_core::audit::NewRecord {
-            at: warden_core::pipeline::Clock::now(&crate::gateway::SystemClock),
-            kind: warden_core::audit::RecordKind::Relay,
-            run_id: if run_id.is_empty() {
-                "relay".into()
-            } else {
-                run_id.to_owned()
-            },
-            call_id: None,
-            principal: None,
-            agent: None,
-            tool: Some(what.to_owned()),
-            decision: Some(if relayed { "relayed" } else { "refused" }.into()),
-            code: None,
-            payload: warden_core::audit::canonical_json(&serde_json::json!({
-                "upstream": self.name,
-                "request": what,
-                "relayed": relayed,
-                "detail": detail,
-            })),
-        };
-        if let Err(e) = store.append_audit(vec![record]).await {
-            tracing::error!(upstream = %self.name, error = %e, "cannot record a relay");
-        }
+        crate::relay::record(
+            self.store.as_ref(),
+            self.name.as_str(),
+            run_id,
+            what,
+            relayed,
+            detail,
+        )
+        .await;
     }
 
     /// Relays a server-initiated request to the calling client, or refuses it.
@@ -693,12 +886,21 @@ impl ClientHandler for UpstreamClient {
         params: LoggingMessageNotificationParam,
         _ctx: NotificationContext<RoleClient>,
     ) {
+        // A 2025-11-25 log message names no call: it goes to the one call in flight at this
+        // upstream, or to the one that just ended (a server may send its last message on its
+        // standalone stream, racing the result); never to several clients.
         let calls = self.inflight.all();
-        if calls.is_empty() {
-            tracing::info!(upstream = %self.name, level = ?params.level, data = %params.data, "upstream log");
-        }
-        for call in calls {
-            let _ = call.relay.send(Relay::Log(params.clone())).await;
+        if let [call] = calls.as_slice() {
+            let _ = call.relay.send(Relay::Log(params)).await;
+        } else if let Some(peer) = calls
+            .is_empty()
+            .then(|| self.inflight.just_ended(JUST_ENDED))
+            .flatten()
+            .and_then(|c| c.peer.clone())
+        {
+            let _ = peer.notify_logging_message(params).await;
+        } else {
+            tracing::info!(upstream = %self.name, level = ?params.level, data = %params.data, calls = calls.len(), "upstream log (not relayed: no single call it belongs to)");
         }
     }
 

@@ -595,9 +595,10 @@ pub struct AuditArgs {
     /// Only this tool.
     #[arg(long)]
     pub tool: Option<String>,
-    /// Only this decision: allow, deny, park, stage (calls); executed, failed (outcomes);
-    /// approve, reject, veto, expire, refuse (approvals).
-    #[arg(long, value_parser = ["allow", "deny", "park", "stage", "executed", "failed", "approve", "reject", "veto", "expire", "refuse"])]
+    /// Only this decision: allow, deny, park, stage (calls); executed, failed, cancelled,
+    /// input_required (outcomes); approve, reject, veto, expire, refuse (approvals); relayed,
+    /// refused (relays).
+    #[arg(long, value_parser = ["allow", "deny", "park", "stage", "executed", "failed", "approve", "reject", "veto", "expire", "refuse", "cancelled", "input_required", "relayed", "refused"])]
     pub decision: Option<String>,
     /// Only this denial code (e.g. CAPABILITY).
     #[arg(long)]

@@ -398,3 +398,168 @@ async fn the_calling_client_is_told_apart_from_another_connected_at_the_same_tim
     assert_eq!(heard_a.heard().len(), 1);
     assert!(recorder.heard().is_empty());
 }
+
+/// A project whose upstreams speak 2026-07-28 (multi-round-trip requests, SEP-2322).
+fn config_2026() -> String {
+    format!(
+        "kind: Project\nname: alpha\n---\n{}\n---\n{}",
+        stdio_upstream("modern", "alpha", "protocol: \"2026-07-28\"\n"),
+        stdio_upstream(
+            "modernquiet",
+            "alpha",
+            "protocol: \"2026-07-28\"\nrelay: { elicitation: false }\n"
+        ),
+    )
+}
+
+async fn connect_2026(url: &str, token: &str) -> (RunningService<RoleClient, Recorder>, Recorder) {
+    let recorder = Recorder {
+        name: "client-2026",
+        ..Recorder::default()
+    };
+    let cfg =
+        StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(token.to_owned());
+    let client = recorder
+        .clone()
+        .serve_with_lifecycle(
+            StreamableHttpClientTransport::from_config(cfg),
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        )
+        .await
+        .unwrap();
+    (client, recorder)
+}
+
+fn outcomes(w: &TestWarden) -> Vec<(String, String)> {
+    let out = cli(
+        &["audit", "--kind", "outcome", "-o", "json"],
+        &w.store_args(),
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|r| {
+            (
+                r["tool"].as_str().unwrap().to_owned(),
+                r["decision"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_input_required_result_reaches_a_2026_client_and_its_retry_is_governed_again() {
+    let w = TestWarden::start(&config_2026()).await;
+    let (client, heard) = connect_2026(&w.mcp(), &w.admin).await;
+    let args = json!({"question": "which account?"})
+        .as_object()
+        .unwrap()
+        .clone();
+    let first = client
+        .call_tool_once(CallToolRequestParams::new("modern__ask").with_arguments(args.clone()))
+        .await
+        .unwrap();
+    let rmcp::model::CallToolResponse::InputRequired(needed) = first else {
+        panic!("expected input_required, got {first:?}");
+    };
+    // Passed through intact: the upstream's input request and its opaque state.
+    let requests = serde_json::to_value(&needed.input_requests).unwrap();
+    assert_eq!(
+        requests["answer"]["method"], "elicitation/create",
+        "{requests}"
+    );
+    assert_eq!(requests["answer"]["params"]["message"], "which account?");
+    assert_eq!(
+        needed.request_state.as_deref(),
+        Some("asked:which account?")
+    );
+    // Warden asked nobody: the client fulfils the request itself and retries.
+    assert!(heard.heard().is_empty());
+    let mut responses = rmcp::model::InputResponses::new();
+    responses.insert(
+        "answer".into(),
+        json!({"action": "accept", "content": {"answer": "acct-7"}}),
+    );
+    let retry = CallToolRequestParams::new("modern__ask")
+        .with_arguments(args)
+        .with_input_responses(responses)
+        .with_request_state(needed.request_state.clone().unwrap());
+    let done = client.call_tool_once(retry).await.unwrap();
+    let rmcp::model::CallToolResponse::Complete(done) = done else {
+        panic!("expected a result, got {done:?}");
+    };
+    let data = done.structured_content.clone().unwrap();
+    assert_eq!(data["answer"]["content"]["answer"], "acct-7", "{data}");
+    assert_eq!(data["requestState"], "asked:which account?");
+    // Both legs went through the pipeline: two decisions, two outcomes.
+    assert_eq!(
+        outcomes(&w),
+        vec![
+            ("modern__ask".into(), "input_required".into()),
+            ("modern__ask".into(), "executed".into())
+        ]
+    );
+    let out = cli(
+        &["audit", "--kind", "decision", "-o", "json"],
+        &w.store_args(),
+    );
+    let decisions = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.contains("modern__ask"))
+        .count();
+    assert_eq!(decisions, 2);
+    let out = cli(&["audit", "--kind", "relay", "-o", "json"], &w.store_args());
+    let relay: Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().next().unwrap()).unwrap();
+    assert_eq!(relay["decision"], "relayed");
+    assert_eq!(relay["tool"], "elicitation/create");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2025_client_is_asked_what_a_2026_upstream_needs() {
+    let w = TestWarden::start(&config_2026()).await;
+    let (client, heard) = connect(&w.mcp(), &w.admin, "client-a").await;
+    let params = CallToolRequestParams::new("modern__ask").with_arguments(
+        json!({"question": "which region?"})
+            .as_object()
+            .unwrap()
+            .clone(),
+    );
+    let r = client.call_tool(params).await.unwrap();
+    let data = r.structured_content.clone().unwrap();
+    assert_eq!(
+        data["answer"]["content"]["answer"], "from client-a",
+        "{data}"
+    );
+    assert_eq!(data["requestState"], "asked:which region?");
+    assert_eq!(
+        heard.heard(),
+        vec!["elicitation: \"which region?\"".to_owned()]
+    );
+    assert_eq!(
+        outcomes(&w),
+        vec![("modern__ask".into(), "executed".into())]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_relay_off_an_input_required_result_is_refused_and_recorded() {
+    let w = TestWarden::start(&config_2026()).await;
+    let (client, heard) = connect_2026(&w.mcp(), &w.admin).await;
+    let params = CallToolRequestParams::new("modernquiet__ask")
+        .with_arguments(json!({"question": "q"}).as_object().unwrap().clone());
+    let r = client.call_tool_once(params).await.unwrap();
+    let rmcp::model::CallToolResponse::Complete(r) = r else {
+        panic!("expected a refusal result, got {r:?}");
+    };
+    assert_eq!(r.is_error, Some(true));
+    assert!(text_of(&r).contains("relay policy"), "{}", text_of(&r));
+    assert!(heard.heard().is_empty());
+    let out = cli(&["audit", "--kind", "relay", "-o", "json"], &w.store_args());
+    let relay: Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().next().unwrap()).unwrap();
+    assert_eq!(relay["decision"], "refused");
+    assert_eq!(relay["payload"]["upstream"], "modernquiet");
+}

@@ -1,0 +1,213 @@
+#!/usr/bin/env bash
+# Runs the official MCP conformance suite (server scenarios) against Warden's conformance
+# fixture alone, or against Warden in front of that fixture (XPORT-4).
+#
+# Usage: tests/conformance/run.sh fixture|gateway|both [suite options…]
+#   fixture  the suite talks to `warden conformance-fixture` directly
+#   gateway  the suite talks to `warden serve` (an upstream `conf` pointing at the fixture),
+#            through auth-proxy.mjs, which adds the bearer token the suite cannot send
+#   both     fixture, then gateway, then a check that every scenario has the same verdict
+#   With no suite options, runs `--suite all`; otherwise the options replace it
+#   (e.g. `--scenario tools-call-sampling`, `--verbose`).
+#
+# Environment:
+#   WARDEN_BIN        a built `warden` binary (default: `cargo build -p warden` and use it)
+#   CARGO_TARGET_DIR  where cargo builds (default: the workspace's `target/`)
+#   NODE_BIN_DIR      a directory holding Node ≥ 22 (`node`, `npx`), put first on PATH
+#   NODE22_PREFIX     where to install node@22 from npm when no Node ≥ 22 is found
+#                     (default: tests/conformance/.node22)
+#   RESULTS_DIR       where the suite writes per-scenario checks.json (default: a fresh
+#                     temporary directory, printed at the end); `both` uses two subdirectories
+#
+# Exit status: 0 when every scenario passed (and, for `both`, the verdicts agree), 1 when a
+# check failed, 2 when setup failed.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+
+die() {
+	echo "conformance: $*" >&2
+	exit 2
+}
+
+mode="${1:-}"
+case "$mode" in
+fixture | gateway | both) shift ;;
+*) die "usage: $0 fixture|gateway|both [suite options…]" ;;
+esac
+
+# Node ≥ 22: NODE_BIN_DIR, else the `node` on PATH, else one installed from npm (`node@22`)
+# into NODE22_PREFIX (default: tests/conformance/.node22, ignored by git) and reused.
+node_major() { node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
+if [[ -n "${NODE_BIN_DIR:-}" ]]; then
+	PATH="$NODE_BIN_DIR:$PATH"
+fi
+if (($(node_major) < 22)); then
+	prefix="${NODE22_PREFIX:-$here/.node22}"
+	if [[ ! -x "$prefix/node_modules/.bin/node" ]]; then
+		command -v npm >/dev/null || die "need Node >= 22, or npm to install it"
+		echo "conformance: Node >= 22 needed; installing node@22 into $prefix…" >&2
+		mkdir -p "$prefix"
+		(cd "$prefix" && npm install --no-audit --no-fund --no-save node@22 >&2) ||
+			die "npm install node@22 failed"
+	fi
+	PATH="$prefix/node_modules/.bin:$PATH"
+	(($(node_major) >= 22)) || die "Node >= 22 not found (set NODE_BIN_DIR)"
+fi
+
+# The suite, pinned by package-lock.json.
+if [[ ! -x "$here/node_modules/.bin/conformance" ]]; then
+	echo "conformance: installing the suite (npm ci)…" >&2
+	(cd "$here" && npm ci --no-audit --no-fund >&2) || die "npm ci failed"
+fi
+suite="$here/node_modules/.bin/conformance"
+
+if [[ -z "${WARDEN_BIN:-}" ]]; then
+	echo "conformance: building warden…" >&2
+	(cd "$root" && cargo build -p warden >&2) || die "cargo build failed"
+	WARDEN_BIN="${CARGO_TARGET_DIR:-$root/target}/debug/warden"
+fi
+[[ -x "$WARDEN_BIN" ]] || die "no warden binary at $WARDEN_BIN"
+
+work="$(mktemp -d)"
+results="${RESULTS_DIR:-$work/results}"
+mkdir -p "$results"
+pids=()
+remove_work=0
+cleanup() {
+	for pid in "${pids[@]}"; do
+		kill "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	done
+	if ((remove_work)); then rm -rf "$work"; fi
+}
+trap cleanup EXIT
+
+# wait_for FILE SED_EXPR PID: prints the first line of FILE matched by SED_EXPR, once it appears.
+wait_for() {
+	local file="$1" expr="$2" pid="$3" value=""
+	for _ in $(seq 1 300); do
+		value="$(sed -n "$expr" "$file" | head -n1)"
+		[[ -n "$value" ]] && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	echo "$value"
+}
+
+suite_args=("$@")
+if ((${#suite_args[@]} == 0)); then
+	suite_args=(--suite all)
+fi
+
+# Port 0: the kernel picks a free port; the fixture prints the address it bound.
+"$WARDEN_BIN" conformance-fixture --listen 127.0.0.1:0 >"$work/fixture.out" 2>"$work/fixture.err" &
+pids+=($!)
+fixture_url="$(wait_for "$work/fixture.out" 's/^mcp: \(http:\/\/127\.0\.0\.1:[0-9]*\/mcp\)$/\1/p' "${pids[-1]}")"
+[[ -n "$fixture_url" ]] || {
+	cat "$work/fixture.err" >&2
+	die "the fixture did not report its address"
+}
+echo "conformance: fixture at $fixture_url" >&2
+
+start_gateway() {
+	# A fresh embedded Warden: one project, one upstream (the fixture, no name prefix, pinned
+	# to 2025-11-25 so server-to-client requests can be relayed), every tool an ordinary
+	# mutation, which the default autonomy (L2) runs — the governed write path, not a bypass.
+	cat >"$work/conf.yaml" <<YAML
+kind: Project
+name: conf
+---
+kind: Upstream
+name: conf
+project: conf
+prefix: ""
+protocol: "2025-11-25"
+http:
+  url: $fixture_url
+---
+kind: ToolPolicy
+name: conf-all
+project: conf
+tool: "*"
+class: mutation
+risk: ordinary
+YAML
+	"$WARDEN_BIN" serve --no-demo --data-dir "$work/data" --listen 127.0.0.1:0 \
+		--config "$work/conf.yaml" >"$work/serve.out" 2>"$work/serve.err" &
+	pids+=($!)
+	local serve_pid="${pids[-1]}"
+	token="$(wait_for "$work/serve.out" 's/^admin token: //p' "$serve_pid")"
+	serve_url="$(wait_for "$work/serve.out" 's/^mcp: //p' "$serve_pid")"
+	[[ -n "$token" && -n "$serve_url" ]] || {
+		cat "$work/serve.err" >&2
+		die "warden serve did not start"
+	}
+	local origin="${serve_url%/mcp}"
+	# Wait until the fixture's tools are in the catalog.
+	for _ in $(seq 1 100); do
+		WARDEN_TOKEN="$token" "$WARDEN_BIN" tools inventory --server "$origin" 2>/dev/null |
+			grep -q '^test_simple_text ' && break
+		sleep 0.1
+	done
+	WARDEN_TOKEN="$token" node "$here/auth-proxy.mjs" "$origin" >"$work/proxy.out" 2>"$work/proxy.err" &
+	pids+=($!)
+	local proxy
+	proxy="$(wait_for "$work/proxy.out" 's/^proxy: //p' "${pids[-1]}")"
+	[[ -n "$proxy" ]] || {
+		cat "$work/proxy.err" >&2
+		die "the auth proxy did not start"
+	}
+	gateway_url="$proxy/mcp"
+	echo "conformance: warden at $serve_url, through the auth proxy at $gateway_url" >&2
+}
+
+# run_suite URL DIR: runs the suite, leaves its output in DIR/suite.log, returns its status.
+run_suite() {
+	mkdir -p "$2"
+	local status=0
+	"$suite" server --url "$1" --output-dir "$2" "${suite_args[@]}" >"$2/suite.log" 2>&1 || status=$?
+	cat "$2/suite.log"
+	return "$status"
+}
+
+# verdicts DIR: one line per scenario, `name ✓|✗`, from the suite's summary.
+verdicts() {
+	sed -n 's/^\([✓✗]\) \([a-z0-9-]*\):.*$/\2 \1/p' "$1/suite.log" | sort
+}
+
+status=0
+case "$mode" in
+fixture)
+	run_suite "$fixture_url" "$results" || status=$?
+	;;
+gateway)
+	start_gateway
+	run_suite "$gateway_url" "$results" || status=$?
+	;;
+both)
+	run_suite "$fixture_url" "$results/fixture" || status=$?
+	start_gateway
+	run_suite "$gateway_url" "$results/gateway" || status=$?
+	if ! diff <(verdicts "$results/fixture") <(verdicts "$results/gateway") >"$work/verdicts.diff"; then
+		echo "conformance: the verdicts differ (< fixture alone, > through warden):" >&2
+		cat "$work/verdicts.diff" >&2
+		status=1
+	elif [[ -z "$(verdicts "$results/fixture")" ]]; then
+		echo "conformance: no scenario verdicts found in the suite's output" >&2
+		status=1
+	else
+		echo "conformance: $(verdicts "$results/gateway" | wc -l) scenarios, same verdicts alone and through warden"
+	fi
+	;;
+esac
+
+echo
+if [[ "$status" != 0 || -n "${RESULTS_DIR:-}" ]]; then
+	echo "conformance: exit status $status; per-scenario checks in $results"
+	echo "conformance: logs in $work"
+else
+	remove_work=1
+fi
+exit "$status"
