@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Start a throwaway Warden on 127.0.0.1, add a second project `other` and a token bound to
-# project `demo`, then run the Python and TypeScript SDK interop scripts against it.
+# Start a throwaway Warden on 127.0.0.1, add a second project `other`, an upstream `relay` in
+# project `demo` that speaks 2025-11-25 to Warden (so its server-to-client requests are relayed
+# as requests; XPORT-4) and a token bound to project `demo`, then run the Python and TypeScript
+# SDK interop scripts against it.
 #
 #   WARDEN_BIN      the warden binary (default: <repo>/target/debug/warden)
 #   INTEROP_PORT    listen port (default 8650)
@@ -57,31 +59,48 @@ project: other
 stdio:
   command: $WARDEN_BIN
   args: ["upstream-fixture", "--stdio"]
+---
+kind: Upstream
+name: relay
+project: demo
+protocol: "2025-11-25"
+stdio:
+  command: $WARDEN_BIN
+  args: ["upstream-fixture", "--stdio"]
 EOF
 "$WARDEN_BIN" apply -f "$data/other.yaml" --data-dir "$data/wd" >/dev/null
 bound="$("$WARDEN_BIN" token create --user admin --project demo --data-dir "$data/wd")"
 
-# The hidden-tool check only means something once `other__*` tools exist: wait for the upstream.
+# The hidden-tool check only means something once `other__*` tools exist, and the relay checks
+# need `relay__*`: wait for both upstreams.
 base="${url%/mcp}"
-other_up() {
+upstreams_up() {
   local inventory
   inventory="$(WARDEN_TOKEN="$token" "$WARDEN_BIN" tools inventory --server "$base" 2>/dev/null)" || return 1
-  grep -q '^other__echo ' <<<"$inventory"
+  grep -q '^other__echo ' <<<"$inventory" && grep -q '^relay__ask ' <<<"$inventory"
 }
 for _ in $(seq 1 30); do
-  other_up && break
+  upstreams_up && break
   sleep 0.5
 done
-other_up || {
-  echo "run.sh: upstream \`other\` did not come up; serve stderr:" >&2
+upstreams_up || {
+  echo "run.sh: upstreams \`other\` and \`relay\` did not come up; serve stderr:" >&2
   cat "$data/serve.err" >&2
   exit 1
 }
 
-export WARDEN_URL="$url" WARDEN_TOKEN="$token" WARDEN_BOUND_TOKEN="$bound"
+# WARDEN_RELAY_PREFIX turns on the scripts' relay checks (http-2025 leg) against `relay__*`.
+export WARDEN_URL="$url" WARDEN_TOKEN="$token" WARDEN_BOUND_TOKEN="$bound" WARDEN_RELAY_PREFIX=relay
 export WARDEN_BIN WARDEN_DATA_DIR="$data/wd"
 
 status=0
+# How many SDK scripts run the relay checks (their http-2025 leg); each cancels one relay__slow.
+relay_runs=0
+eras="${INTEROP_ERAS:-}"
+if [ -z "${eras// /}" ] || [[ ",${eras// /}," == *",http-2025,"* ]]; then
+  [[ ",$sdks," == *",python,"* ]] && relay_runs=$((relay_runs + 1))
+  [[ ",$sdks," == *",ts,"* ]] && relay_runs=$((relay_runs + 1))
+fi
 if [[ ",$sdks," == *",python,"* ]]; then
   [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
   "$venv/bin/python" -c 'import mcp, httpx2' 2>/dev/null ||
@@ -104,6 +123,24 @@ if [ "$status" = 0 ]; then
   if ! grep '"tool":"notes__delete_note"' <<<"$decisions" | grep -q '"decision":"park"'; then
     echo "run.sh: the parked notes__delete_note is not in the audit trail" >&2
     status=1
+  fi
+  # Each relay__slow the clients cancelled has an outcome record `cancelled` (XPORT-4); the
+  # outcome is written when the upstream call ends, so give it a moment.
+  if [ "$relay_runs" -gt 0 ]; then
+    cancelled=0
+    for _ in $(seq 1 20); do
+      cancelled="$("$WARDEN_BIN" audit --data-dir "$data/wd" --kind outcome --tool relay__slow --limit 100000 -o json |
+        grep -c '"decision":"cancelled"' || true)"
+      [ "$cancelled" -ge "$relay_runs" ] && break
+      sleep 0.25
+    done
+    if [ "$cancelled" -ge "$relay_runs" ]; then
+      echo "{\"check\":\"audit trail has the cancelled relay__slow calls\",\"ok\":true,\"cancelled\":$cancelled}"
+    else
+      echo "run.sh: expected $relay_runs outcome record(s) \`cancelled\` for relay__slow, found $cancelled:" >&2
+      "$WARDEN_BIN" audit --data-dir "$data/wd" --kind outcome --tool relay__slow --limit 100000 -o json >&2 || true
+      status=1
+    fi
   fi
   "$WARDEN_BIN" audit verify --data-dir "$data/wd" >/dev/null || status=1
   [ "$status" = 0 ] && echo '{"check":"audit trail has every decision and verifies","ok":true}'

@@ -2,6 +2,7 @@
 //! exactly what users run.
 
 mod audit_cmd;
+mod bench_cmd;
 mod cli;
 mod config_cmd;
 mod output;
@@ -145,6 +146,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 None => warden_mcp::fixture::serve_stdio(server).await,
             }
         }
+        Command::Bench(args) => bench_cmd::run(args).await,
         Command::ConformanceFixture(args) => match args.listen {
             Some(addr) => {
                 let listener = tokio::net::TcpListener::bind(addr)

@@ -8,6 +8,9 @@ Configuration (environment):
                       with an `other` upstream; see ../README.md)
   WARDEN_BIN          optional: the warden binary, for the stdio legs (`warden stdio`)
   WARDEN_DATA_DIR     optional: data directory for `warden stdio --data-dir`
+  WARDEN_RELAY_PREFIX optional: prefix of a 2025-11-25 `upstream-fixture` upstream visible to
+                      WARDEN_TOKEN (run.sh: `relay`); turns on the relay checks (XPORT-4) of the
+                      http-2025 leg: progress, logging, elicitation, sampling, cancellation
   INTEROP_ERAS        optional comma list of legs: http-2026, http-2025, stdio, stdio-2025
                       (default: every leg whose configuration is present)
 
@@ -17,6 +20,9 @@ Legs and how each forces its era with the SDK's own option (`Client(mode=...)`):
   http-2025   Streamable HTTP, mode="legacy" (initialize handshake, 2025-11-25)
   stdio       `warden stdio` subprocess, mode="2026-07-28"; also checks mode="auto" settles on it
   stdio-2025  `warden stdio` subprocess, mode="legacy" (2025-11-25)
+
+The relay checks use their own http-2025 connection, whose client declares elicitation and
+sampling (by passing `elicitation_callback` / `sampling_callback`) and has a `logging_callback`.
 
 Prints one JSON line per check on stdout; exits 1 on the first failure (2 on bad configuration).
 """
@@ -29,14 +35,25 @@ import logging
 import os
 import re
 import sys
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, NoReturn
 
+import anyio
 import httpx2
 from mcp import Client, StdioServerParameters
+from mcp.client.session import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
-from mcp.types import CallToolResult
+from mcp.types import (
+    CallToolResult,
+    CreateMessageRequestParams,
+    CreateMessageResult,
+    ElicitRequestParams,
+    ElicitResult,
+    LoggingMessageNotificationParams,
+    TextContent,
+)
 
 if sys.version_info < (3, 11):  # anyio depends on the backport there
     from exceptiongroup import BaseExceptionGroup
@@ -238,13 +255,143 @@ async def run_bound_checks(leg: Leg, client: Client, era: str) -> None:
     await leg.check("bound: other__echo answers like nope__missing", hidden_equals_unknown)
 
 
+class Heard:
+    """What the relay client's callbacks were sent, with arrival times (`time.monotonic()`)."""
+
+    ANSWER = "from-python"
+    SAMPLED = "sampled by python"
+
+    def __init__(self) -> None:
+        self.logs: list[tuple[float, Any]] = []
+        self.elicitations: list[str] = []
+        self.samplings: int = 0
+
+    async def on_log(self, params: LoggingMessageNotificationParams) -> None:
+        self.logs.append((time.monotonic(), params.data))
+
+    async def on_elicit(self, context: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult:
+        self.elicitations.append(params.message)
+        return ElicitResult(action="accept", content={"answer": self.ANSWER})
+
+    async def on_sample(self, context: ClientRequestContext, params: CreateMessageRequestParams) -> CreateMessageResult:
+        self.samplings += 1
+        return CreateMessageResult(
+            role="assistant",
+            content=TextContent(type="text", text=self.SAMPLED),
+            model="interop-model",
+        )
+
+    def client_options(self) -> dict[str, Any]:
+        # Passing the callbacks is what declares the elicitation and sampling capabilities.
+        return {
+            "logging_callback": self.on_log,
+            "elicitation_callback": self.on_elicit,
+            "sampling_callback": self.on_sample,
+        }
+
+
+async def run_relay_checks(leg: Leg, client: Client, heard: Heard, prefix: str) -> None:
+    """XPORT-4 over a 2025-11-25 session: what the upstream sends during a call reaches this client."""
+    def tool(name: str) -> str:
+        return f"{prefix}__{name}"
+
+    logs_from = len(heard.logs)
+
+    async def negotiated() -> dict[str, Any]:
+        expect(client.protocol_version == LEGACY, f"negotiated {client.protocol_version!r}, expected {LEGACY!r}")
+        return {"protocolVersion": client.protocol_version}
+
+    async def progress() -> dict[str, Any]:
+        seen: list[tuple[float, float]] = []
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            seen.append((time.monotonic(), progress))
+
+        started = time.monotonic()
+        result = await client.call_tool(tool("progress"), {"steps": 5, "delay_ms": 100}, progress_callback=on_progress)
+        done = time.monotonic()
+        expect(
+            decision(result).get("status") == "executed" and not result.is_error,
+            f"expected an executed call, got {json.dumps(dump(result))}",
+        )
+        values = [p for _, p in seen]
+        expect(len(values) >= 5, f"expected at least 5 progress notifications, got {values}")
+        expect(all(a < b for a, b in zip(values, values[1:])), f"progress is not increasing: {values}")
+        # Relayed while the call ran, not all at the end: the first came well before the result.
+        lead = done - seen[0][0]
+        expect(
+            lead >= 0.2,
+            f"the first progress arrived only {lead * 1000:.0f} ms before the result "
+            f"(call took {(done - started) * 1000:.0f} ms)",
+        )
+        return {"progress": values, "firstBeforeResultMs": round(lead * 1000), "callMs": round((done - started) * 1000)}
+
+    async def logging_messages() -> dict[str, Any]:
+        # They travel on the call's stream ahead of its result; allow the SDK a moment to dispatch.
+        with anyio.move_on_after(5):
+            while len(heard.logs) == logs_from:
+                await anyio.sleep(0.05)
+        data = [d for _, d in heard.logs[logs_from:]]
+        expect(len(data) >= 1, "no notifications/message reached the logging callback")
+        expect(any(isinstance(d, dict) and "step" in d for d in data), f"unexpected log data: {data}")
+        return {"logs": len(data)}
+
+    async def elicitation() -> dict[str, Any]:
+        question = "which account? (python)"
+        result = await client.call_tool(tool("ask"), {"question": question})
+        sc = result.structured_content
+        expect(
+            not result.is_error and isinstance(sc, dict) and sc.get("action") == "accept",
+            f"expected the accepted ElicitResult, got {json.dumps(dump(result))}",
+        )
+        answer = (sc.get("content") or {}).get("answer")
+        expect(answer == Heard.ANSWER, f"the upstream got answer {answer!r}, expected {Heard.ANSWER!r}")
+        expect(heard.elicitations == [question], f"the elicitation callback was asked {heard.elicitations}")
+        return {"answer": answer}
+
+    async def sampling() -> dict[str, Any]:
+        result = await client.call_tool(tool("sample"), {"prompt": "hi"})
+        text = json.dumps(dump(result))
+        expect(not result.is_error and Heard.SAMPLED in text, f"the sampled text is not in the result: {text}")
+        expect(heard.samplings == 1, f"the sampling callback ran {heard.samplings} times, expected once")
+        return {"model": (result.structured_content or {}).get("model")}
+
+    async def cancellations() -> int:
+        result = await client.call_tool(tool("cancellations"), {})
+        n = (result.structured_content or {}).get("cancellations")
+        expect(isinstance(n, int), f"bad {tool('cancellations')} result: {json.dumps(dump(result))}")
+        return n
+
+    async def cancellation() -> dict[str, Any]:
+        before = await cancellations()
+        # Leaving the scope cancels the call; the SDK then sends notifications/cancelled.
+        result: CallToolResult | None = None
+        with anyio.move_on_after(1.0) as scope:
+            result = await client.call_tool(tool("slow"), {"ms": 30000})
+        if result is not None:
+            raise CheckFailed(f"{tool('slow')} returned before it was cancelled: {json.dumps(dump(result))}")
+        after = before
+        with anyio.move_on_after(10):
+            while (after := await cancellations()) < before + 1:
+                await anyio.sleep(0.1)
+        expect(after >= before + 1, f"the upstream never saw the cancellation (cancellations {before} -> {after})")
+        return {"cancellations": after, "before": before}
+
+    await leg.check("relay: protocol-version", negotiated)
+    await leg.check("relay: progress arrives in order while the call runs", progress)
+    await leg.check("relay: log messages reach the logging callback", logging_messages)
+    await leg.check("relay: elicitation answered by the client reaches the upstream", elicitation)
+    await leg.check("relay: sampling answered by the client reaches the upstream", sampling)
+    await leg.check("relay: client cancellation reaches the upstream", cancellation)
+
+
 @asynccontextmanager
-async def http_client(url: str, token: str, mode: str) -> AsyncIterator[Client]:
+async def http_client(url: str, token: str, mode: str, **options: Any) -> AsyncIterator[Client]:
     async with httpx2.AsyncClient(
         headers={"Authorization": f"Bearer {token}"},
         timeout=httpx2.Timeout(30.0, read=60.0),
     ) as hc:
-        async with Client(streamable_http_client(url, http_client=hc), mode=mode) as client:
+        async with Client(streamable_http_client(url, http_client=hc), mode=mode, **options) as client:
             yield client
 
 
@@ -295,6 +442,13 @@ async def run_leg(name: str, cfg: dict[str, str | None]) -> None:
             await run_bound_checks(leg, client, era)
     else:
         emit(name, "bound-token checks", True, skipped="WARDEN_BOUND_TOKEN not set")
+    if name == "http-2025":
+        if relay := cfg["relay"]:
+            heard = Heard()
+            async with http_client(url, token, "legacy", **heard.client_options()) as client:
+                await run_relay_checks(leg, client, heard, relay)
+        else:
+            emit(name, "relay checks", True, skipped="WARDEN_RELAY_PREFIX not set")
 
 
 def usage_error(message: str) -> NoReturn:
@@ -309,6 +463,7 @@ def configure() -> tuple[list[str], dict[str, str | None]]:
         "bound": os.environ.get("WARDEN_BOUND_TOKEN") or None,
         "bin": os.environ.get("WARDEN_BIN") or None,
         "data_dir": os.environ.get("WARDEN_DATA_DIR") or None,
+        "relay": os.environ.get("WARDEN_RELAY_PREFIX") or None,
     }
     if not cfg["token"]:
         usage_error("WARDEN_TOKEN is required")

@@ -7,6 +7,10 @@
 //   WARDEN_BOUND_TOKEN  optional: a token bound to project `demo` only ("hidden tool == unknown tool")
 //   WARDEN_BIN          optional: the warden binary, for the stdio leg (`warden stdio`)
 //   WARDEN_DATA_DIR     optional: data directory for `warden stdio --data-dir`
+//   WARDEN_RELAY_PREFIX optional: prefix of a 2025-11-25 `upstream-fixture` upstream visible to
+//                       WARDEN_TOKEN (run.sh: `relay`); turns on the relay checks (XPORT-4) of the
+//                       http-2025 leg: progress, logging, elicitation, sampling, cancellation. They
+//                       use their own connection, whose client declares elicitation and sampling.
 //   INTEROP_ERAS        optional comma list of legs: http-2025, stdio (default: every leg configured;
 //                       `http-2026` is accepted and skipped: this SDK has no 2026-07-28 support)
 //
@@ -15,6 +19,11 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
+import {
+  CreateMessageRequestSchema,
+  ElicitRequestSchema,
+  LoggingMessageNotificationSchema,
+} from '@modelcontextprotocol/sdk/types.js';
 
 const LEGACY = '2025-11-25';
 const ALL_LEGS = ['http-2025', 'stdio'];
@@ -200,6 +209,134 @@ function newClient() {
   return new Client({ name: 'warden-interop-ts', version: '0.0.0' }, { capabilities: {} });
 }
 
+const RELAY_ANSWER = 'from-ts';
+const RELAY_SAMPLED = 'sampled by ts';
+
+// A client that declares elicitation and sampling, answers both, and records (with arrival
+// times, performance.now()) what its handlers were sent.
+function newRelayClient(heard) {
+  const client = new Client(
+    { name: 'warden-interop-ts-relay', version: '0.0.0' },
+    { capabilities: { elicitation: {}, sampling: {} } },
+  );
+  client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
+    heard.logs.push([performance.now(), n.params.data]);
+  });
+  client.setRequestHandler(ElicitRequestSchema, async (req) => {
+    heard.elicitations.push(req.params.message);
+    return { action: 'accept', content: { answer: RELAY_ANSWER } };
+  });
+  client.setRequestHandler(CreateMessageRequestSchema, async () => {
+    heard.samplings += 1;
+    return { role: 'assistant', content: { type: 'text', text: RELAY_SAMPLED }, model: 'interop-model' };
+  });
+  return client;
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// XPORT-4 over a 2025-11-25 session: what the upstream sends during a call reaches this client.
+async function runRelayChecks(leg, client, getVersion, heard, prefix) {
+  const tool = (name) => `${prefix}__${name}`;
+  const logsFrom = heard.logs.length;
+
+  await leg.check('relay: protocol-version', negotiatedCheck(getVersion));
+  await leg.check('relay: progress arrives in order while the call runs', async () => {
+    const seen = [];
+    const started = performance.now();
+    const result = await client.callTool({ name: tool('progress'), arguments: { steps: 5, delay_ms: 100 } }, undefined, {
+      onprogress: (p) => seen.push([performance.now(), p.progress]),
+    });
+    const done = performance.now();
+    expect(
+      decision(result).status === 'executed' && !result.isError,
+      `expected an executed call, got ${JSON.stringify(result)}`,
+    );
+    const values = seen.map(([, p]) => p);
+    expect(values.length >= 5, `expected at least 5 progress notifications, got ${JSON.stringify(values)}`);
+    expect(
+      values.every((v, i) => i === 0 || values[i - 1] < v),
+      `progress is not increasing: ${JSON.stringify(values)}`,
+    );
+    // Relayed while the call ran, not all at the end: the first came well before the result.
+    const lead = done - seen[0][0];
+    expect(
+      lead >= 200,
+      `the first progress arrived only ${Math.round(lead)} ms before the result (call took ${Math.round(done - started)} ms)`,
+    );
+    return { progress: values, firstBeforeResultMs: Math.round(lead), callMs: Math.round(done - started) };
+  });
+  await leg.check('relay: log messages reach the logging callback', async () => {
+    // They travel on the call's stream ahead of its result; allow a moment anyway.
+    for (let waited = 0; heard.logs.length === logsFrom && waited < 5000; waited += 50) await sleep(50);
+    const data = heard.logs.slice(logsFrom).map(([, d]) => d);
+    expect(data.length >= 1, 'no notifications/message reached the logging handler');
+    expect(
+      data.some((d) => d && typeof d === 'object' && 'step' in d),
+      `unexpected log data: ${JSON.stringify(data)}`,
+    );
+    return { logs: data.length };
+  });
+  await leg.check('relay: elicitation answered by the client reaches the upstream', async () => {
+    const question = 'which account? (typescript)';
+    const result = await client.callTool({ name: tool('ask'), arguments: { question } });
+    const sc = result.structuredContent;
+    expect(
+      result.isError !== true && sc && sc.action === 'accept',
+      `expected the accepted ElicitResult, got ${JSON.stringify(result)}`,
+    );
+    const answer = sc.content?.answer;
+    expect(answer === RELAY_ANSWER, `the upstream got answer ${JSON.stringify(answer)}, expected ${RELAY_ANSWER}`);
+    expect(
+      heard.elicitations.length === 1 && heard.elicitations[0] === question,
+      `the elicitation handler was asked ${JSON.stringify(heard.elicitations)}`,
+    );
+    return { answer };
+  });
+  await leg.check('relay: sampling answered by the client reaches the upstream', async () => {
+    const result = await client.callTool({ name: tool('sample'), arguments: { prompt: 'hi' } });
+    const text = JSON.stringify(result);
+    expect(result.isError !== true && text.includes(RELAY_SAMPLED), `the sampled text is not in the result: ${text}`);
+    expect(heard.samplings === 1, `the sampling handler ran ${heard.samplings} times, expected once`);
+    return { model: result.structuredContent?.model };
+  });
+  await leg.check('relay: client cancellation reaches the upstream', async () => {
+    const cancellations = async () => {
+      const result = await client.callTool({ name: tool('cancellations'), arguments: {} });
+      const n = result.structuredContent?.cancellations;
+      expect(Number.isInteger(n), `bad ${tool('cancellations')} result: ${JSON.stringify(result)}`);
+      return n;
+    };
+    const before = await cancellations();
+    // Aborting the signal rejects the call; the SDK then sends notifications/cancelled.
+    const controller = new AbortController();
+    const call = client.callTool({ name: tool('slow'), arguments: { ms: 30000 } }, undefined, {
+      signal: controller.signal,
+    });
+    const timer = setTimeout(() => controller.abort('cancelled by the interop check'), 1000);
+    let outcome;
+    try {
+      outcome = await call;
+    } catch (err) {
+      outcome = err;
+    } finally {
+      clearTimeout(timer);
+    }
+    expect(
+      controller.signal.aborted && outcome instanceof Error,
+      `${tool('slow')} returned before it was cancelled: ${JSON.stringify(outcome)}`,
+    );
+    let after = before;
+    for (let waited = 0; waited < 10000; waited += 100) {
+      after = await cancellations();
+      if (after >= before + 1) break;
+      await sleep(100);
+    }
+    expect(after >= before + 1, `the upstream never saw the cancellation (cancellations ${before} -> ${after})`);
+    return { cancellations: after, before };
+  });
+}
+
 // Connects, runs `body(client, getVersion)`, always closes (which also ends a stdio child).
 async function withConnection(connect, body) {
   const { client, getVersion, transport } = await connect();
@@ -214,12 +351,12 @@ async function withConnection(connect, body) {
   }
 }
 
-function httpConnector(url, token) {
+function httpConnector(url, token, makeClient = newClient) {
   return async () => {
     const transport = new StreamableHTTPClientTransport(new URL(url), {
       requestInit: { headers: { Authorization: `Bearer ${token}` } },
     });
-    const client = newClient();
+    const client = makeClient();
     await client.connect(transport);
     return { client, transport, getVersion: () => transport.protocolVersion };
   };
@@ -258,6 +395,16 @@ async function runLeg(name, cfg) {
     } else {
       emit(name, 'bound-token checks', true, { skipped: 'WARDEN_BOUND_TOKEN not set' });
     }
+    if (name === 'http-2025') {
+      if (cfg.relay) {
+        const heard = { logs: [], elicitations: [], samplings: 0 };
+        await withConnection(httpConnector(cfg.url, cfg.token, () => newRelayClient(heard)), (client, v) =>
+          runRelayChecks(leg, client, v, heard, cfg.relay),
+        );
+      } else {
+        emit(name, 'relay checks', true, { skipped: 'WARDEN_RELAY_PREFIX not set' });
+      }
+    }
   } catch (err) {
     if (err instanceof CheckFailed) throw err;
     emit(name, 'connect', false, { error: describe(err) });
@@ -272,6 +419,7 @@ function configure() {
     bound: process.env.WARDEN_BOUND_TOKEN || undefined,
     bin: process.env.WARDEN_BIN || undefined,
     dataDir: process.env.WARDEN_DATA_DIR || undefined,
+    relay: process.env.WARDEN_RELAY_PREFIX || undefined,
   };
   const fail = (msg) => {
     process.stderr.write(`interop.mjs: ${msg}\n`);
