@@ -260,15 +260,11 @@ impl<A: AuditLog, C: Counters, K: Clock, X: Executor, Q: ApprovalQueue>
             return outcome;
         }
 
-        // 3. open the run and append the call: from here on everything is recorded.
+        // 3. the run and the call are recorded: from here on everything is. They become
+        // durable together with the decision of steps 4..7, in one append, before anything
+        // executes or is parked (one write per decision instead of two on the hot path).
         let now = self.clock.now();
-        let opened = rec.open(now, Some(tool), args.as_ref());
-        if let Err(e) = self.audit.append(opened).await {
-            rec.reopen_on_failure();
-            outcome.verdict = Verdict::Denied(unavailable(&e));
-            return outcome;
-        }
-        outcome.audited = true;
+        let mut opened = rec.open(now, Some(tool), args.as_ref());
 
         // 4..7, each a refusal recorded as such.
         let admitted = match self
@@ -278,15 +274,20 @@ impl<A: AuditLog, C: Counters, K: Clock, X: Executor, Q: ApprovalQueue>
             Ok(admitted) => admitted,
             Err((step, denial)) => {
                 let record = rec.decision(self.clock.now(), step, &Decision::Deny(denial.clone()));
-                return self
-                    .finish_denied(outcome, &rec, vec![record], denial)
-                    .await;
+                opened.push(record);
+                return self.finish_denied(outcome, &rec, opened, denial).await;
             }
         };
 
         let rule = match admitted {
             Admission::Execute { rule } => rule,
             Admission::Park { rule, kind, due_in } => {
+                if let Err(e) = self.audit.append(std::mem::take(&mut opened)).await {
+                    rec.reopen_on_failure();
+                    outcome.verdict = Verdict::Denied(unavailable(&e));
+                    return outcome;
+                }
+                outcome.audited = true;
                 let now = self.clock.now();
                 let parked = Parked {
                     kind,
@@ -333,6 +334,7 @@ impl<A: AuditLog, C: Counters, K: Clock, X: Executor, Q: ApprovalQueue>
         self.execute_admitted(
             outcome,
             &rec,
+            opened,
             tool,
             args,
             authority,
@@ -350,6 +352,7 @@ impl<A: AuditLog, C: Counters, K: Clock, X: Executor, Q: ApprovalQueue>
         &self,
         mut outcome: CallOutcome,
         rec: &Recorder<'_>,
+        mut opened: Vec<NewRecord>,
         tool: &Arc<ToolDescriptor>,
         args: Option<Map<String, Value>>,
         authority: &Authority,
@@ -359,9 +362,14 @@ impl<A: AuditLog, C: Counters, K: Clock, X: Executor, Q: ApprovalQueue>
         step: Step,
     ) -> CallOutcome {
         let allow = Decision::Allow { rule: rule.clone() };
-        let record = rec.decision(self.clock.now(), step, &allow);
-        // The decision is durable before any side effect.
-        if let Err(e) = self.audit.append(vec![record]).await {
+        let opening = !opened.is_empty();
+        opened.push(rec.decision(self.clock.now(), step, &allow));
+        // The decision (with the call, when not yet recorded) is durable before any side
+        // effect.
+        if let Err(e) = self.audit.append(opened).await {
+            if opening {
+                rec.reopen_on_failure();
+            }
             outcome.verdict = Verdict::Denied(unavailable(&e));
             return outcome;
         }
@@ -494,6 +502,7 @@ impl<A: AuditLog, C: Counters, K: Clock, X: Executor, Q: ApprovalQueue>
         self.execute_admitted(
             outcome,
             &rec,
+            Vec::new(),
             tool,
             approved.args,
             authority,

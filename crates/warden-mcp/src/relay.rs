@@ -113,7 +113,7 @@ pub enum Relay {
 }
 
 /// A call in flight at an upstream.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct InFlight {
     /// Where relays for this call go.
     pub relay: mpsc::Sender<Relay>,
@@ -185,12 +185,17 @@ impl InFlightTable {
             .map(|(_, c)| c.clone())
     }
 
-    /// Every call in flight.
+    /// Every call in flight (once, also while it is registered under two tokens).
     pub fn all(&self) -> Vec<Arc<InFlight>> {
-        self.calls
-            .lock()
-            .map(|c| c.values().cloned().collect())
-            .unwrap_or_default()
+        let mut calls: Vec<Arc<InFlight>> = Vec::new();
+        if let Ok(c) = self.calls.lock() {
+            for call in c.values() {
+                if !calls.iter().any(|k| k.relay.same_channel(&call.relay)) {
+                    calls.push(call.clone());
+                }
+            }
+        }
+        calls
     }
 }
 

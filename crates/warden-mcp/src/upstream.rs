@@ -555,6 +555,25 @@ impl UpstreamSlot {
         let name = &self.spec.name;
         let timeout = self.spec.timeout.unwrap_or(DEFAULT_CALL_TIMEOUT);
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let (relay_tx, mut relays) = mpsc::channel(32);
+        let call = InFlight {
+            relay: relay_tx,
+            run_id: downstream.map(|d| d.run_id.clone()).unwrap_or_default(),
+            peer: downstream.map(|d| d.peer.clone()),
+        };
+        // In flight from before the request leaves: an upstream may ask the client something
+        // before `send` even returns. Re-keyed by the request's progress token below.
+        static SENDING: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let sending = self.inflight.register(
+            rmcp::model::ProgressToken(rmcp::model::NumberOrString::String(
+                format!(
+                    "warden-sending-{}",
+                    SENDING.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                )
+                .into(),
+            )),
+            call.clone(),
+        );
         let handle = match peer
             .send_cancellable_request(request, PeerRequestOptions::with_timeout(timeout))
             .await
@@ -568,15 +587,8 @@ impl UpstreamSlot {
                 )));
             }
         };
-        let (relay_tx, mut relays) = mpsc::channel(32);
-        let _registration = self.inflight.register(
-            handle.progress_token.clone(),
-            InFlight {
-                relay: relay_tx,
-                run_id: downstream.map(|d| d.run_id.clone()).unwrap_or_default(),
-                peer: downstream.map(|d| d.peer.clone()),
-            },
-        );
+        let _registration = self.inflight.register(handle.progress_token.clone(), call);
+        drop(sending);
         let request_id = handle.id.clone();
         let mut response = Box::pin(handle.await_response());
         let never = CancellationToken::new();

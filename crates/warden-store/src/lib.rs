@@ -79,7 +79,67 @@ fn redact_url(url: &str) -> String {
 /// The store.
 #[derive(Debug)]
 pub struct Store {
-    backend: Backend,
+    backend: std::sync::Arc<Backend>,
+    /// Appends go through one writer task that commits whatever is waiting in one
+    /// transaction (group commit): under concurrency many calls share one commit, and each
+    /// is acknowledged only once that commit is durable.
+    appends: tokio::sync::mpsc::UnboundedSender<PendingAppend>,
+}
+
+/// Records waiting for the writer, and who to tell when they are durable.
+#[derive(Debug)]
+struct PendingAppend {
+    records: Vec<NewRecord>,
+    done: tokio::sync::oneshot::Sender<Result<(), StoreError>>,
+}
+
+/// At most this many records go into one group commit.
+const GROUP_COMMIT_RECORDS: usize = 2_000;
+
+/// The writer: takes what is waiting (up to [`GROUP_COMMIT_RECORDS`]), appends it in one
+/// transaction, acknowledges each request with the result. Ends when the store is dropped.
+async fn write_appends(
+    backend: std::sync::Arc<Backend>,
+    mut queue: tokio::sync::mpsc::UnboundedReceiver<PendingAppend>,
+) {
+    let mut carry: Option<PendingAppend> = None;
+    loop {
+        let first = match carry.take() {
+            Some(p) => p,
+            None => match queue.recv().await {
+                Some(p) => p,
+                None => return,
+            },
+        };
+        let mut count = first.records.len();
+        let mut batch = vec![first];
+        while count < GROUP_COMMIT_RECORDS {
+            match queue.try_recv() {
+                Ok(p) if count + p.records.len() <= GROUP_COMMIT_RECORDS => {
+                    count += p.records.len();
+                    batch.push(p);
+                }
+                Ok(p) => {
+                    carry = Some(p);
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
+        let mut records = Vec::with_capacity(count);
+        let mut waiting = Vec::with_capacity(batch.len());
+        for p in batch {
+            records.extend(p.records);
+            waiting.push(p.done);
+        }
+        let result = backend.append(records).await;
+        for done in waiting {
+            let _ = done.send(match &result {
+                Ok(()) => Ok(()),
+                Err(e) => Err(StoreError::Unreachable(e.to_string())),
+            });
+        }
+    }
 }
 
 /// A token just created: the credential and its secret, shown once.
@@ -129,7 +189,10 @@ impl Store {
                 )));
             }
         };
-        let store = Store { backend };
+        let backend = std::sync::Arc::new(backend);
+        let (appends, queue) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(write_appends(backend.clone(), queue));
+        let store = Store { backend, appends };
         store.backend.migrate().await?;
         Ok(store)
     }
@@ -391,7 +454,13 @@ impl Store {
         if records.is_empty() {
             return Ok(());
         }
-        self.backend.append(records).await
+        let (done, durable) = tokio::sync::oneshot::channel();
+        self.appends
+            .send(PendingAppend { records, done })
+            .map_err(|_| StoreError::Unreachable("the audit writer has stopped".into()))?;
+        durable
+            .await
+            .map_err(|_| StoreError::Unreachable("the audit writer has stopped".into()))?
     }
 
     /// Audit records matching a filter, in sequence order.
