@@ -186,28 +186,41 @@ pub enum Purpose<'a> {
 
 /// The decision function (RUN-6): one function for both enforcement points.
 pub fn decide(authority: &Authority, tool: &ToolDescriptor, purpose: Purpose<'_>) -> Decision {
-    if let Some(reason) = &authority.withheld {
-        return Decision::Deny(Denial::unknown_tool(
-            &tool.name,
-            format!("fail-closed:{reason}"),
-        ));
+    if sees(authority, tool) {
+        return decide_visible(authority, tool, purpose);
     }
+    // Hidden: why, for the audit trail (the caller sees `UNKNOWN_TOOL` either way).
+    let rule = match (&authority.withheld, &tool.project) {
+        (Some(reason), _) => format!("fail-closed:{reason}"),
+        (None, Some(p)) => {
+            let why = authority
+                .knowledge_only
+                .get(p)
+                .map(|w| format!(" ({w})"))
+                .unwrap_or_default();
+            format!("scope:project-not-granted:{p}{why}")
+        }
+        (None, None) => "fail-closed:unreachable".to_owned(),
+    };
+    Decision::Deny(Denial::unknown_tool(&tool.name, rule))
+}
+
+/// The scope step of [`decide`] without building its rule: whether the run sees `tool` at all.
+/// `decide(…, Purpose::List)` allows exactly the tools this accepts (tested), so filtering a
+/// large catalog for `tools/list` allocates nothing for the tools it hides (PERF-3).
+pub fn sees(authority: &Authority, tool: &ToolDescriptor) -> bool {
+    authority.withheld.is_none()
+        && tool
+            .project
+            .as_ref()
+            .is_none_or(|p| authority.projects.contains_key(p))
+}
+
+/// [`decide`] for a tool the run sees.
+fn decide_visible(authority: &Authority, tool: &ToolDescriptor, purpose: Purpose<'_>) -> Decision {
     let scope_rule = match &tool.project {
         None => "scope:builtin".to_owned(),
-        Some(p) => {
-            if !authority.projects.contains_key(p) {
-                let why = authority
-                    .knowledge_only
-                    .get(p)
-                    .map(|w| format!(" ({w})"))
-                    .unwrap_or_default();
-                return Decision::Deny(Denial::unknown_tool(
-                    &tool.name,
-                    format!("scope:project-not-granted:{p}{why}"),
-                ));
-            }
-            format!("scope:project:{p}")
-        }
+        Some(p) => format!("scope:project:{p}"),
     };
     let Purpose::Call { args } = purpose else {
         return Decision::Allow { rule: scope_rule };

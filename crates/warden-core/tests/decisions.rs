@@ -188,6 +188,19 @@ fn run_fixture(text: &str) -> Vec<CaseResult> {
             .unwrap_or_else(|| panic!("no credential {}", case.credential));
         let cred = credential(&case.credential, cred);
         let authority = resolve(&policy, &cred, case.agent.as_deref()).unwrap();
+        // `sees` (the allocation-free filter of `tools/list`) is exactly the list decision.
+        for t in catalog.iter() {
+            assert_eq!(
+                warden_core::decision::sees(&authority, t),
+                matches!(
+                    decide(&authority, t, Purpose::List),
+                    warden_core::decision::Decision::Allow { .. }
+                ),
+                "{}: `sees` and `decide` disagree on {}",
+                case.name,
+                t.name
+            );
+        }
         let mut result = CaseResult {
             case: case.name.clone(),
             visible: None,

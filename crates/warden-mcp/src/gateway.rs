@@ -20,7 +20,6 @@ use warden_core::config::{Config, Kind, Resource, UpstreamSpec};
 use warden_core::contract::{CallOutcome, ToolOutput, Verdict};
 
 use crate::upstream::UpstreamAnswer;
-use warden_core::decision::{Decision, Purpose, decide};
 use warden_core::pipeline::{
     CallRequest, Clock, ExecError, Execution, Executor, Pipeline, RunState,
 };
@@ -107,6 +106,15 @@ pub struct Gateway {
     builtins: Vec<ToolDescriptor>,
     cancel: CancellationToken,
     catalog_changed: broadcast::Sender<()>,
+    /// The MCP form of each catalog entry, built once per catalog.
+    wire_tools: ArcSwap<WireTools>,
+}
+
+/// The MCP `Tool` of every entry of one catalog (by name).
+#[derive(Debug, Default)]
+struct WireTools {
+    catalog: Option<Arc<Catalog>>,
+    tools: HashMap<Arc<str>, rmcp::model::Tool>,
 }
 
 impl Gateway {
@@ -124,6 +132,7 @@ impl Gateway {
             builtins: builtin::descriptors(),
             cancel: CancellationToken::new(),
             catalog_changed: broadcast::channel(16).0,
+            wire_tools: ArcSwap::from_pointee(WireTools::default()),
         });
         gateway.reload().await;
         tokio::spawn(watch(
@@ -225,8 +234,41 @@ impl Gateway {
         snapshot
             .catalog
             .iter()
-            .filter(|t| matches!(decide(authority, t, Purpose::List), Decision::Allow { .. }))
+            // `sees` is the scope step of `decide(…, Purpose::List)`, without its rule strings.
+            .filter(|t| warden_core::decision::sees(authority, t))
             .cloned()
+            .collect()
+    }
+
+    /// `tools/list` in MCP form: the tools the run sees, converted once per catalog rather
+    /// than once per request (PERF-3).
+    pub fn list_wire_tools(&self, tools: &[Arc<ToolDescriptor>]) -> Vec<rmcp::model::Tool> {
+        let catalog = self.snapshot.load().catalog.clone();
+        let mut cache = self.wire_tools.load_full();
+        if !cache
+            .catalog
+            .as_ref()
+            .is_some_and(|c| Arc::ptr_eq(c, &catalog))
+        {
+            let built = Arc::new(WireTools {
+                tools: catalog
+                    .iter()
+                    .map(|t| (t.name.clone(), crate::wire::tool(t)))
+                    .collect(),
+                catalog: Some(catalog),
+            });
+            self.wire_tools.store(built.clone());
+            cache = built;
+        }
+        tools
+            .iter()
+            .map(|t| {
+                cache
+                    .tools
+                    .get(&t.name)
+                    .cloned()
+                    .unwrap_or_else(|| crate::wire::tool(t))
+            })
             .collect()
     }
 

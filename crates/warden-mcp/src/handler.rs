@@ -309,8 +309,9 @@ impl ServerHandler for McpHandler {
         } else {
             self.gateway.list_tools(&authority)
         };
-        let tools = tools.iter().map(|t| wire::tool(t)).collect();
-        Ok(ListToolsResult::with_all_items(tools))
+        Ok(ListToolsResult::with_all_items(
+            self.gateway.list_wire_tools(&tools),
+        ))
     }
 
     async fn call_tool(

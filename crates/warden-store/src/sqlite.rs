@@ -72,6 +72,9 @@ impl SqliteBackend {
         let pool = SqlitePoolOptions::new()
             .max_connections(8)
             .min_connections(1)
+            // A local file does not go stale like a network connection; pinging it before
+            // every use is one more round trip to the connection's thread per statement.
+            .test_before_acquire(false)
             .connect_with(options)
             .await?;
         Ok(Self {

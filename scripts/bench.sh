@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# Reproduces the figures of docs/benchmarks.md, one scenario per invocation:
+#
+#   scripts/bench.sh perf1      # overhead at 1 and 64 clients, against the direct upstream
+#   scripts/bench.sh perf2      # throughput at 64 clients: allowed and denied calls
+#   scripts/bench.sh perf3      # tools/list over 100 projects × 100 tools, resident memory
+#   scripts/bench.sh perf4 N    # audit growth: N pre-filled records (1000, 100000, 10000000)
+#   scripts/bench.sh eras       # the same call in both protocol eras
+#
+# Each run starts a fresh `warden serve` on its embedded default (SQLite, durable audit, the
+# demo project) plus the project `bench` (the benchmark upstream, a read, an ordinary
+# mutation, a denied tool), and `warden bench upstream`, all on 127.0.0.1 free ports.
+#
+# Environment: WARDEN_BIN (default: `cargo build --release -p warden`), DURATION (default
+# 10s per round), ROUNDS (default 3), OUTPUT (table or json; default table).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/.." && pwd)"
+scenario="${1:-}"
+duration="${DURATION:-10s}"
+rounds="${ROUNDS:-3}"
+output="${OUTPUT:-table}"
+
+die() {
+	echo "bench.sh: $*" >&2
+	exit 2
+}
+case "$scenario" in
+perf1 | perf2 | perf3 | perf4 | eras) ;;
+*) die "usage: $0 perf1|perf2|perf3|perf4 N|eras" ;;
+esac
+
+if [[ -z "${WARDEN_BIN:-}" ]]; then
+	(cd "$root" && cargo build --release -p warden >&2) || die "cargo build failed"
+	WARDEN_BIN="${CARGO_TARGET_DIR:-$root/target}/release/warden"
+fi
+W="$WARDEN_BIN"
+
+work="$(mktemp -d)"
+pids=()
+cleanup() {
+	for pid in "${pids[@]}"; do
+		kill "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	done
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+# wait_for FILE SED_EXPR PID
+wait_for() {
+	local value=""
+	for _ in $(seq 1 600); do
+		value="$(sed -n "$2" "$1" | head -n1)"
+		[[ -n "$value" ]] && break
+		kill -0 "$3" 2>/dev/null || break
+		sleep 0.1
+	done
+	echo "$value"
+}
+
+start_upstream() { # EXTRA_TOOLS
+	"$W" bench upstream --listen 127.0.0.1:0 --extra-tools "$1" >"$work/up.out" 2>"$work/up.err" &
+	pids+=($!)
+	upstream="$(wait_for "$work/up.out" 's/^mcp: //p' "${pids[-1]}")"
+	[[ -n "$upstream" ]] || die "the bench upstream did not start: $(cat "$work/up.err")"
+}
+
+start_warden() { # DATA_DIR CONFIG
+	"$W" serve --data-dir "$1" --listen 127.0.0.1:0 --config "$2" >"$work/serve.out" 2>"$work/serve.err" &
+	pids+=($!)
+	warden_pid="${pids[-1]}"
+	url="$(wait_for "$work/serve.out" 's/^mcp: //p' "$warden_pid")"
+	[[ -n "$url" ]] || die "warden did not start: $(cat "$work/serve.err")"
+	token="$(sed -n 's/^admin token: //p' "$work/serve.out")"
+	if [[ -z "$token" ]]; then
+		token="$("$W" token create --user admin --data-dir "$1")"
+	fi
+	export WARDEN_TOKEN="$token"
+}
+
+wait_for_tools() { # COUNT
+	for _ in $(seq 1 600); do
+		n="$("$W" tools inventory --server "${url%/mcp}" 2>/dev/null | grep -c '__' || true)"
+		((n >= $1)) && return 0
+		sleep 0.2
+	done
+	die "the catalog did not reach $1 tools"
+}
+
+bench_config() {
+	cat >"$work/bench.yaml" <<EOF
+kind: Project
+name: bench
+---
+kind: Upstream
+name: bench
+project: bench
+http:
+  url: $upstream
+---
+kind: ToolPolicy
+name: bench-write
+project: bench
+tool: bench__write
+class: mutation
+risk: ordinary
+---
+kind: ToolPolicy
+name: bench-denied
+project: bench
+tool: bench__tool_0000
+deny: "benchmark: always denied"
+EOF
+}
+
+run() { # ARGS…
+	echo "\$ warden bench $*" >&2
+	"$W" bench "$url" -d "$duration" --rounds "$rounds" -o "$output" "$@"
+}
+
+standard() { # DATA_DIR
+	start_upstream 1
+	bench_config
+	start_warden "$1" "$work/bench.yaml"
+	wait_for_tools 3
+}
+
+case "$scenario" in
+perf1)
+	standard "$work/data"
+	run -c 1 --mix read=1 --direct "$upstream"
+	run -c 64 --mix read=1 --direct "$upstream"
+	;;
+perf2)
+	standard "$work/data"
+	run -c 64 --mix read=1,write=1 --direct "$upstream"
+	run -c 64 --mix read=1,denied=1 --denied-tool bench__tool_0000 --direct "$upstream"
+	;;
+eras)
+	standard "$work/data"
+	run -c 1 --mix read=1 --era 2026-07-28 --direct "$upstream"
+	run -c 1 --mix read=1 --era 2025-11-25 --direct "$upstream"
+	;;
+perf3)
+	start_upstream 98
+	"$W" bench catalog --projects 100 --upstream "$upstream" >"$work/catalog.yaml"
+	start_warden "$work/data" "$work/catalog.yaml"
+	wait_for_tools 10000
+	# A caller bound to one project (100 tools out of 10,000): the filter over the whole
+	# catalog, then the admin, who sees all 10,000.
+	admin="$WARDEN_TOKEN"
+	WARDEN_TOKEN="$("$W" token create --user admin --project p000 --data-dir "$work/data")"
+	export WARDEN_TOKEN
+	run -c 1 --mix list=1 --rss-pid "$warden_pid"
+	WARDEN_TOKEN="$admin"
+	run -c 1 --mix list=1 --rss-pid "$warden_pid"
+	;;
+perf4)
+	records="${2:-}"
+	[[ "$records" =~ ^[0-9]+$ ]] || die "perf4 needs a record count, e.g. 100000"
+	start_upstream 1
+	bench_config
+	"$W" migrate --data-dir "$work/data" >/dev/null
+	"$W" bench fill-audit --records "$records" --data-dir "$work/data" >"$work/fill.json"
+	cat "$work/fill.json" >&2
+	start_warden "$work/data" "$work/bench.yaml"
+	wait_for_tools 3
+	run -c 1 --mix read=1 --direct "$upstream"
+	kill "$warden_pid"
+	wait "$warden_pid" 2>/dev/null || true
+	sample="$(sed -n 's/.*"sample_run": "\([^"]*\)".*/\1/p' "$work/fill.json")"
+	echo "\$ warden bench trail --run $sample" >&2
+	"$W" bench trail --run "$sample" --data-dir "$work/data"
+	;;
+esac
