@@ -153,6 +153,7 @@ perf3)
 	admin="$WARDEN_TOKEN"
 	WARDEN_TOKEN="$("$W" token create --user admin --project p000 --data-dir "$work/data")"
 	export WARDEN_TOKEN
+	sleep 2 # the server reads new credentials from the store within a second
 	run -c 1 --mix list=1 --rss-pid "$warden_pid"
 	WARDEN_TOKEN="$admin"
 	run -c 1 --mix list=1 --rss-pid "$warden_pid"

@@ -214,26 +214,43 @@ impl Conn {
     }
 }
 
-/// The `result` of the response with `id`, from a JSON body or an SSE stream.
-async fn read_result(response: reqwest::Response, id: u64) -> Result<Value, CallError> {
+/// The `result` of the response with `id`, from a JSON body or an SSE stream. An SSE stream is
+/// read event by event and left as soon as the response arrives: waiting for the stream's end
+/// would time the server's connection handling (and Nagle's algorithm), not the request.
+async fn read_result(mut response: reqwest::Response, id: u64) -> Result<Value, CallError> {
     let sse = response
         .headers()
         .get("content-type")
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("text/event-stream"));
-    let body = response
-        .bytes()
-        .await
-        .map_err(|e| CallError::Transport(e.to_string()))?;
     let message = if sse {
-        std::str::from_utf8(&body)
-            .map_err(|_| CallError::Protocol("an SSE stream that is not UTF-8".into()))?
-            .lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
-            .find(|m| m.get("id").and_then(Value::as_u64) == Some(id))
-            .ok_or_else(|| CallError::Protocol("no response in the SSE stream".into()))?
+        let mut buffer: Vec<u8> = Vec::new();
+        let mut found = None;
+        'stream: while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|e| CallError::Transport(e.to_string()))?
+        {
+            buffer.extend_from_slice(&chunk);
+            // Complete lines only; a partial last line waits for the next chunk.
+            while let Some(end) = buffer.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = buffer.drain(..=end).collect();
+                let line = String::from_utf8_lossy(&line);
+                if let Some(data) = line.trim_end().strip_prefix("data:")
+                    && let Ok(m) = serde_json::from_str::<Value>(data.trim())
+                    && m.get("id").and_then(Value::as_u64) == Some(id)
+                {
+                    found = Some(m);
+                    break 'stream;
+                }
+            }
+        }
+        found.ok_or_else(|| CallError::Protocol("no response in the SSE stream".into()))?
     } else {
+        let body = response
+            .bytes()
+            .await
+            .map_err(|e| CallError::Transport(e.to_string()))?;
         serde_json::from_slice::<Value>(&body)
             .map_err(|e| CallError::Protocol(format!("unreadable JSON: {e}")))?
     };

@@ -130,6 +130,9 @@ pub async fn serve(
     );
     let app = axum::Router::new().route_service("/mcp", service);
     let ct = shutdown.clone();
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     axum::serve(listener, app)
         .with_graceful_shutdown(async move { ct.cancelled().await })
         .await?;

@@ -231,8 +231,12 @@ impl Bound {
             shutdown.child_token(),
         ));
         let app = router(self.state, shutdown.clone());
+        // Small answers and SSE events go out at once, not after the peer's delayed ACK.
+        let listener = axum::serve::ListenerExt::tap_io(self.listener, |tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         axum::serve(
-            self.listener,
+            listener,
             app.into_make_service_with_connect_info::<SocketAddr>(),
         )
         .with_graceful_shutdown(async move { shutdown.cancelled().await })
