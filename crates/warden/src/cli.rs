@@ -154,6 +154,10 @@ pub enum Command {
     /// over Streamable HTTP in the chosen era. Reported: requests/s, latency p50/p90/p99/max
     /// per operation, errors by kind; with `--direct`, rounds alternate gateway, direct,
     /// gateway, … and the ratios gateway/direct are printed. See docs/benchmarks.md.
+    ///
+    /// The endpoint's bearer token, if it needs one, comes from `WARDEN_TOKEN` (never a flag);
+    /// `--direct` is called without one. Exit status 0 when the run completed, whatever its
+    /// error counts (they are in the report); 1 when it could not run (e.g. cannot connect).
     Bench(BenchArgs),
 }
 
@@ -215,8 +219,9 @@ pub struct BenchArgs {
     #[arg(long, default_value = "bench__write")]
     pub write_tool: String,
 
-    /// A tool the caller may not call (for `denied`).
-    #[arg(long, default_value = "bench__write")]
+    /// A tool the caller may not call (for `denied`; scripts/bench.sh denies this one with a
+    /// ToolPolicy).
+    #[arg(long, default_value = "bench__tool_0000")]
     pub denied_tool: String,
 
     /// Arguments of every call, as a JSON object.
