@@ -2,8 +2,8 @@
 //! official MCP conformance suite (`@modelcontextprotocol/conformance`, server scenarios)
 //! expects, written by hand on rmcp's [`ServerHandler`].
 //!
-//! It passes the suite on its own (`tests/conformance/run-fixture.sh`); Warden put in front of it
-//! must pass the suite exactly as it does.
+//! It passes the suite on its own (`tests/conformance/run.sh fixture`); Warden put in front of
+//! it must pass the suite exactly as it does (`run.sh both`, run by `cargo test`).
 //!
 //! - Tools: `test_simple_text`, `test_image_content`, `test_audio_content`,
 //!   `test_embedded_resource`, `test_multiple_content_types`, `test_tool_with_logging`,
