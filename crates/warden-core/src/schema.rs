@@ -10,7 +10,11 @@ use serde_json::{Map, Value};
 #[derive(Clone)]
 pub struct InputSchema {
     advertised: Arc<Map<String, Value>>,
-    validator: Arc<jsonschema::Validator>,
+    /// Compiled on the first validation: most tools of a large catalog are never called, and
+    /// a compiled validator is the biggest part of a catalog entry (PERF-3). `None` if it
+    /// could not be compiled then (it compiled in [`InputSchema::compile`], so never in
+    /// practice); validation then refuses everything.
+    validator: Arc<std::sync::OnceLock<Option<jsonschema::Validator>>>,
 }
 
 impl fmt::Debug for InputSchema {
@@ -51,15 +55,25 @@ impl InputSchema {
             schema.insert("additionalProperties".into(), Value::Bool(false));
         }
         let as_value = Value::Object(schema);
-        let validator = jsonschema::validator_for(&as_value)
+        // Compiled once here so that a bad schema is refused when the catalog is built, then
+        // dropped: the validator that serves calls is built on the first call.
+        jsonschema::validator_for(&as_value)
             .map_err(|e| format!("the input schema is not a valid JSON Schema: {e}"))?;
         let Value::Object(schema) = as_value else {
             return Err("the input schema must be an object".into());
         };
         Ok(Self {
             advertised: Arc::new(schema),
-            validator: Arc::new(validator),
+            validator: Arc::new(std::sync::OnceLock::new()),
         })
+    }
+
+    fn validator(&self) -> Option<&jsonschema::Validator> {
+        self.validator
+            .get_or_init(|| {
+                jsonschema::validator_for(&Value::Object(self.advertised.as_ref().clone())).ok()
+            })
+            .as_ref()
     }
 
     /// The schema exactly as advertised in `tools/list`.
@@ -78,12 +92,18 @@ impl InputSchema {
             }
             None => &empty,
         };
-        if self.validator.is_valid(instance) {
+        let Some(validator) = self.validator() else {
+            return Err(ValidationFailure {
+                fields: vec![String::new()],
+                problems: vec!["`/`: the tool's input schema cannot be compiled".into()],
+            });
+        };
+        if validator.is_valid(instance) {
             return Ok(());
         }
         let mut fields = Vec::new();
         let mut problems = Vec::new();
-        for error in self.validator.iter_errors(instance).take(MAX_PROBLEMS) {
+        for error in validator.iter_errors(instance).take(MAX_PROBLEMS) {
             let path = error.instance_path().to_string();
             let mut message = error.to_string();
             if message.len() > MAX_PROBLEM_LEN {
