@@ -255,22 +255,7 @@ pub fn canonical_json(value: &Value) -> String {
 
 fn write_canonical(value: &Value, out: &mut String) {
     match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(k.clone()).to_string());
-                out.push(':');
-                if let Some(v) = map.get(k) {
-                    write_canonical(v, out);
-                }
-            }
-            out.push('}');
-        }
+        Value::Object(map) => write_canonical_object(map, out),
         Value::Array(items) => {
             out.push('[');
             for (i, v) in items.iter().enumerate() {
@@ -285,10 +270,34 @@ fn write_canonical(value: &Value, out: &mut String) {
     }
 }
 
+fn write_canonical_object(map: &Map<String, Value>, out: &mut String) {
+    let mut keys: Vec<&String> = map.keys().collect();
+    keys.sort();
+    out.push('{');
+    for (i, k) in keys.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&Value::String(k.clone()).to_string());
+        out.push(':');
+        if let Some(v) = map.get(k) {
+            write_canonical(v, out);
+        }
+    }
+    out.push('}');
+}
+
+/// SHA-256 of a JSON object's canonical form, without copying it (the same digest as
+/// [`hash_value`] of the object).
+pub fn hash_object(map: &Map<String, Value>) -> String {
+    let mut out = String::new();
+    write_canonical_object(map, &mut out);
+    hex::encode(Sha256::digest(out.as_bytes()))
+}
+
 /// SHA-256 of the canonical form of arguments (AUD-3, APR-2).
 pub fn hash_arguments(args: Option<&Map<String, Value>>) -> String {
-    let value = args.map_or_else(|| Value::Object(Map::new()), |m| Value::Object(m.clone()));
-    hex::encode(Sha256::digest(canonical_json(&value).as_bytes()))
+    args.map_or_else(|| hash_object(&Map::new()), hash_object)
 }
 
 /// SHA-256 of any JSON value's canonical form.

@@ -16,7 +16,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde_json::{Map, Value, json};
 
 use crate::approval::{ApprovalQueue, ParkKind, Parked, provenance_of};
-use crate::audit::{NewRecord, RecordKind, canonical_json, hash_arguments, hash_value, redact};
+use crate::audit::{
+    NewRecord, RecordKind, canonical_json, hash_arguments, hash_object, hash_value, redact,
+};
 use crate::authority::Authority;
 use crate::contract::{CallOutcome, ToolOutput, Verdict};
 use crate::decision::{self, Decision, Denial, DenyCode, Gate, Purpose};
@@ -783,23 +785,19 @@ impl Recorder<'_> {
     ) -> NewRecord {
         let duration_ms = at.0.saturating_sub(started.0);
         let (status, payload) = match result {
-            Ok(ToolOutput::InputRequired { result }) => (
-                "input_required",
-                json!({"status": "input_required", "step": Step::Execute.as_str(), "duration_ms": duration_ms, "result_hash": hash_value(&Value::Object(result.clone())), "is_error": false}),
-            ),
             Ok(output) => {
-                let (hash, is_error) = match output {
-                    ToolOutput::Data(v) => (hash_value(v), false),
+                let (status, hash, is_error) = match output {
+                    ToolOutput::Data(v) => ("executed", hash_value(v), false),
                     ToolOutput::Upstream { result, is_error } => {
-                        (hash_value(&Value::Object(result.clone())), *is_error)
+                        ("executed", hash_object(result), *is_error)
                     }
                     ToolOutput::InputRequired { result } => {
-                        (hash_value(&Value::Object(result.clone())), false)
+                        ("input_required", hash_object(result), false)
                     }
                 };
                 (
-                    "executed",
-                    json!({"status": "executed", "step": Step::Execute.as_str(), "duration_ms": duration_ms, "result_hash": hash, "is_error": is_error}),
+                    status,
+                    json!({"status": status, "step": Step::Execute.as_str(), "duration_ms": duration_ms, "result_hash": hash, "is_error": is_error}),
                 )
             }
             Err(ExecError::Cancelled) => (

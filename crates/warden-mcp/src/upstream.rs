@@ -463,14 +463,7 @@ impl UpstreamSlot {
         needed: &InputRequiredResult,
         run_id: &str,
     ) -> Option<CallToolResult> {
-        let policy = self
-            .spec
-            .relay
-            .clone()
-            .unwrap_or(warden_core::config::RelaySpec {
-                sampling: true,
-                elicitation: true,
-            });
+        let policy = self.spec.relay.clone().unwrap_or_default();
         for (_, request) in needed.input_requests.iter().flatten() {
             let allowed = match request {
                 InputRequest::Elicitation(_) => policy.elicitation,
@@ -606,9 +599,22 @@ impl UpstreamSlot {
                 }
             }
         };
-        // What the upstream sent just before its answer is still the call's.
-        while let Ok(relay) = relays.try_recv() {
-            crate::relay::perform(downstream, relay).await;
+        // What the upstream sent just before its answer is still the call's. rmcp hands
+        // notifications to handler tasks but answers directly, so a notification sent before
+        // the answer may still be on its way to `relays`: when the client follows this call's
+        // progress, let those tasks run (a few yields, no sleep) before draining.
+        let rounds = if downstream.is_some_and(|d| d.progress_token.is_some()) {
+            4
+        } else {
+            1
+        };
+        for round in 0..rounds {
+            if round > 0 {
+                tokio::task::yield_now().await;
+            }
+            while let Ok(relay) = relays.try_recv() {
+                crate::relay::perform(downstream, relay).await;
+            }
         }
         match answer {
             Ok(result) => Ok(result),
@@ -976,13 +982,7 @@ async fn connect(
         refresh,
         inflight,
         subscriptions,
-        relay: spec
-            .relay
-            .clone()
-            .unwrap_or(warden_core::config::RelaySpec {
-                sampling: true,
-                elicitation: true,
-            }),
+        relay: spec.relay.clone().unwrap_or_default(),
         store,
     };
     let lifecycle = match spec.protocol {

@@ -156,7 +156,7 @@ impl SqliteBackend {
         sql.push_str(
             ") WHERE changes() = 1; SELECT seq, hash FROM audit_head WHERE id = 1; COMMIT;",
         );
-        let _guard = self.write_lock.lock().await;
+        let guard = self.write_lock.lock().await;
         let mut conn = self.pool.acquire().await?;
         let written = sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
             .fetch_all(&mut *conn)
@@ -185,7 +185,7 @@ impl SqliteBackend {
                     let _ = sqlx::raw_sql("ROLLBACK").execute(&mut *conn).await;
                 }
                 drop(conn);
-                drop(_guard);
+                drop(guard);
                 self.append_and_remember(chained.into_iter().map(|r| r.record).collect())
                     .await
             }

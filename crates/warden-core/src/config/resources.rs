@@ -380,6 +380,16 @@ fn yes() -> bool {
     true
 }
 
+impl Default for RelaySpec {
+    /// Both relayed, as when the field is left out.
+    fn default() -> Self {
+        Self {
+            sampling: true,
+            elicitation: true,
+        }
+    }
+}
+
 /// `kind: Agent`
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
