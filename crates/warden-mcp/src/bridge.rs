@@ -49,7 +49,7 @@ pub async fn connect(url: &str, token: &str) -> Result<Remote, String> {
     };
     BridgeClient
         .serve_with_lifecycle(
-            StreamableHttpClientTransport::from_config(config),
+            StreamableHttpClientTransport::with_client(crate::http_client::shared()?, config),
             lifecycle,
         )
         .await

@@ -15,6 +15,7 @@ pub mod conformance;
 pub mod fixture;
 pub mod gateway;
 pub mod handler;
+pub mod http_client;
 pub mod knowledge;
 pub mod relay;
 pub mod secrets;

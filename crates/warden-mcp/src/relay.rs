@@ -131,6 +131,13 @@ pub struct InFlightTable {
     last: Mutex<Option<(std::time::Instant, Arc<InFlight>)>>,
 }
 
+/// The prefix of the temporary key a call is registered under while its request is sent.
+pub const SENDING_PREFIX: &str = "warden-sending-";
+
+fn is_sending_key(token: &ProgressToken) -> bool {
+    matches!(&token.0, rmcp::model::NumberOrString::String(s) if s.starts_with(SENDING_PREFIX))
+}
+
 /// Removes a call from the table when it ends, however it ends.
 #[derive(Debug)]
 pub struct Registration {
@@ -167,9 +174,21 @@ impl InFlightTable {
         }
     }
 
-    /// The call a progress token belongs to.
-    pub fn by_token(&self, token: &ProgressToken) -> Option<Arc<InFlight>> {
-        self.calls.lock().ok().and_then(|c| c.get(token).cloned())
+    /// The call a progress token belongs to; or, for a token not registered yet, the one call
+    /// in flight whose request is still being sent. An upstream may report progress before
+    /// the send returns the token the call is re-keyed under (measured: with pooled
+    /// connections the first notification often wins that race); while that call is the only
+    /// one in flight, the notification can only be its.
+    pub fn by_token_or_sending(&self, token: &ProgressToken) -> Option<Arc<InFlight>> {
+        let calls = self.calls.lock().ok()?;
+        if let Some(call) = calls.get(token) {
+            return Some(call.clone());
+        }
+        let mut entries = calls.iter();
+        match (entries.next(), entries.next()) {
+            (Some((key, call)), None) if is_sending_key(key) => Some(call.clone()),
+            _ => None,
+        }
     }
 
     /// The call that just ended (within `window`), when it was the only one in flight and

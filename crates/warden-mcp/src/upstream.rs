@@ -560,7 +560,8 @@ impl UpstreamSlot {
         let sending = self.inflight.register(
             rmcp::model::ProgressToken(rmcp::model::NumberOrString::String(
                 format!(
-                    "warden-sending-{}",
+                    "{}{}",
+                    crate::relay::SENDING_PREFIX,
                     SENDING.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
                 )
                 .into(),
@@ -890,7 +891,7 @@ impl ClientHandler for UpstreamClient {
         params: ProgressNotificationParam,
         _ctx: NotificationContext<RoleClient>,
     ) {
-        if let Some(call) = self.inflight.by_token(&params.progress_token) {
+        if let Some(call) = self.inflight.by_token_or_sending(&params.progress_token) {
             let _ = call.relay.send(Relay::Progress(params)).await;
         }
     }
@@ -1037,7 +1038,10 @@ async fn connect(
                 .custom_headers(headers);
             handler
                 .serve_with_lifecycle(
-                    StreamableHttpClientTransport::from_config(config),
+                    StreamableHttpClientTransport::with_client(
+                        crate::http_client::shared()?,
+                        config,
+                    ),
                     lifecycle,
                 )
                 .await

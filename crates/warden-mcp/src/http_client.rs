@@ -1,0 +1,54 @@
+//! The HTTP client Warden reaches Streamable HTTP upstreams (and, in the bridge, a remote
+//! Warden) with.
+//!
+//! rmcp's default client turns connection pooling off (`pool_max_idle_per_host(0)`), to dodge
+//! a Nagle/delayed-ACK stall when a body was left unread. That costs a TCP connect and an
+//! accept, and a new connection task on both sides, for every single message: measured in
+//! docs/benchmarks.md, one new connection (and one `TIME-WAIT` socket) per governed call.
+//! Warden's client keeps idle connections and sets `TCP_NODELAY`, which removes the stall at
+//! its cause; a connection whose body was not read to the end is simply not reused.
+
+use std::time::Duration;
+
+/// How long an idle upstream connection is kept for reuse.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// How many redirects one request may follow.
+const MAX_REDIRECTS: usize = 10;
+/// How long a TCP connect to an upstream may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The process's one upstream client (cloning it shares its connection pool).
+pub fn shared() -> Result<reqwest::Client, String> {
+    static CLIENT: std::sync::OnceLock<Result<reqwest::Client, String>> =
+        std::sync::OnceLock::new();
+    CLIENT.get_or_init(upstream_http_client).clone()
+}
+
+/// A pooled client with `TCP_NODELAY`. Only same-origin 307/308 redirects are followed (they
+/// keep the method and the JSON-RPC body; any other redirect would drop the body or replay
+/// the session and headers to another host), at most [`MAX_REDIRECTS`] of them.
+pub fn upstream_http_client() -> Result<reqwest::Client, String> {
+    reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .pool_idle_timeout(IDLE_TIMEOUT)
+        .connect_timeout(CONNECT_TIMEOUT)
+        .redirect(reqwest::redirect::Policy::custom(|attempt| {
+            let keeps_body = matches!(
+                attempt.status(),
+                reqwest::StatusCode::TEMPORARY_REDIRECT | reqwest::StatusCode::PERMANENT_REDIRECT
+            );
+            let same_origin = attempt
+                .previous()
+                .first()
+                .is_some_and(|first| first.origin() == attempt.url().origin());
+            if !keeps_body || !same_origin {
+                attempt.stop()
+            } else if attempt.previous().len() > MAX_REDIRECTS {
+                attempt.error(format!("more than {MAX_REDIRECTS} redirects"))
+            } else {
+                attempt.follow()
+            }
+        }))
+        .build()
+        .map_err(|e| format!("cannot build the HTTP client: {e}"))
+}
