@@ -12,6 +12,7 @@ mod migrations;
 mod postgres;
 mod rows;
 mod sqlite;
+mod sqlite_appender;
 mod views;
 
 use std::path::{Path, PathBuf};
@@ -83,7 +84,15 @@ pub struct Store {
     /// Appends go through one writer task that commits whatever is waiting in one
     /// transaction (group commit): under concurrency many calls share one commit, and each
     /// is acknowledged only once that commit is durable.
-    appends: tokio::sync::mpsc::UnboundedSender<PendingAppend>,
+    appends: Appends,
+}
+
+/// Where appends go: the SQLite appender (callers lead group commits) for a database file,
+/// else a writer task.
+#[derive(Debug)]
+enum Appends {
+    Leader(sqlite_appender::SqliteAppender),
+    Task(tokio::sync::mpsc::UnboundedSender<PendingAppend>),
 }
 
 /// Records waiting for the writer, and who to tell when they are durable.
@@ -189,12 +198,25 @@ impl Store {
                 )));
             }
         };
+        backend.migrate().await?;
+        let leader = match &backend {
+            Backend::Sqlite(b) => b
+                .file
+                .as_deref()
+                .map(sqlite_appender::SqliteAppender::start)
+                .transpose()?,
+            Backend::Postgres(_) => None,
+        };
         let backend = std::sync::Arc::new(backend);
-        let (appends, queue) = tokio::sync::mpsc::unbounded_channel();
-        tokio::spawn(write_appends(backend.clone(), queue));
-        let store = Store { backend, appends };
-        store.backend.migrate().await?;
-        Ok(store)
+        let appends = match leader {
+            Some(appender) => Appends::Leader(appender),
+            None => {
+                let (appends, queue) = tokio::sync::mpsc::unbounded_channel();
+                tokio::spawn(write_appends(backend.clone(), queue));
+                Appends::Task(appends)
+            }
+        };
+        Ok(Store { backend, appends })
     }
 
     /// Which backend this is: `sqlite` or `postgres`.
@@ -204,6 +226,9 @@ impl Store {
 
     /// Closes the connections; further use fails (`UNAVAILABLE` on the call path).
     pub async fn close(&self) {
+        if let Appends::Leader(appender) = &self.appends {
+            appender.close();
+        }
         self.backend.close().await;
     }
 
@@ -455,9 +480,13 @@ impl Store {
             return Ok(());
         }
         let (done, durable) = tokio::sync::oneshot::channel();
-        self.appends
-            .send(PendingAppend { records, done })
-            .map_err(|_| StoreError::Unreachable("the audit writer has stopped".into()))?;
+        let pending = PendingAppend { records, done };
+        match &self.appends {
+            Appends::Leader(appender) => appender.submit(pending)?,
+            Appends::Task(task) => task
+                .send(pending)
+                .map_err(|_| StoreError::Unreachable("the audit writer has stopped".into()))?,
+        }
         durable
             .await
             .map_err(|_| StoreError::Unreachable("the audit writer has stopped".into()))?

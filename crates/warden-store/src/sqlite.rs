@@ -26,6 +26,9 @@ pub(crate) struct SqliteBackend {
     /// The audit head as this process last wrote it: the fast append's guess, checked by the
     /// database in the same statement that moves it.
     head: std::sync::Mutex<Option<(i64, String)>>,
+    /// The database file, when it is one (not in memory): the audit appender opens its own
+    /// connection to it.
+    pub(crate) file: Option<std::path::PathBuf>,
 }
 
 /// A text value as an SQL literal that no content can escape: the UTF-8 bytes as a blob
@@ -52,17 +55,23 @@ impl SqliteBackend {
                 dir.display()
             ))
         })?;
-        let options = SqliteConnectOptions::new().filename(dir.join(crate::SQLITE_FILE));
-        Self::open_with(options).await
+        let file = dir.join(crate::SQLITE_FILE);
+        let options = SqliteConnectOptions::new().filename(&file);
+        Self::open_with(options, Some(file)).await
     }
 
     pub(crate) async fn open_url(url: &str) -> Result<Self, StoreError> {
         let options = SqliteConnectOptions::from_str(url)
             .map_err(|e| StoreError::Invalid(format!("`{url}` is not a valid SQLite URL: {e}")))?;
-        Self::open_with(options).await
+        let in_memory = url.contains(":memory:") || url.contains("mode=memory");
+        let file = (!in_memory).then(|| options.get_filename().to_path_buf());
+        Self::open_with(options, file).await
     }
 
-    async fn open_with(options: SqliteConnectOptions) -> Result<Self, StoreError> {
+    async fn open_with(
+        options: SqliteConnectOptions,
+        file: Option<std::path::PathBuf>,
+    ) -> Result<Self, StoreError> {
         let options = options
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
@@ -81,6 +90,7 @@ impl SqliteBackend {
             pool,
             write_lock: Mutex::new(()),
             head: std::sync::Mutex::new(None),
+            file,
         })
     }
 

@@ -768,6 +768,66 @@ async fn counters_are_exact_under_concurrency() {
     }
 }
 
+/// Ten appends of two records each to the run `run_concurrent_{task}`.
+async fn ten_appends(store: &Store, task: usize) {
+    for i in 0..10_i64 {
+        let record = |kind| warden_core::audit::NewRecord {
+            at: Millis(NOW.0 + i),
+            kind,
+            run_id: format!("run_concurrent_{task}"),
+            call_id: Some(format!("c{i}")),
+            principal: Some("user:t".into()),
+            agent: None,
+            tool: Some("p__t".into()),
+            decision: None,
+            code: None,
+            payload: "{}".into(),
+        };
+        store
+            .append_audit(vec![record(RecordKind::Call), record(RecordKind::Decision)])
+            .await
+            .unwrap();
+    }
+}
+
+/// AUD-2, REL-3: appends racing from many callers, through two store handles on the same
+/// database (as a second process, the CLI, would) and alongside a configuration apply, form
+/// one unbroken chain, and every acknowledged append is in it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_appends_from_two_handles_form_one_chain() {
+    for s in stores().await {
+        let other = Store::open(&s.location).await.unwrap();
+        let handles = [&s.store, &other];
+        let appends = (0..16_usize).map(|task| ten_appends(handles[task % 2], task));
+        let apply = async {
+            s.store
+                .apply(docs(CONFIG), "test", NOW)
+                .await
+                .unwrap()
+                .unwrap();
+        };
+        futures::join!(futures::future::join_all(appends), apply);
+        assert!(
+            s.store.verify_audit().await.unwrap().is_ok(),
+            "{}: the chain is broken",
+            s.name
+        );
+        for task in 0..16 {
+            let records = s
+                .store
+                .audit(&AuditFilter {
+                    run_id: Some(format!("run_concurrent_{task}")),
+                    ..AuditFilter::default()
+                })
+                .await
+                .unwrap();
+            assert_eq!(records.len(), 20, "{}: run {task}", s.name);
+        }
+        drop(other);
+        s.cleanup().await;
+    }
+}
+
 #[tokio::test]
 async fn a_schema_newer_than_the_binary_is_refused() {
     for s in stores().await {
