@@ -86,6 +86,12 @@ pub struct NewRecord {
     pub payload: String,
 }
 
+/// A header field of the chain hash.
+enum Field<'a> {
+    Text(Option<&'a str>),
+    Int(i64),
+}
+
 /// A stored, chained record.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuditRecord {
@@ -103,22 +109,39 @@ pub struct AuditRecord {
 impl NewRecord {
     /// The chain hash of this record at `seq` after `prev_hash`.
     pub fn chain_hash(&self, seq: i64, prev_hash: &str) -> String {
-        let header = serde_json::json!({
-            "seq": seq,
-            "at": self.at.0,
-            "kind": self.kind.as_str(),
-            "run_id": self.run_id,
-            "call_id": self.call_id,
-            "principal": self.principal,
-            "agent": self.agent,
-            "tool": self.tool,
-            "decision": self.decision,
-            "code": self.code,
-        });
+        // The canonical form of the header object {seq, at, kind, run_id, call_id, principal,
+        // agent, tool, decision, code}, keys in sorted order, written directly (the same
+        // bytes as `canonical_json` of that object; a test holds them equal).
+        let mut header = Vec::with_capacity(256);
+        let fields: [(&str, Field<'_>); 10] = [
+            ("agent", Field::Text(self.agent.as_deref())),
+            ("at", Field::Int(self.at.0)),
+            ("call_id", Field::Text(self.call_id.as_deref())),
+            ("code", Field::Text(self.code.as_deref())),
+            ("decision", Field::Text(self.decision.as_deref())),
+            ("kind", Field::Text(Some(self.kind.as_str()))),
+            ("principal", Field::Text(self.principal.as_deref())),
+            ("run_id", Field::Text(Some(&self.run_id))),
+            ("seq", Field::Int(seq)),
+            ("tool", Field::Text(self.tool.as_deref())),
+        ];
+        header.push(b'{');
+        for (i, (key, value)) in fields.iter().enumerate() {
+            if i > 0 {
+                header.push(b',');
+            }
+            write_json(*key, &mut header);
+            header.push(b':');
+            match value {
+                Field::Text(text) => write_json(text, &mut header),
+                Field::Int(n) => write_json(n, &mut header),
+            }
+        }
+        header.push(b'}');
         let mut h = Sha256::new();
         h.update(prev_hash.as_bytes());
         h.update(b"\n");
-        h.update(canonical_json(&header).as_bytes());
+        h.update(&header);
         h.update(b"\n");
         h.update(self.payload.as_bytes());
         hex::encode(h.finalize())
@@ -248,51 +271,60 @@ impl ChainVerifier {
 /// Serializes JSON with object keys sorted at every level, whatever serde_json's features:
 /// the canonical form hashed by the chain and by argument hashes.
 pub fn canonical_json(value: &Value) -> String {
-    let mut out = String::new();
+    let mut out = Vec::with_capacity(256);
     write_canonical(value, &mut out);
-    out
+    // Only serde_json's output and ASCII punctuation were written: valid UTF-8.
+    String::from_utf8(out).unwrap_or_default()
 }
 
-fn write_canonical(value: &Value, out: &mut String) {
+/// Writes `value` canonically: object keys sorted at every level, no whitespace, strings and
+/// numbers exactly as serde_json writes them. Straight into bytes, with no intermediate
+/// strings (this runs for every audit record; see docs/benchmarks.md).
+fn write_canonical(value: &Value, out: &mut Vec<u8>) {
     match value {
         Value::Object(map) => write_canonical_object(map, out),
         Value::Array(items) => {
-            out.push('[');
+            out.push(b'[');
             for (i, v) in items.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
                 write_canonical(v, out);
             }
-            out.push(']');
+            out.push(b']');
         }
-        other => out.push_str(&other.to_string()),
+        other => write_json(other, out),
     }
 }
 
-fn write_canonical_object(map: &Map<String, Value>, out: &mut String) {
-    let mut keys: Vec<&String> = map.keys().collect();
-    keys.sort();
-    out.push('{');
-    for (i, k) in keys.into_iter().enumerate() {
+/// serde_json's compact form of a string, number, bool or null.
+fn write_json<T: Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) {
+    // Writing these into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, value);
+}
+
+fn write_canonical_object(map: &Map<String, Value>, out: &mut Vec<u8>) {
+    let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+    // A map without `preserve_order` is sorted already; this keeps the form canonical either way.
+    entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    out.push(b'{');
+    for (i, (k, v)) in entries.into_iter().enumerate() {
         if i > 0 {
-            out.push(',');
+            out.push(b',');
         }
-        out.push_str(&Value::String(k.clone()).to_string());
-        out.push(':');
-        if let Some(v) = map.get(k) {
-            write_canonical(v, out);
-        }
+        write_json(k.as_str(), out);
+        out.push(b':');
+        write_canonical(v, out);
     }
-    out.push('}');
+    out.push(b'}');
 }
 
 /// SHA-256 of a JSON object's canonical form, without copying it (the same digest as
 /// [`hash_value`] of the object).
 pub fn hash_object(map: &Map<String, Value>) -> String {
-    let mut out = String::new();
+    let mut out = Vec::with_capacity(256);
     write_canonical_object(map, &mut out);
-    hex::encode(Sha256::digest(out.as_bytes()))
+    hex::encode(Sha256::digest(&out))
 }
 
 /// SHA-256 of the canonical form of arguments (AUD-3, APR-2).
@@ -302,7 +334,9 @@ pub fn hash_arguments(args: Option<&Map<String, Value>>) -> String {
 
 /// SHA-256 of any JSON value's canonical form.
 pub fn hash_value(value: &Value) -> String {
-    hex::encode(Sha256::digest(canonical_json(value).as_bytes()))
+    let mut out = Vec::with_capacity(256);
+    write_canonical(value, &mut out);
+    hex::encode(Sha256::digest(&out))
 }
 
 const SECRET_MARKERS: [&str; 10] = [
@@ -468,6 +502,32 @@ mod tests {
             err.to_string(),
             "audit records from 4 on are missing: the chain was truncated"
         );
+    }
+
+    #[test]
+    fn chain_hash_header_is_the_canonical_json_of_the_header_object() {
+        let record = NewRecord {
+            at: Millis(1_700_000_000_123),
+            kind: RecordKind::Call,
+            run_id: "run_1".into(),
+            call_id: Some("c\"1\u{e9}".into()),
+            principal: None,
+            agent: Some("agent/x".into()),
+            tool: Some("p__t".into()),
+            decision: Some("allow".into()),
+            code: None,
+            payload: "{}".into(),
+        };
+        let header = json!({
+            "seq": 7, "at": record.at.0, "kind": record.kind.as_str(), "run_id": record.run_id,
+            "call_id": record.call_id, "principal": record.principal, "agent": record.agent,
+            "tool": record.tool, "decision": record.decision, "code": record.code,
+        });
+        let mut h = Sha256::new();
+        h.update(b"prev\n");
+        h.update(canonical_json(&header).as_bytes());
+        h.update(b"\n{}");
+        assert_eq!(record.chain_hash(7, "prev"), hex::encode(h.finalize()));
     }
 
     #[test]
