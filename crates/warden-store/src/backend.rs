@@ -105,10 +105,7 @@ impl Backend {
     }
 
     pub(crate) async fn append(&self, records: Vec<NewRecord>) -> Result<(), StoreError> {
-        match self {
-            Self::Sqlite(b) => b.append_fast(records).await,
-            Self::Postgres(b) => b.append(records).await,
-        }
+        dispatch!(self, b => b.append(records).await)
     }
 
     pub(crate) async fn head(&self) -> Result<(i64, String), StoreError> {
@@ -456,7 +453,6 @@ macro_rules! shared_operations {
             .await?)
         }
 
-        #[allow(dead_code, reason = "SQLite appends through `append_fast`, which falls back to `append_in`")]
         pub(crate) async fn append(&self, records: Vec<warden_core::audit::NewRecord>) -> Result<(), StoreError> {
             let (_guard, mut tx) = self.begin_write().await?;
             Self::append_in(&mut tx, records).await?;

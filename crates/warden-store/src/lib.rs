@@ -81,9 +81,9 @@ fn redact_url(url: &str) -> String {
 #[derive(Debug)]
 pub struct Store {
     backend: std::sync::Arc<Backend>,
-    /// Appends go through one writer task that commits whatever is waiting in one
-    /// transaction (group commit): under concurrency many calls share one commit, and each
-    /// is acknowledged only once that commit is durable.
+    /// Appends are group-committed — whatever is waiting goes into one transaction, so under
+    /// concurrency many calls share one commit — and each is acknowledged only once that
+    /// commit is durable.
     appends: Appends,
 }
 
