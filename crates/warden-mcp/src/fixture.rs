@@ -438,16 +438,28 @@ pub async fn serve_stdio(server: NotesServer) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Serves the fixture over Streamable HTTP at `/mcp` on `listener` until `shutdown`.
+/// Serves the fixture over Streamable HTTP at `/mcp` on `listener` until `shutdown`, answering
+/// requests with plain JSON.
 pub async fn serve_http(
     server: NotesServer,
     listener: tokio::net::TcpListener,
     shutdown: tokio_util::sync::CancellationToken,
 ) -> anyhow::Result<()> {
+    serve_http_with(server, listener, shutdown, true).await
+}
+
+/// Serves the fixture over Streamable HTTP at `/mcp`, answering requests with plain JSON
+/// (`json`) or with an SSE stream that carries the call's notifications before its result.
+pub async fn serve_http_with(
+    server: NotesServer,
+    listener: tokio::net::TcpListener,
+    shutdown: tokio_util::sync::CancellationToken,
+    json: bool,
+) -> anyhow::Result<()> {
     use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
     use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
     let config = StreamableHttpServerConfig::default()
-        .with_json_response(true)
+        .with_json_response(json)
         .with_cancellation_token(shutdown.child_token());
     let service = StreamableHttpService::new(
         move || Ok(server.clone()),
@@ -462,16 +474,28 @@ pub async fn serve_http(
     Ok(())
 }
 
-/// Binds `addr` and serves the fixture over HTTP; returns the bound address.
+/// Binds `addr` and serves the fixture over HTTP (plain JSON answers); returns the bound
+/// address.
 pub async fn spawn_http(
     server: NotesServer,
     addr: SocketAddr,
     shutdown: tokio_util::sync::CancellationToken,
 ) -> anyhow::Result<SocketAddr> {
+    spawn_http_with(server, addr, shutdown, true).await
+}
+
+/// Binds `addr` and serves the fixture over HTTP, answering with JSON or SSE (see
+/// [`serve_http_with`]); returns the bound address.
+pub async fn spawn_http_with(
+    server: NotesServer,
+    addr: SocketAddr,
+    shutdown: tokio_util::sync::CancellationToken,
+    json: bool,
+) -> anyhow::Result<SocketAddr> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let local = listener.local_addr()?;
     tokio::spawn(async move {
-        if let Err(e) = serve_http(server, listener, shutdown).await {
+        if let Err(e) = serve_http_with(server, listener, shutdown, json).await {
             tracing::error!(error = %e, "fixture upstream stopped");
         }
     });

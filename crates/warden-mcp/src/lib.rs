@@ -12,6 +12,7 @@ pub mod approvals;
 pub mod bridge;
 pub mod builtin;
 pub mod conformance;
+mod direct;
 pub mod fixture;
 pub mod gateway;
 pub mod handler;

@@ -35,6 +35,7 @@ use warden_core::config::UpstreamSpec;
 use warden_core::name::Name;
 use warden_core::pipeline::ExecError;
 
+use crate::direct::{DirectError, DirectHttp};
 use crate::relay::{DOWNSTREAM, InFlight, InFlightTable, Relay};
 use crate::secrets::Secrets;
 
@@ -69,6 +70,8 @@ pub enum UpstreamStatus {
 #[derive(Debug)]
 struct SlotState {
     peer: Option<Peer<RoleClient>>,
+    /// The direct path for `tools/call`, when the upstream is HTTP and speaks 2026-07-28.
+    direct: Option<Arc<DirectHttp>>,
     tools: Arc<Vec<Tool>>,
     prompts: Arc<Vec<Prompt>>,
     resources: Arc<Vec<Resource>>,
@@ -342,6 +345,13 @@ impl UpstreamSlot {
         self.state.read().ok().and_then(|s| s.peer.clone())
     }
 
+    fn peer_and_direct(&self) -> (Option<Peer<RoleClient>>, Option<Arc<DirectHttp>>) {
+        self.state
+            .read()
+            .map(|s| (s.peer.clone(), s.direct.clone()))
+            .unwrap_or_default()
+    }
+
     fn set(&self, f: impl FnOnce(&mut SlotState)) {
         if let Ok(mut s) = self.state.write() {
             f(&mut s);
@@ -362,7 +372,9 @@ impl UpstreamSlot {
         args: Option<JsonObject>,
     ) -> Result<UpstreamAnswer, ExecError> {
         let name = &self.spec.name;
-        let Some(peer) = self.peer().filter(|p| !p.is_transport_closed()) else {
+        let (peer, direct) = self.peer_and_direct();
+        let direct = direct.filter(|d| d.serves(tool));
+        let Some(peer) = peer.filter(|p| !p.is_transport_closed()) else {
             let reason = match self.status() {
                 UpstreamStatus::Down { reason, .. } => format!(": {reason}"),
                 _ => String::new(),
@@ -381,10 +393,17 @@ impl UpstreamSlot {
             params.request_state = retry.request_state;
         }
         for _ in 0..MAX_INPUT_ROUNDS {
-            let needed = match self
-                .call_once(&peer, params.clone(), downstream.as_ref())
-                .await?
-            {
+            let answer = match &direct {
+                Some(direct) => {
+                    self.call_direct(direct, params.clone(), downstream.as_ref())
+                        .await?
+                }
+                None => {
+                    self.call_once(&peer, params.clone(), downstream.as_ref())
+                        .await?
+                }
+            };
+            let needed = match answer {
                 ServerResult::CallToolResult(result) => {
                     return Ok(UpstreamAnswer::Complete(result));
                 }
@@ -534,6 +553,55 @@ impl UpstreamSlot {
             }
         }
         Ok(responses)
+    }
+
+    /// One `tools/call` round trip on the direct path (see [`crate::direct`]), with the same
+    /// outcomes as [`Self::call_once`].
+    async fn call_direct(
+        &self,
+        direct: &Arc<DirectHttp>,
+        params: CallToolRequestParams,
+        downstream: Option<&crate::relay::Downstream>,
+    ) -> Result<ServerResult, ExecError> {
+        let name = &self.spec.name;
+        let timeout = self.spec.timeout.unwrap_or(DEFAULT_CALL_TIMEOUT);
+        let id = direct.next_id();
+        let never = CancellationToken::new();
+        let cancelled = downstream.map_or(&never, |d| &d.cancel);
+        let tell_upstream = || {
+            let direct = direct.clone();
+            tokio::spawn(async move { direct.cancel(id).await });
+        };
+        let answer = tokio::select! {
+            answer = tokio::time::timeout(timeout, direct.call(id, params, downstream)) => answer,
+            () = cancelled.cancelled() => {
+                tell_upstream();
+                return Err(ExecError::Cancelled);
+            }
+        };
+        match answer {
+            Ok(Ok(result)) => Ok(result),
+            Ok(Err(DirectError::Refused(message))) => {
+                Ok(ServerResult::CallToolResult(error_result(format!(
+                    "upstream `{name}` answered with an error: {message}"
+                ))))
+            }
+            Ok(Err(DirectError::Transport(why))) => {
+                // Let the supervisor check the connection now.
+                self.refresh.notify_one();
+                Err(ExecError::Unavailable(format!(
+                    "upstream `{name}` is unavailable: {}",
+                    short(&why)
+                )))
+            }
+            Err(_elapsed) => {
+                tell_upstream();
+                Err(ExecError::Unavailable(format!(
+                    "upstream `{name}` did not answer within {}",
+                    humanize(timeout)
+                )))
+            }
+        }
     }
 
     /// One `tools/call` round trip, relaying and cancelling as described on [`Self::call`].
@@ -704,6 +772,7 @@ impl Upstreams {
                 spec: spec.clone(),
                 state: RwLock::new(SlotState {
                     peer: None,
+                    direct: None,
                     tools: Arc::new(Vec::new()),
                     prompts: Arc::new(Vec::new()),
                     resources: Arc::new(Vec::new()),
@@ -860,26 +929,31 @@ impl UpstreamClient {
     }
 }
 
+/// What Warden says about itself to an upstream: it offers what the relay policy lets
+/// through (the calling clients answer).
+fn client_config(relay: &warden_core::config::RelaySpec) -> ClientConfig {
+    let mut capabilities = ClientCapabilities::default();
+    if relay.elicitation {
+        capabilities.elicitation = Some(Default::default());
+    }
+    if relay.sampling {
+        #[allow(
+            deprecated,
+            reason = "sampling is still part of the 2025-11-25 protocol"
+        )]
+        {
+            capabilities.sampling = Some(Default::default());
+        }
+    }
+    ClientConfig::new(
+        capabilities,
+        Implementation::new("warden", env!("CARGO_PKG_VERSION")),
+    )
+}
+
 impl ClientHandler for UpstreamClient {
     fn get_info(&self) -> ClientConfig {
-        // Offer what the relay policy lets through: the calling clients answer.
-        let mut capabilities = ClientCapabilities::default();
-        if self.relay.elicitation {
-            capabilities.elicitation = Some(Default::default());
-        }
-        if self.relay.sampling {
-            #[allow(
-                deprecated,
-                reason = "sampling is still part of the 2025-11-25 protocol"
-            )]
-            {
-                capabilities.sampling = Some(Default::default());
-            }
-        }
-        ClientConfig::new(
-            capabilities,
-            Implementation::new("warden", env!("CARGO_PKG_VERSION")),
-        )
+        client_config(&self.relay)
     }
 
     async fn on_tool_list_changed(&self, _ctx: NotificationContext<RoleClient>) {
@@ -970,6 +1044,45 @@ impl ClientHandler for UpstreamClient {
 
 type Client = RunningService<RoleClient, UpstreamClient>;
 
+/// The configured headers of an HTTP upstream, secrets resolved.
+fn http_headers(
+    http: &warden_core::config::HttpSpec,
+    secrets: &Secrets,
+) -> Result<HashMap<http::HeaderName, http::HeaderValue>, String> {
+    let mut headers = HashMap::new();
+    for (k, v) in &http.headers {
+        let value = secrets.resolve(v)?;
+        let name = http::HeaderName::from_bytes(k.as_bytes())
+            .map_err(|_| format!("`{k}` is not a valid header name"))?;
+        let value = http::HeaderValue::from_str(&value)
+            .map_err(|_| format!("the value of header `{k}` is not valid"))?;
+        headers.insert(name, value);
+    }
+    Ok(headers)
+}
+
+/// The direct `tools/call` path for an upstream, when it has one (see [`crate::direct`]).
+fn direct_path(
+    spec: &UpstreamSpec,
+    secrets: &Secrets,
+    protocol: Option<ProtocolVersion>,
+    tools: &[Tool],
+) -> Option<Arc<DirectHttp>> {
+    let http = spec.http.as_ref()?;
+    let headers = http_headers(http, secrets).ok()?;
+    let client = crate::http_client::shared().ok()?;
+    let relay = spec.relay.clone().unwrap_or_default();
+    DirectHttp::new(
+        client,
+        &http.url,
+        &headers,
+        protocol?,
+        &client_config(&relay),
+        tools,
+    )
+    .map(Arc::new)
+}
+
 async fn connect(
     spec: &UpstreamSpec,
     secrets: &Secrets,
@@ -1025,17 +1138,8 @@ async fn connect(
                 .await
                 .map_err(|e| format!("MCP handshake failed: {e}"))
         } else if let Some(http) = &spec.http {
-            let mut headers = HashMap::new();
-            for (k, v) in &http.headers {
-                let value = secrets.resolve(v)?;
-                let name = http::HeaderName::from_bytes(k.as_bytes())
-                    .map_err(|_| format!("`{k}` is not a valid header name"))?;
-                let value = http::HeaderValue::from_str(&value)
-                    .map_err(|_| format!("the value of header `{k}` is not valid"))?;
-                headers.insert(name, value);
-            }
             let config = StreamableHttpClientTransportConfig::with_uri(http.url.clone())
-                .custom_headers(headers);
+                .custom_headers(http_headers(http, secrets)?);
             handler
                 .serve_with_lifecycle(
                     StreamableHttpClientTransport::with_client(
@@ -1131,9 +1235,10 @@ async fn supervise(
                 let peer = client.peer().clone();
                 peer.set_response_cache_config(ClientCacheConfig::disabled())
                     .await;
-                let protocol = client
-                    .peer_info()
-                    .map(|i| i.protocol_version.to_string())
+                let version = client.peer_info().map(|i| i.protocol_version.clone());
+                let protocol = version
+                    .as_ref()
+                    .map(ToString::to_string)
                     .unwrap_or_default();
                 match fetch_offer(&peer).await {
                     Err(reason) => {
@@ -1146,8 +1251,11 @@ async fn supervise(
                             resources = offer.resources.len(), %protocol, "upstream connected"
                         );
                         failures = 0;
+                        let direct =
+                            direct_path(&slot.spec, &secrets, version.clone(), &offer.tools);
                         slot.set(|s| {
                             s.peer = Some(peer.clone());
+                            s.direct = direct;
                             s.tools = Arc::new(offer.tools);
                             s.prompts = Arc::new(offer.prompts);
                             s.resources = Arc::new(offer.resources);
@@ -1156,7 +1264,10 @@ async fn supervise(
                         });
                         notify();
                         let reason =
-                            run_connected(&slot, client, &peer, refresh_every, &notify).await;
+                            run_connected(&slot, client, &peer, refresh_every, &notify, &|tools| {
+                                direct_path(&slot.spec, &secrets, version.clone(), tools)
+                            })
+                            .await;
                         if slot.cancel.is_cancelled() {
                             return;
                         }
@@ -1172,6 +1283,7 @@ async fn supervise(
         tracing::warn!(upstream = %name, %reason, retry_in_ms = backoff.as_millis() as u64, "upstream unavailable");
         slot.set(|s| {
             s.peer = None;
+            s.direct = None;
             s.status = UpstreamStatus::Down {
                 reason: reason.clone(),
                 failures,
@@ -1194,6 +1306,7 @@ async fn run_connected(
     peer: &Peer<RoleClient>,
     refresh_every: Duration,
     notify: &impl Fn(),
+    direct: &impl Fn(&[Tool]) -> Option<Arc<DirectHttp>>,
 ) -> String {
     let ct = client.cancellation_token();
     let mut waiting = tokio::spawn(client.waiting());
@@ -1226,7 +1339,9 @@ async fn run_connected(
                     || *slot.resources() != offer.resources;
                 if changed {
                     tracing::info!(upstream = %slot.spec.name, tools = offer.tools.len(), "upstream offer changed");
+                    let direct = direct(&offer.tools);
                     slot.set(|s| {
+                        s.direct = direct;
                         s.tools = Arc::new(offer.tools);
                         s.prompts = Arc::new(offer.prompts);
                         s.resources = Arc::new(offer.resources);

@@ -145,6 +145,30 @@ fn config(extra: &str) -> String {
     )
 }
 
+/// Waits until the upstream's `cancellations` tool reports one cancellation.
+async fn wait_for_one_cancellation(a: &RunningService<RoleClient, Recorder>, tool: &'static str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = a.call_tool(CallToolRequestParams::new(tool)).await.unwrap();
+        if r.structured_content.as_ref().unwrap()["cancellations"] == 1 {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the upstream never saw the cancellation"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The progress notifications a client heard, with when.
+fn progress_of(events: &[(Instant, String)]) -> Vec<&(Instant, String)> {
+    events
+        .iter()
+        .filter(|(_, s)| s.starts_with("progress"))
+        .collect()
+}
+
 fn text_of(r: &rmcp::model::CallToolResult) -> String {
     serde_json::to_string(r).unwrap()
 }
@@ -253,21 +277,7 @@ async fn cancelling_a_call_stops_the_upstream_call_and_is_recorded() {
     tokio::time::sleep(Duration::from_millis(400)).await;
     handle.cancel(Some("changed my mind".into())).await.unwrap();
     // The upstream saw the cancellation.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let r = a
-            .call_tool(CallToolRequestParams::new("alpha__cancellations"))
-            .await
-            .unwrap();
-        if r.structured_content.as_ref().unwrap()["cancellations"] == 1 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the upstream never saw the cancellation"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_for_one_cancellation(&a, "alpha__cancellations").await;
     // The audit records the call as cancelled.
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
@@ -310,10 +320,7 @@ async fn progress_arrives_in_order_while_the_call_runs() {
     let done = Instant::now();
     assert_eq!(r.structured_content.as_ref().unwrap()["steps"], 5);
     let events = heard.heard.lock().unwrap().clone();
-    let progress: Vec<&(Instant, String)> = events
-        .iter()
-        .filter(|(_, s)| s.starts_with("progress"))
-        .collect();
+    let progress = progress_of(&events);
     assert_eq!(
         progress.iter().map(|(_, s)| s.as_str()).collect::<Vec<_>>(),
         vec![
@@ -562,4 +569,83 @@ async fn with_relay_off_an_input_required_result_is_refused_and_recorded() {
         serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().next().unwrap()).unwrap();
     assert_eq!(relay["decision"], "refused");
     assert_eq!(relay["payload"]["upstream"], "modernquiet");
+}
+
+/// An HTTP upstream speaking 2026-07-28 that answers with SSE streams: Warden's calls to it
+/// take the direct path (crates/warden-mcp/src/direct.rs), not rmcp's client worker (FED-1,
+/// XPORT-4).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_a_2026_http_upstream_progress_logs_input_and_cancellation_reach_their_call() {
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let addr = warden_mcp::fixture::spawn_http_with(
+        warden_mcp::fixture::NotesServer::new(None),
+        "127.0.0.1:0".parse().unwrap(),
+        shutdown.clone(),
+        false,
+    )
+    .await
+    .unwrap();
+    let w = TestWarden::start(&format!(
+        "kind: Project\nname: alpha\n---\nkind: Upstream\nname: web\nproject: alpha\n\
+         protocol: \"2026-07-28\"\nhttp: {{ url: \"http://{addr}/mcp\" }}\n"
+    ))
+    .await;
+
+    // Progress, in order and while the call runs, and the call's log messages reach a
+    // 2025-11-25 client.
+    let (a, heard) = connect(&w.mcp(), &w.admin, "client-a").await;
+    let params = CallToolRequestParams::new("web__progress").with_arguments(
+        json!({"steps": 4, "delay_ms": 150})
+            .as_object()
+            .unwrap()
+            .clone(),
+    );
+    let r = a.call_tool(params).await.unwrap();
+    let done = Instant::now();
+    assert_eq!(r.structured_content.as_ref().unwrap()["steps"], 4, "{r:?}");
+    let events = heard.heard.lock().unwrap().clone();
+    let progress = progress_of(&events);
+    assert_eq!(
+        progress.iter().map(|(_, s)| s.as_str()).collect::<Vec<_>>(),
+        vec!["progress 1", "progress 2", "progress 3", "progress 4"],
+        "{events:?}"
+    );
+    assert!(
+        done.duration_since(progress[0].0) >= Duration::from_millis(300),
+        "progress was not relayed while the call ran"
+    );
+    assert!(
+        events.iter().any(|(_, s)| s == "log {\"step\":1}"),
+        "{events:?}"
+    );
+
+    // An input_required result reaches a 2026-07-28 client intact.
+    let (modern, _) = connect_2026(&w.mcp(), &w.admin).await;
+    let first = modern
+        .call_tool_once(
+            CallToolRequestParams::new("web__ask")
+                .with_arguments(json!({"question": "which?"}).as_object().unwrap().clone()),
+        )
+        .await
+        .unwrap();
+    let rmcp::model::CallToolResponse::InputRequired(needed) = first else {
+        panic!("expected input_required, got {first:?}");
+    };
+    assert_eq!(needed.request_state.as_deref(), Some("asked:which?"));
+
+    // A client's cancellation stops the upstream's work.
+    let handle = a
+        .send_cancellable_request(
+            ClientRequest::CallToolRequest(CallToolRequest::new(
+                CallToolRequestParams::new("web__slow")
+                    .with_arguments(json!({"ms": 20000}).as_object().unwrap().clone()),
+            )),
+            PeerRequestOptions::no_options(),
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    handle.cancel(Some("changed my mind".into())).await.unwrap();
+    wait_for_one_cancellation(&a, "web__cancellations").await;
+    shutdown.cancel();
 }

@@ -1,0 +1,460 @@
+//! The direct path for `tools/call` to a Streamable HTTP upstream that speaks 2026-07-28.
+//!
+//! That era is stateless: a call is one `POST` whose answer is a JSON body or an SSE stream
+//! carrying the call's own notifications and then its result; no session, no server-to-client
+//! request (those became `input_required` results). So the calling task can do the whole
+//! exchange itself — serialize the request once, send it on a pooled connection, read the
+//! answer — instead of handing it to rmcp's client worker task and back through two channels,
+//! which rebuilds the header map and re-serializes the message for every request (measured in
+//! docs/benchmarks.md: the largest single cost of a governed call). rmcp still connects,
+//! discovers, lists and refreshes the upstream, and carries everything else (2025-11-25
+//! upstreams, stdio, prompts, resources).
+//!
+//! The request is the one rmcp would send: the same `_meta` (protocol version, client info
+//! and capabilities, progress token) and the same standard headers (`MCP-Protocol-Version`,
+//! `Mcp-Method`, `Mcp-Name`). A tool whose input schema asks for `x-mcp-header` parameters,
+//! or whose name cannot travel as a bare header value, keeps going through rmcp, which
+//! implements those encodings.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use futures::StreamExt as _;
+use http::{HeaderMap, HeaderName, HeaderValue};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, Implementation, InputRequiredResult,
+    ProgressToken, ProtocolVersion, ServerResult, Tool,
+};
+
+use crate::relay::{Downstream, Relay};
+
+/// Largest JSON answer read (the same bound as rmcp's client).
+const MAX_JSON_RESPONSE: usize = 16 * 1024 * 1024;
+/// Largest SSE answer read, notifications included.
+const MAX_SSE_RESPONSE: usize = 64 * 1024 * 1024;
+/// Largest error body read for its message.
+const MAX_ERROR_RESPONSE: usize = 64 * 1024;
+
+/// How an upstream is reached directly.
+#[derive(Debug)]
+pub(crate) struct DirectHttp {
+    client: reqwest::Client,
+    url: reqwest::Url,
+    /// Configured headers plus the fixed ones of a `tools/call`.
+    headers: HeaderMap,
+    protocol: ProtocolVersion,
+    client_info: Implementation,
+    capabilities: ClientCapabilities,
+    /// Tools that must go through rmcp (see the module documentation).
+    via_rmcp: HashSet<String>,
+    ids: AtomicU64,
+}
+
+/// Why a direct call produced no result.
+#[derive(Debug)]
+pub(crate) enum DirectError {
+    /// The upstream answered with a JSON-RPC error: it executed the request and refused it.
+    Refused(String),
+    /// The upstream could not be reached or answered something that is not an answer.
+    Transport(String),
+}
+
+/// Whether a tool name can be sent as a bare `Mcp-Name` value (rmcp base64-wraps the others).
+fn bare_header_value(name: &str) -> bool {
+    let padded = name.starts_with([' ', '\t']) || name.ends_with([' ', '\t']);
+    let wrapped = name.starts_with("=?base64?") && name.ends_with("?=");
+    !name.is_empty() && !padded && !wrapped && name.bytes().all(|b| (0x20..=0x7e).contains(&b))
+}
+
+/// Whether a schema mentions `x-mcp-header` anywhere (conservative: a mention in a
+/// description also sends the tool through rmcp).
+fn mentions_param_headers(tool: &Tool) -> bool {
+    serde_json::to_string(tool.input_schema.as_ref()).map_or(true, |s| s.contains("x-mcp-header"))
+}
+
+impl DirectHttp {
+    /// The direct path for an upstream at `url` that negotiated `protocol`, or `None` when
+    /// that protocol needs rmcp (sessions: anything before 2026-07-28).
+    pub(crate) fn new(
+        client: reqwest::Client,
+        url: &str,
+        custom: &std::collections::HashMap<HeaderName, HeaderValue>,
+        protocol: ProtocolVersion,
+        info: &rmcp::model::ClientConfig,
+        tools: &[Tool],
+    ) -> Option<Self> {
+        if protocol < ProtocolVersion::V_2026_07_28 {
+            return None;
+        }
+        let url = reqwest::Url::parse(url).ok()?;
+        let mut headers = HeaderMap::with_capacity(custom.len() + 5);
+        for (k, v) in custom {
+            headers.insert(k.clone(), v.clone());
+        }
+        headers.insert(
+            http::header::ACCEPT,
+            HeaderValue::from_static("application/json, text/event-stream"),
+        );
+        headers.insert(
+            http::header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        headers.insert(
+            HeaderName::from_static("mcp-protocol-version"),
+            HeaderValue::from_str(protocol.as_str()).ok()?,
+        );
+        headers.insert(
+            HeaderName::from_static("mcp-method"),
+            HeaderValue::from_static("tools/call"),
+        );
+        let via_rmcp = tools
+            .iter()
+            .filter(|t| !bare_header_value(&t.name) || mentions_param_headers(t))
+            .map(|t| t.name.to_string())
+            .collect();
+        Some(Self {
+            client,
+            url,
+            headers,
+            protocol,
+            client_info: info.client_info.clone(),
+            capabilities: info.capabilities.clone(),
+            via_rmcp,
+            ids: AtomicU64::new(1),
+        })
+    }
+
+    /// Whether `tool` goes this way.
+    pub(crate) fn serves(&self, tool: &str) -> bool {
+        !self.via_rmcp.contains(tool) && bare_header_value(tool)
+    }
+
+    /// A new request id for this upstream.
+    pub(crate) fn next_id(&self) -> u64 {
+        self.ids.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Sends `tools/call` as request `id` and reads its answer, relaying the call's progress
+    /// and log notifications to the calling client on the way.
+    pub(crate) async fn call(
+        &self,
+        id: u64,
+        mut params: CallToolRequestParams,
+        downstream: Option<&Downstream>,
+    ) -> Result<ServerResult, DirectError> {
+        let mut meta = params.meta.take().unwrap_or_default();
+        meta.set_protocol_version(self.protocol.clone());
+        meta.set_client_info(self.client_info.clone());
+        meta.set_client_capabilities(self.capabilities.clone());
+        let progress = downstream.and_then(|d| d.progress_token.as_ref()).map(|_| {
+            ProgressToken(rmcp::model::NumberOrString::String(
+                format!("warden-{id}").into(),
+            ))
+        });
+        if let Some(token) = &progress {
+            meta.set_progress_token(token.clone());
+        }
+        params.meta = Some(meta);
+        let name = HeaderValue::from_str(&params.name)
+            .map_err(|_| DirectError::Transport("the tool name is not a valid header".into()))?;
+        let body = serde_json::to_vec(&Envelope {
+            jsonrpc: "2.0",
+            id,
+            method: "tools/call",
+            params: &params,
+        })
+        .map_err(|e| DirectError::Transport(format!("cannot encode the request: {e}")))?;
+        let mut headers = self.headers.clone();
+        headers.insert(HeaderName::from_static("mcp-name"), name);
+        let response = self
+            .client
+            .post(self.url.clone())
+            .headers(headers)
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| DirectError::Transport(transport_error(&e)))?;
+        let status = response.status();
+        let content_type = response
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| {
+                v.split(';')
+                    .next()
+                    .unwrap_or_default()
+                    .trim()
+                    .to_ascii_lowercase()
+            })
+            .unwrap_or_default();
+        if !status.is_success() {
+            let body = read_limited(response, MAX_ERROR_RESPONSE)
+                .await
+                .unwrap_or_default();
+            if let Ok(Message {
+                error: Some(error), ..
+            }) = serde_json::from_slice::<Message>(&body)
+            {
+                return Err(DirectError::Refused(error.message.into()));
+            }
+            return Err(DirectError::Transport(format!("HTTP {status}")));
+        }
+        match content_type.as_str() {
+            "application/json" => {
+                let body = read_limited(response, MAX_JSON_RESPONSE)
+                    .await
+                    .map_err(DirectError::Transport)?;
+                let message: Message = serde_json::from_slice(&body).map_err(|e| {
+                    DirectError::Transport(format!("the answer is not JSON-RPC: {e}"))
+                })?;
+                message
+                    .answer(id)
+                    .unwrap_or_else(|_| Err(DirectError::Transport("no answer to the call".into())))
+            }
+            "text/event-stream" => {
+                let mut seen = 0usize;
+                let bytes = response.bytes_stream().map(move |chunk| {
+                    let chunk = chunk.map_err(|e| std::io::Error::other(transport_error(&e)))?;
+                    seen += chunk.len();
+                    if seen > MAX_SSE_RESPONSE {
+                        return Err(std::io::Error::other(format!(
+                            "the answer exceeds {} MiB",
+                            MAX_SSE_RESPONSE >> 20
+                        )));
+                    }
+                    Ok(chunk)
+                });
+                let mut events = sse_stream::SseStream::from_bytes_stream(bytes);
+                while let Some(event) = events.next().await {
+                    let event = event.map_err(|e| {
+                        DirectError::Transport(format!("the answer stream failed: {e}"))
+                    })?;
+                    let Some(data) = event.data.filter(|d| !d.trim().is_empty()) else {
+                        continue;
+                    };
+                    let Ok(message) = serde_json::from_str::<Message>(&data) else {
+                        tracing::debug!("skipping an upstream SSE event that is not JSON-RPC");
+                        continue;
+                    };
+                    match message.answer(id) {
+                        Ok(answer) => return answer,
+                        Err(message) => {
+                            relay_notification(*message, progress.as_ref(), downstream).await;
+                        }
+                    }
+                }
+                Err(DirectError::Transport(
+                    "the answer stream ended before the result".into(),
+                ))
+            }
+            other => Err(DirectError::Transport(format!(
+                "unexpected answer of type `{other}` (HTTP {status})"
+            ))),
+        }
+    }
+
+    /// Tells the upstream, best effort, that request `id` was cancelled by its client.
+    pub(crate) async fn cancel(&self, id: u64) {
+        let body = serde_json::json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": id, "reason": "cancelled by the client"},
+        });
+        let mut headers = self.headers.clone();
+        headers.insert(
+            HeaderName::from_static("mcp-method"),
+            HeaderValue::from_static("notifications/cancelled"),
+        );
+        let sent = self
+            .client
+            .post(self.url.clone())
+            .headers(headers)
+            .body(body.to_string())
+            .send();
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), sent).await;
+    }
+}
+
+/// A reqwest error as one line, with its cause (reqwest's own message says only "error
+/// sending request").
+fn transport_error(e: &reqwest::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        text = format!("{text}: {cause}");
+        source = cause.source();
+    }
+    text
+}
+
+async fn read_limited(mut response: reqwest::Response, limit: usize) -> Result<Vec<u8>, String> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| format!("cannot read the answer: {}", transport_error(&e)))?
+    {
+        if body.len() + chunk.len() > limit {
+            return Err(format!("the answer exceeds {} KiB", limit >> 10));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// A request on the wire.
+#[derive(serde::Serialize)]
+struct Envelope<'a, P> {
+    jsonrpc: &'static str,
+    id: u64,
+    method: &'static str,
+    params: &'a P,
+}
+
+/// Any JSON-RPC message from the upstream, read once.
+#[derive(serde::Deserialize)]
+struct Message {
+    #[serde(default)]
+    id: Option<serde_json::Value>,
+    #[serde(default)]
+    method: Option<String>,
+    #[serde(default)]
+    params: Option<serde_json::Value>,
+    #[serde(default)]
+    result: Option<serde_json::Value>,
+    #[serde(default)]
+    error: Option<rmcp::ErrorData>,
+}
+
+impl Message {
+    /// The answer to request `id`, when this message is it (else the message itself).
+    fn answer(self, id: u64) -> Result<Result<ServerResult, DirectError>, Box<Self>> {
+        if self.method.is_some() || self.id.as_ref().and_then(serde_json::Value::as_u64) != Some(id)
+        {
+            // A JSON-RPC error without an id answers the request it could not read.
+            return match self {
+                Self {
+                    method: None,
+                    id: None,
+                    error: Some(error),
+                    ..
+                } => Ok(Err(DirectError::Refused(error.message.into()))),
+                other => Err(Box::new(other)),
+            };
+        }
+        if let Some(error) = self.error {
+            return Ok(Err(DirectError::Refused(error.message.into())));
+        }
+        let Some(result) = self.result else {
+            return Ok(Err(DirectError::Transport(
+                "the answer has neither a result nor an error".into(),
+            )));
+        };
+        let input_required = result
+            .get("resultType")
+            .and_then(serde_json::Value::as_str)
+            .is_some_and(|t| t == "input_required");
+        Ok(if input_required {
+            serde_json::from_value::<InputRequiredResult>(result)
+                .map(ServerResult::InputRequiredResult)
+                .map_err(|e| DirectError::Transport(format!("not an input_required result: {e}")))
+        } else {
+            serde_json::from_value::<CallToolResult>(result)
+                .map(ServerResult::CallToolResult)
+                .map_err(|e| DirectError::Transport(format!("not a tools/call result: {e}")))
+        })
+    }
+}
+
+/// Relays a notification of the call's stream to the calling client: its progress (under the
+/// client's own token) and log messages; anything else is not the client's business.
+#[allow(
+    deprecated,
+    reason = "logging is still part of the 2025-11-25 protocol a client may speak"
+)]
+async fn relay_notification(
+    message: Message,
+    progress: Option<&ProgressToken>,
+    downstream: Option<&Downstream>,
+) {
+    let (Some(method), Some(params)) = (message.method, message.params) else {
+        return;
+    };
+    if message.id.is_some() {
+        tracing::debug!(%method, "an upstream sent a request on a 2026-07-28 call stream: ignored");
+        return;
+    }
+    let relay = match method.as_str() {
+        "notifications/progress" => {
+            match serde_json::from_value::<rmcp::model::ProgressNotificationParam>(params) {
+                Ok(p) if Some(&p.progress_token) == progress => Relay::Progress(p),
+                _ => return,
+            }
+        }
+        "notifications/message" => {
+            match serde_json::from_value::<rmcp::model::LoggingMessageNotificationParam>(params) {
+                Ok(l) => Relay::Log(l),
+                Err(_) => return,
+            }
+        }
+        _ => return,
+    };
+    crate::relay::perform(downstream, relay).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_that_need_an_encoding_stay_with_rmcp() {
+        assert!(bare_header_value("read_file"));
+        assert!(bare_header_value("a b"));
+        assert!(!bare_header_value(" lead"));
+        assert!(!bare_header_value("trail\t"));
+        assert!(!bare_header_value("caf\u{e9}"));
+        assert!(!bare_header_value("=?base64?abc?="));
+        assert!(!bare_header_value(""));
+    }
+
+    #[test]
+    fn an_answer_is_matched_to_its_request() {
+        let ok: Message = serde_json::from_str(
+            r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"hi"}]}}"#,
+        )
+        .unwrap();
+        assert!(matches!(
+            ok.answer(7),
+            Ok(Ok(ServerResult::CallToolResult(_)))
+        ));
+        let other: Message =
+            serde_json::from_str(r#"{"jsonrpc":"2.0","id":8,"result":{"content":[]}}"#).unwrap();
+        assert!(other.answer(7).is_err());
+        let needs: Message = serde_json::from_str(
+            r#"{"jsonrpc":"2.0","id":7,"result":{"resultType":"input_required","requestState":"s"}}"#,
+        )
+        .unwrap();
+        assert!(matches!(
+            needs.answer(7),
+            Ok(Ok(ServerResult::InputRequiredResult(_)))
+        ));
+        let refused: Message = serde_json::from_str(
+            r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"bad"}}"#,
+        )
+        .unwrap();
+        assert!(matches!(refused.answer(7), Ok(Err(DirectError::Refused(m))) if m == "bad"));
+        let unreadable: Message = serde_json::from_str(
+            r#"{"jsonrpc":"2.0","error":{"code":-32700,"message":"parse error"}}"#,
+        )
+        .unwrap();
+        assert!(matches!(
+            unreadable.answer(7),
+            Ok(Err(DirectError::Refused(_)))
+        ));
+        let note: Message = serde_json::from_str(
+            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1}}"#,
+        )
+        .unwrap();
+        assert!(note.answer(7).is_err());
+    }
+}
