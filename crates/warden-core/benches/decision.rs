@@ -116,7 +116,7 @@ fn world(projects: usize, tools: usize) -> World {
                 },
                 title: None,
                 description: Some("Opens an issue in the tracker.".to_owned()),
-                input_schema: schema.clone(),
+                input_schema: Arc::new(schema.clone()),
                 output_schema: None,
                 annotations: None,
             };

@@ -5,6 +5,7 @@
 //! too; [`crate::pipeline`] runs them in the spec's order around the store and the upstream.
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -214,6 +215,15 @@ pub fn sees(authority: &Authority, tool: &ToolDescriptor) -> bool {
             .project
             .as_ref()
             .is_none_or(|p| authority.projects.contains_key(p))
+}
+
+/// The tools of `catalog` the run sees, in catalog order: exactly those [`sees`] accepts
+/// (tested), found through the catalog's project index instead of a pass over every tool.
+pub fn visible(authority: &Authority, catalog: &Catalog) -> Vec<Arc<ToolDescriptor>> {
+    if authority.withheld.is_some() {
+        return Vec::new();
+    }
+    catalog.of_projects(authority.projects.keys())
 }
 
 /// [`decide`] for a tool the run sees.
@@ -448,6 +458,66 @@ mod tests {
             policy: None,
             project_arguments: Vec::new(),
         }
+    }
+
+    #[test]
+    fn visible_is_what_sees_accepts_in_catalog_order() {
+        let named = |name: &str, project: Option<&str>| ToolDescriptor {
+            name: name.into(),
+            project: project.map(|p| crate::Name::new(p).unwrap()),
+            ..tool(crate::tool::ToolClass::Read, Risk::Ordinary)
+        };
+        let (catalog, conflicts) = Catalog::new([
+            named("b__two", Some("b")),
+            named("warden__whoami", None),
+            named("a__one", Some("a")),
+            named("c__three", Some("c")),
+            named("a__zed", Some("a")),
+            named("b__aaa", Some("b")),
+        ]);
+        assert!(conflicts.is_empty());
+        let mut authority = Authority {
+            mode: crate::authority::Mode::Caller,
+            principal: crate::principal::Principal::User {
+                name: crate::Name::new("alice").unwrap(),
+            },
+            credential_id: None,
+            agent: None,
+            intent: None,
+            grant: crate::capability::Grant::default(),
+            projects: [("a", "member"), ("b", "member"), ("zz", "no tools")]
+                .into_iter()
+                .map(|(p, why)| (crate::Name::new(p).unwrap(), why.to_owned()))
+                .collect(),
+            knowledge: Default::default(),
+            knowledge_only: Default::default(),
+            withheld: None,
+            cosigner: None,
+        };
+        let names = |a: &Authority| -> Vec<String> {
+            visible(a, &catalog)
+                .iter()
+                .map(|t| t.name.to_string())
+                .collect()
+        };
+        let filtered = |a: &Authority| -> Vec<String> {
+            catalog
+                .iter()
+                .filter(|t| sees(a, t))
+                .map(|t| t.name.to_string())
+                .collect()
+        };
+        assert_eq!(
+            names(&authority),
+            ["a__one", "a__zed", "b__aaa", "b__two", "warden__whoami"]
+        );
+        assert_eq!(names(&authority), filtered(&authority));
+        authority.projects.clear();
+        assert_eq!(names(&authority), ["warden__whoami"]);
+        assert_eq!(names(&authority), filtered(&authority));
+        let withheld = authority.withhold("the store cannot be reached");
+        assert!(names(&withheld).is_empty());
+        assert_eq!(names(&withheld), filtered(&withheld));
     }
 
     fn gate(level: u8, class: crate::tool::ToolClass, risk: Risk) -> &'static str {

@@ -10,6 +10,10 @@ use serde_json::{Map, Value};
 #[derive(Clone)]
 pub struct InputSchema {
     advertised: Arc<Map<String, Value>>,
+    /// The schema it was compiled from and how (the upstream's own object, shared): a catalog
+    /// rebuild reuses this compiled schema for the very same source (PERF-3).
+    source: Arc<Map<String, Value>>,
+    strict: bool,
     /// Compiled on the first validation: most tools of a large catalog are never called, and
     /// a compiled validator is the biggest part of a catalog entry (PERF-3). `None` if it
     /// could not be compiled then (it compiled in [`InputSchema::compile`], so never in
@@ -47,25 +51,52 @@ impl InputSchema {
     /// Compiles a schema. With `strict`, an object schema is tightened to reject properties it
     /// does not declare (`additionalProperties: false`), and the tightened schema is the one
     /// advertised: Warden never advertises more than it validates.
-    pub fn compile(mut schema: Map<String, Value>, strict: bool) -> Result<Self, String> {
-        if !schema.contains_key("type") && !schema.contains_key("$ref") {
-            schema.insert("type".into(), Value::String("object".into()));
+    pub fn compile(schema: Map<String, Value>, strict: bool) -> Result<Self, String> {
+        Self::compile_shared(Arc::new(schema), strict)
+    }
+
+    /// [`InputSchema::compile`] for a schema held elsewhere too (an upstream's tool list):
+    /// when it needs no tightening, the advertised schema is that very object, not a copy.
+    pub fn compile_shared(source: Arc<Map<String, Value>>, strict: bool) -> Result<Self, String> {
+        let add_type = !source.contains_key("type") && !source.contains_key("$ref");
+        let is_object = add_type || source.get("type").and_then(Value::as_str) == Some("object");
+        let tighten =
+            strict && is_object && source.get("additionalProperties") != Some(&Value::Bool(false));
+        let mut advertised = source.clone();
+        if add_type || tighten {
+            let schema = Arc::make_mut(&mut advertised);
+            if add_type {
+                schema.insert("type".into(), Value::String("object".into()));
+            }
+            if tighten {
+                schema.insert("additionalProperties".into(), Value::Bool(false));
+            }
         }
-        if strict && schema.get("type").and_then(Value::as_str) == Some("object") {
-            schema.insert("additionalProperties".into(), Value::Bool(false));
-        }
-        let as_value = Value::Object(schema);
         // Compiled once here so that a bad schema is refused when the catalog is built, then
         // dropped: the validator that serves calls is built on the first call.
-        jsonschema::validator_for(&as_value)
+        jsonschema::validator_for(&Value::Object(advertised.as_ref().clone()))
             .map_err(|e| format!("the input schema is not a valid JSON Schema: {e}"))?;
-        let Value::Object(schema) = as_value else {
-            return Err("the input schema must be an object".into());
-        };
         Ok(Self {
-            advertised: Arc::new(schema),
+            advertised,
+            source,
+            strict,
             validator: Arc::new(std::sync::OnceLock::new()),
         })
+    }
+
+    /// This schema again when it was compiled from the very same `source` object the same way
+    /// (no copy, no recompilation, and a validator already built stays built); else
+    /// [`InputSchema::compile_shared`].
+    pub fn recompile(
+        &self,
+        source: &Arc<Map<String, Value>>,
+        strict: bool,
+    ) -> Result<Self, String> {
+        if Arc::ptr_eq(&self.source, source) && self.strict == strict {
+            Ok(self.clone())
+        } else {
+            Self::compile_shared(source.clone(), strict)
+        }
     }
 
     fn validator(&self) -> Option<&jsonschema::Validator> {
@@ -153,6 +184,37 @@ mod tests {
             Value::Object(m) => m,
             _ => Map::new(),
         }
+    }
+
+    #[test]
+    fn a_schema_that_needs_no_tightening_is_shared_not_copied() {
+        let source = Arc::new(obj(json!({
+            "type": "object",
+            "properties": {"key": {"type": "string"}},
+        })));
+        let loose = InputSchema::compile_shared(source.clone(), false).unwrap();
+        assert!(Arc::ptr_eq(loose.advertised(), &source));
+        // Tightened: a copy, and the source is left as the upstream sent it.
+        let strict = InputSchema::compile_shared(source.clone(), true).unwrap();
+        assert!(!Arc::ptr_eq(strict.advertised(), &source));
+        assert_eq!(strict.advertised()["additionalProperties"], json!(false));
+        assert!(!source.contains_key("additionalProperties"));
+        // A rebuild from the same object reuses the compiled schema, validator included.
+        assert!(loose.validate(None).is_ok());
+        let again = loose.recompile(&source, false).unwrap();
+        assert!(Arc::ptr_eq(&again.validator, &loose.validator));
+        // Another object, or another strictness, compiles anew.
+        let copy = Arc::new(source.as_ref().clone());
+        let other = loose.recompile(&copy, false).unwrap();
+        assert!(!Arc::ptr_eq(&other.validator, &loose.validator));
+        assert!(Arc::ptr_eq(other.advertised(), &copy));
+        let tightened = loose.recompile(&source, true).unwrap();
+        assert_eq!(tightened.advertised()["additionalProperties"], json!(false));
+        // Without a type, an object type is added (to a copy).
+        let bare = Arc::new(obj(json!({"properties": {}})));
+        let typed = InputSchema::compile_shared(bare.clone(), false).unwrap();
+        assert_eq!(typed.advertised()["type"], json!("object"));
+        assert!(!bare.contains_key("type"));
     }
 
     #[test]

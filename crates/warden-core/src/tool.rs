@@ -123,11 +123,11 @@ pub struct UpstreamTool {
     /// Description.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    /// Input schema.
-    pub input_schema: Map<String, Value>,
+    /// Input schema (shared with the upstream's tool list, not copied).
+    pub input_schema: Arc<Map<String, Value>>,
     /// Output schema.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub output_schema: Option<Map<String, Value>>,
+    pub output_schema: Option<Arc<Map<String, Value>>>,
     /// Annotations (`readOnlyHint`, `destructiveHint`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<Value>,
@@ -162,8 +162,24 @@ impl ToolDescriptor {
         raw: &UpstreamTool,
         policy: Option<(&str, &ToolPolicySpec)>,
     ) -> Result<Self, String> {
+        Self::for_upstream_after(project, upstream, catalog_name, raw, policy, None)
+    }
+
+    /// [`ToolDescriptor::for_upstream`], reusing the input schema of `previous` (the same
+    /// tool in the catalog being replaced) when it was compiled from the same schema object.
+    pub fn for_upstream_after(
+        project: &Name,
+        upstream: &Name,
+        catalog_name: &str,
+        raw: &UpstreamTool,
+        policy: Option<(&str, &ToolPolicySpec)>,
+        previous: Option<&ToolDescriptor>,
+    ) -> Result<Self, String> {
         let strict = policy.is_some_and(|(_, p)| p.strict);
-        let schema = InputSchema::compile(raw.input_schema.clone(), strict)?;
+        let schema = match previous {
+            Some(p) => p.schema.recompile(&raw.input_schema, strict)?,
+            None => InputSchema::compile_shared(raw.input_schema.clone(), strict)?,
+        };
         let read_only_hint = raw
             .annotations
             .as_ref()
@@ -197,7 +213,7 @@ impl ToolDescriptor {
             title: raw.title.clone(),
             description: raw.description.clone(),
             schema,
-            output_schema: raw.output_schema.clone().map(Arc::new),
+            output_schema: raw.output_schema.clone(),
             annotations: raw.annotations.clone(),
             class,
             class_source,
@@ -225,6 +241,10 @@ impl ToolDescriptor {
 pub struct Catalog {
     tools: HashMap<Arc<str>, Arc<ToolDescriptor>>,
     sorted: Vec<Arc<ToolDescriptor>>,
+    /// Positions in `sorted` of each project's tools, ascending.
+    by_project: HashMap<Name, Vec<usize>>,
+    /// Positions in `sorted` of the tools no project owns (built-ins), ascending.
+    unowned: Vec<usize>,
 }
 
 impl fmt::Debug for Catalog {
@@ -264,7 +284,43 @@ impl Catalog {
         }
         let mut sorted: Vec<_> = map.values().cloned().collect();
         sorted.sort_by(|a, b| a.name.cmp(&b.name));
-        (Self { tools: map, sorted }, conflicts)
+        let mut by_project: HashMap<Name, Vec<usize>> = HashMap::new();
+        let mut unowned = Vec::new();
+        for (i, t) in sorted.iter().enumerate() {
+            match &t.project {
+                Some(p) => by_project.entry(p.clone()).or_default().push(i),
+                None => unowned.push(i),
+            }
+        }
+        (
+            Self {
+                tools: map,
+                sorted,
+                by_project,
+                unowned,
+            },
+            conflicts,
+        )
+    }
+
+    /// The tools of the given projects and the tools no project owns, in catalog order:
+    /// positions found through a per-project index, so the cost follows what is returned,
+    /// not the size of the catalog (PERF-3).
+    pub fn of_projects<'a>(
+        &self,
+        projects: impl IntoIterator<Item = &'a Name>,
+    ) -> Vec<Arc<ToolDescriptor>> {
+        let mut positions = self.unowned.clone();
+        for p in projects {
+            if let Some(owned) = self.by_project.get(p) {
+                positions.extend_from_slice(owned);
+            }
+        }
+        positions.sort_unstable();
+        positions
+            .into_iter()
+            .filter_map(|i| self.sorted.get(i).cloned())
+            .collect()
     }
 
     /// Looks a tool up by catalog name.

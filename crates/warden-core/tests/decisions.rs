@@ -120,7 +120,7 @@ fn build(fixture: &Fixture) -> (Policy, Catalog) {
             name: t.name.clone(),
             title: None,
             description: None,
-            input_schema: t.schema.clone().unwrap_or_default(),
+            input_schema: std::sync::Arc::new(t.schema.clone().unwrap_or_default()),
             output_schema: None,
             annotations: t.annotations.clone(),
         };
@@ -201,6 +201,21 @@ fn run_fixture(text: &str) -> Vec<CaseResult> {
                 t.name
             );
         }
+        // `visible` (the project index of `tools/list`) returns exactly what `sees` accepts.
+        let by_index: Vec<_> = warden_core::decision::visible(&authority, &catalog)
+            .iter()
+            .map(|t| t.name.clone())
+            .collect();
+        let by_filter: Vec<_> = catalog
+            .iter()
+            .filter(|t| warden_core::decision::sees(&authority, t))
+            .map(|t| t.name.clone())
+            .collect();
+        assert_eq!(
+            by_index, by_filter,
+            "{}: `visible` and `sees` disagree",
+            case.name
+        );
         let mut result = CaseResult {
             case: case.name.clone(),
             visible: None,

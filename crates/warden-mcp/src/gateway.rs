@@ -230,14 +230,9 @@ impl Gateway {
 
     /// The tools `tools/list` shows this run: exactly those the decision function lets it see.
     pub fn list_tools(&self, authority: &Authority) -> Vec<Arc<ToolDescriptor>> {
-        let snapshot = self.snapshot.load();
-        snapshot
-            .catalog
-            .iter()
-            // `sees` is the scope step of `decide(…, Purpose::List)`, without its rule strings.
-            .filter(|t| warden_core::decision::sees(authority, t))
-            .cloned()
-            .collect()
+        // `visible` is the scope step of `decide(…, Purpose::List)`, through the catalog's
+        // project index: no pass over the tools of other projects.
+        warden_core::decision::visible(authority, &self.snapshot.load().catalog)
     }
 
     /// `tools/list` in MCP form: the tools the run sees, converted once per catalog rather
@@ -615,23 +610,35 @@ impl Gateway {
 
     fn build_catalog(&self, policy: &Policy) -> Catalog {
         let mut tools: Vec<ToolDescriptor> = self.builtins.clone();
+        // The catalog being replaced: a tool whose schema object did not change keeps its
+        // compiled schema (no copy, no recompilation).
+        let previous = self.snapshot.load().catalog.clone();
         for slot in self.upstreams.all() {
             let spec = &slot.spec;
             let prefix = Self::prefix(spec);
             for tool in slot.tools().iter() {
-                let raw: UpstreamTool = match serde_json::to_value(tool)
-                    .and_then(serde_json::from_value)
-                {
-                    Ok(raw) => raw,
-                    Err(e) => {
-                        tracing::warn!(upstream = %spec.name, tool = %tool.name, error = %e, "tool skipped: unreadable definition");
-                        continue;
-                    }
+                // The schemas are shared with the upstream's tool list, not copied (PERF-3).
+                let raw = UpstreamTool {
+                    name: tool.name.to_string(),
+                    title: tool.title.clone(),
+                    description: tool.description.as_ref().map(ToString::to_string),
+                    input_schema: tool.input_schema.clone(),
+                    output_schema: tool.output_schema.clone(),
+                    annotations: tool
+                        .annotations
+                        .as_ref()
+                        .and_then(|a| serde_json::to_value(a).ok()),
                 };
                 let name = catalog_name(&prefix, &raw.name);
                 let matched = matching_policy(policy.tool_policies(), &spec.project, &name);
-                match ToolDescriptor::for_upstream(&spec.project, &spec.name, &name, &raw, matched)
-                {
+                match ToolDescriptor::for_upstream_after(
+                    &spec.project,
+                    &spec.name,
+                    &name,
+                    &raw,
+                    matched,
+                    previous.get(&name).map(AsRef::as_ref),
+                ) {
                     Ok(d) => tools.push(d),
                     Err(e) => {
                         tracing::warn!(upstream = %spec.name, tool = %name, error = %e, "tool skipped")

@@ -130,10 +130,10 @@ pub fn catalog(policy: &Policy, tools: &[ToolSpec<'_>]) -> Catalog {
             name: (*tool).to_owned(),
             title: None,
             description: None,
-            input_schema: match schema {
+            input_schema: std::sync::Arc::new(match schema {
                 Value::Object(m) => m.clone(),
                 _ => Map::new(),
-            },
+            }),
             output_schema: None,
             annotations: (!annotations.is_null()).then(|| annotations.clone()),
         };
