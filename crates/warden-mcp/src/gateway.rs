@@ -108,7 +108,20 @@ pub struct Gateway {
     catalog_changed: broadcast::Sender<()>,
     /// The MCP form of each catalog entry, built once per catalog.
     wire_tools: ArcSwap<WireTools>,
+    /// Resolved authorities by (credential id, agent); see [`Gateway::authority`].
+    authorities: std::sync::Mutex<HashMap<(String, Option<String>), Resolved>>,
 }
+
+/// One memoised `resolve(policy, credential, agent)`, valid for exactly these inputs.
+#[derive(Debug)]
+struct Resolved {
+    policy: Arc<Policy>,
+    credential: Credential,
+    authority: Result<Authority, AuthorityError>,
+}
+
+/// How many resolved authorities are kept before the memo starts over.
+const MAX_RESOLVED: usize = 4096;
 
 /// The MCP `Tool` of every entry of one catalog (by name).
 #[derive(Debug, Default)]
@@ -133,6 +146,7 @@ impl Gateway {
             cancel: CancellationToken::new(),
             catalog_changed: broadcast::channel(16).0,
             wire_tools: ArcSwap::from_pointee(WireTools::default()),
+            authorities: std::sync::Mutex::new(HashMap::new()),
         });
         gateway.reload().await;
         tokio::spawn(watch(
@@ -218,7 +232,7 @@ impl Gateway {
         agent: Option<&str>,
     ) -> Result<Authority, AuthorityError> {
         let snapshot = self.snapshot.load();
-        let authority = resolve(&snapshot.policy, credential, agent)?;
+        let authority = self.resolve_memoised(&snapshot.policy, credential, agent)?;
         Ok(if !snapshot.loaded {
             authority.withhold("the configuration is not loaded")
         } else if !snapshot.store_ok {
@@ -226,6 +240,42 @@ impl Gateway {
         } else {
             authority
         })
+    }
+
+    /// `resolve(policy, credential, agent)`, memoised: resolving is pure in those three inputs
+    /// and costs a reason string per refused project on every request (PERF-3). An entry is
+    /// used only for the very same policy object (a new configuration, binding or principal
+    /// makes a new one), an identical credential and the same agent; anything else resolves
+    /// anew.
+    fn resolve_memoised(
+        &self,
+        policy: &Arc<Policy>,
+        credential: &Credential,
+        agent: Option<&str>,
+    ) -> Result<Authority, AuthorityError> {
+        let key = (credential.id.clone(), agent.map(str::to_owned));
+        if let Ok(memo) = self.authorities.lock()
+            && let Some(hit) = memo
+                .get(&key)
+                .filter(|r| Arc::ptr_eq(&r.policy, policy) && r.credential == *credential)
+        {
+            return hit.authority.clone();
+        }
+        let authority = resolve(policy, credential, agent);
+        if let Ok(mut memo) = self.authorities.lock() {
+            if memo.len() >= MAX_RESOLVED {
+                memo.clear();
+            }
+            memo.insert(
+                key,
+                Resolved {
+                    policy: policy.clone(),
+                    credential: credential.clone(),
+                    authority: authority.clone(),
+                },
+            );
+        }
+        authority
     }
 
     /// The tools `tools/list` shows this run: exactly those the decision function lets it see.
