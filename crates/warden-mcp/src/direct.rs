@@ -22,8 +22,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use futures::StreamExt as _;
 use http::{HeaderMap, HeaderName, HeaderValue};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, Implementation, InputRequiredResult,
-    ProgressToken, ProtocolVersion, ServerResult, Tool,
+    CallToolRequestParams, CallToolResult, InputRequiredResult, ProgressToken, ProtocolVersion,
+    RequestMetaObject, ServerResult, Tool,
 };
 
 use crate::relay::{Downstream, Relay};
@@ -42,9 +42,9 @@ pub(crate) struct DirectHttp {
     url: reqwest::Url,
     /// Configured headers plus the fixed ones of a `tools/call`.
     headers: HeaderMap,
-    protocol: ProtocolVersion,
-    client_info: Implementation,
-    capabilities: ClientCapabilities,
+    /// The `_meta` entries every request carries (protocol version, client info and
+    /// capabilities), built once.
+    meta: RequestMetaObject,
     /// Tools that must go through rmcp (see the module documentation).
     via_rmcp: HashSet<String>,
     ids: AtomicU64,
@@ -107,6 +107,10 @@ impl DirectHttp {
             HeaderName::from_static("mcp-method"),
             HeaderValue::from_static("tools/call"),
         );
+        let mut meta = RequestMetaObject::default();
+        meta.set_protocol_version(protocol);
+        meta.set_client_info(info.client_info.clone());
+        meta.set_client_capabilities(info.capabilities.clone());
         let via_rmcp = tools
             .iter()
             .filter(|t| !bare_header_value(&t.name) || mentions_param_headers(t))
@@ -116,9 +120,7 @@ impl DirectHttp {
             client,
             url,
             headers,
-            protocol,
-            client_info: info.client_info.clone(),
-            capabilities: info.capabilities.clone(),
+            meta,
             via_rmcp,
             ids: AtomicU64::new(1),
         })
@@ -143,9 +145,7 @@ impl DirectHttp {
         downstream: Option<&Downstream>,
     ) -> Result<ServerResult, DirectError> {
         let mut meta = params.meta.take().unwrap_or_default();
-        meta.set_protocol_version(self.protocol.clone());
-        meta.set_client_info(self.client_info.clone());
-        meta.set_client_capabilities(self.capabilities.clone());
+        meta.extend(self.meta.clone());
         let progress = downstream.and_then(|d| d.progress_token.as_ref()).map(|_| {
             ProgressToken(rmcp::model::NumberOrString::String(
                 format!("warden-{id}").into(),

@@ -563,7 +563,6 @@ impl UpstreamSlot {
         params: CallToolRequestParams,
         downstream: Option<&crate::relay::Downstream>,
     ) -> Result<ServerResult, ExecError> {
-        let name = &self.spec.name;
         let timeout = self.spec.timeout.unwrap_or(DEFAULT_CALL_TIMEOUT);
         let id = direct.next_id();
         let never = CancellationToken::new();
@@ -581,25 +580,11 @@ impl UpstreamSlot {
         };
         match answer {
             Ok(Ok(result)) => Ok(result),
-            Ok(Err(DirectError::Refused(message))) => {
-                Ok(ServerResult::CallToolResult(error_result(format!(
-                    "upstream `{name}` answered with an error: {message}"
-                ))))
-            }
-            Ok(Err(DirectError::Transport(why))) => {
-                // Let the supervisor check the connection now.
-                self.refresh.notify_one();
-                Err(ExecError::Unavailable(format!(
-                    "upstream `{name}` is unavailable: {}",
-                    short(&why)
-                )))
-            }
+            Ok(Err(DirectError::Refused(message))) => Ok(self.refused(&message)),
+            Ok(Err(DirectError::Transport(why))) => Err(self.unreachable(&why)),
             Err(_elapsed) => {
                 tell_upstream();
-                Err(ExecError::Unavailable(format!(
-                    "upstream `{name}` did not answer within {}",
-                    humanize(timeout)
-                )))
+                Err(self.timed_out(timeout))
             }
         }
     }
@@ -613,7 +598,6 @@ impl UpstreamSlot {
         params: CallToolRequestParams,
         downstream: Option<&crate::relay::Downstream>,
     ) -> Result<ServerResult, ExecError> {
-        let name = &self.spec.name;
         let timeout = self.spec.timeout.unwrap_or(DEFAULT_CALL_TIMEOUT);
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let (relay_tx, mut relays) = mpsc::channel(32);
@@ -641,13 +625,7 @@ impl UpstreamSlot {
             .await
         {
             Ok(h) => h,
-            Err(e) => {
-                self.refresh.notify_one();
-                return Err(ExecError::Unavailable(format!(
-                    "upstream `{name}` is unavailable: {}",
-                    short(&e.to_string())
-                )));
-            }
+            Err(e) => return Err(self.unreachable(&e.to_string())),
         };
         let _registration = self.inflight.register(handle.progress_token.clone(), call);
         drop(sending);
@@ -687,22 +665,38 @@ impl UpstreamSlot {
         }
         match answer {
             Ok(result) => Ok(result),
-            Err(ServiceError::McpError(e)) => Ok(ServerResult::CallToolResult(error_result(
-                format!("upstream `{name}` answered with an error: {}", e.message),
-            ))),
-            Err(ServiceError::Timeout { .. }) => Err(ExecError::Unavailable(format!(
-                "upstream `{name}` did not answer within {}",
-                humanize(timeout)
-            ))),
-            Err(e) => {
-                // A transport failure: let the supervisor check the connection now.
-                self.refresh.notify_one();
-                Err(ExecError::Unavailable(format!(
-                    "upstream `{name}` is unavailable: {}",
-                    short(&e.to_string())
-                )))
-            }
+            Err(ServiceError::McpError(e)) => Ok(self.refused(&e.message)),
+            Err(ServiceError::Timeout { .. }) => Err(self.timed_out(timeout)),
+            Err(e) => Err(self.unreachable(&e.to_string())),
         }
+    }
+
+    /// The upstream answered a call with a JSON-RPC error: it executed the request and
+    /// refused it, which is a tool error result.
+    fn refused(&self, message: &str) -> ServerResult {
+        ServerResult::CallToolResult(error_result(format!(
+            "upstream `{}` answered with an error: {message}",
+            self.spec.name
+        )))
+    }
+
+    /// A transport failure; the supervisor checks the connection now.
+    fn unreachable(&self, why: &str) -> ExecError {
+        self.refresh.notify_one();
+        ExecError::Unavailable(format!(
+            "upstream `{}` is unavailable: {}",
+            self.spec.name,
+            short(why)
+        ))
+    }
+
+    /// No answer within the call's timeout.
+    fn timed_out(&self, timeout: Duration) -> ExecError {
+        ExecError::Unavailable(format!(
+            "upstream `{}` did not answer within {}",
+            self.spec.name,
+            humanize(timeout)
+        ))
     }
 }
 
