@@ -127,7 +127,26 @@ const MAX_RESOLVED: usize = 4096;
 #[derive(Debug, Default)]
 struct WireTools {
     catalog: Option<Arc<Catalog>>,
-    tools: HashMap<Arc<str>, rmcp::model::Tool>,
+    tools: HashMap<Arc<str>, WireTool>,
+}
+
+/// One tool in MCP form, and its JSON once a `tools/list` answer needed it.
+#[derive(Debug)]
+struct WireTool {
+    tool: rmcp::model::Tool,
+    json: std::sync::OnceLock<Option<Box<str>>>,
+}
+
+impl WireTool {
+    fn json(&self) -> Option<&str> {
+        self.json
+            .get_or_init(|| {
+                serde_json::to_string(&self.tool)
+                    .ok()
+                    .map(String::into_boxed_str)
+            })
+            .as_deref()
+    }
 }
 
 impl Gateway {
@@ -288,33 +307,65 @@ impl Gateway {
     /// `tools/list` in MCP form: the tools the run sees, converted once per catalog rather
     /// than once per request (PERF-3).
     pub fn list_wire_tools(&self, tools: &[Arc<ToolDescriptor>]) -> Vec<rmcp::model::Tool> {
-        let catalog = self.snapshot.load().catalog.clone();
-        let mut cache = self.wire_tools.load_full();
-        if !cache
-            .catalog
-            .as_ref()
-            .is_some_and(|c| Arc::ptr_eq(c, &catalog))
-        {
-            let built = Arc::new(WireTools {
-                tools: catalog
-                    .iter()
-                    .map(|t| (t.name.clone(), crate::wire::tool(t)))
-                    .collect(),
-                catalog: Some(catalog),
-            });
-            self.wire_tools.store(built.clone());
-            cache = built;
-        }
+        let cache = self.wire_cache();
         tools
             .iter()
             .map(|t| {
                 cache
                     .tools
                     .get(&t.name)
-                    .cloned()
+                    .map(|w| w.tool.clone())
                     .unwrap_or_else(|| crate::wire::tool(t))
             })
             .collect()
+    }
+
+    /// [`Gateway::list_wire_tools`] serialized: the JSON array of the tools, each written
+    /// once per catalog, so that an answer costs a copy of its bytes (PERF-3). `None` when a
+    /// tool cannot be serialized.
+    pub fn list_wire_json(&self, tools: &[Arc<ToolDescriptor>]) -> Option<Vec<u8>> {
+        let cache = self.wire_cache();
+        let mut out = Vec::with_capacity(2 + tools.len() * 512);
+        out.push(b'[');
+        for (i, t) in tools.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            match cache.tools.get(&t.name) {
+                Some(w) => out.extend_from_slice(w.json()?.as_bytes()),
+                None => serde_json::to_writer(&mut out, &crate::wire::tool(t)).ok()?,
+            }
+        }
+        out.push(b']');
+        Some(out)
+    }
+
+    /// The MCP form of the current catalog, built on first use after a catalog change.
+    fn wire_cache(&self) -> Arc<WireTools> {
+        let catalog = self.snapshot.load().catalog.clone();
+        let cache = self.wire_tools.load_full();
+        if cache
+            .catalog
+            .as_ref()
+            .is_some_and(|c| Arc::ptr_eq(c, &catalog))
+        {
+            return cache;
+        }
+        let built = Arc::new(WireTools {
+            tools: catalog
+                .iter()
+                .map(|t| {
+                    let wire = WireTool {
+                        tool: crate::wire::tool(t),
+                        json: std::sync::OnceLock::new(),
+                    };
+                    (t.name.clone(), wire)
+                })
+                .collect(),
+            catalog: Some(catalog),
+        });
+        self.wire_tools.store(built.clone());
+        built
     }
 
     /// The server instructions of a run (RUN-1, RUN-5).

@@ -132,6 +132,19 @@ impl McpHandler {
 }
 
 impl McpHandler {
+    /// `tools/list` as a JSON array, for an answer written without rmcp (a stateless
+    /// 2026-07-28 request served inline): the tools `list_tools` would return. `None` when
+    /// the request is refused (rmcp's dispatch then gives the error) or cannot be served so.
+    pub fn list_tools_json(&self, ctx: &RequestContext<RoleServer>) -> Option<Vec<u8>> {
+        let authority = self.authority(ctx).ok()?;
+        let tools = if self.direct {
+            self.gateway.all_tools()
+        } else {
+            self.gateway.list_tools(&authority)
+        };
+        self.gateway.list_wire_json(&tools)
+    }
+
     /// Server info with the run's instructions (its knowledge and boundary notice).
     fn info_for(&self, authority: &Authority) -> ServerConfig {
         self.get_info()

@@ -12,6 +12,7 @@ pub use admin::{
 };
 mod auth;
 mod hosts;
+mod inline;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
@@ -21,7 +22,7 @@ use axum::Router;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{any, get};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
@@ -97,9 +98,11 @@ pub fn router(state: Arc<AppState>, shutdown: CancellationToken) -> Router {
         Arc::new(LocalSessionManager::default()),
         config,
     );
+    let endpoint = inline::McpEndpoint::new(state.gateway.clone(), mcp);
+    let serve = move |request: axum::extract::Request| endpoint.clone().serve(request);
     let authenticated = Router::new()
-        .route_service("/mcp", mcp.clone())
-        .route_service("/mcp/agents/{agent}", mcp)
+        .route("/mcp", any(serve.clone()))
+        .route("/mcp/agents/{agent}", any(serve))
         .nest("/api/v1", admin::routes())
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),

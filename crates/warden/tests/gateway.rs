@@ -949,3 +949,139 @@ async fn warden_stdio_bridges_to_a_remote_server_and_fails_closed_when_it_is_gon
         recorded[0]
     );
 }
+
+/// A stateless 2026-07-28 request over a raw connection: its body with a `Content-Length`
+/// (answered inline) or chunked (answered by rmcp). Returns the status line and the body.
+async fn stateless(
+    w: &TestWarden,
+    method: &str,
+    name: Option<&str>,
+    params: &str,
+    chunked: bool,
+) -> (String, Value) {
+    let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"}}"#;
+    let sep = if params.is_empty() { "" } else { "," };
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":5,"method":"{method}","params":{{{params}{sep}{meta}}}}}"#
+    );
+    let framing = if chunked {
+        format!(
+            "Transfer-Encoding: chunked\r\n\r\n{:x}\r\n{body}\r\n0\r\n\r\n",
+            body.len()
+        )
+    } else {
+        format!("Content-Length: {}\r\n\r\n{body}", body.len())
+    };
+    let name = name.map_or(String::new(), |n| format!("Mcp-Name: {n}\r\n"));
+    let response = raw_http(
+        w.addr,
+        &format!(
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: {method}\r\n{name}Connection: close\r\n{framing}",
+            w.admin
+        ),
+    )
+    .await;
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    let status = head.lines().next().unwrap().to_owned();
+    (status, serde_json::from_str(body).unwrap_or(Value::Null))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stateless_calls_answered_inline_match_rmcps_answers_and_still_cancel() {
+    let w = TestWarden::start(&format!(
+        "kind: Project\nname: alpha\n---\n{}",
+        stdio_upstream("alpha", "alpha", "")
+    ))
+    .await;
+    // The same requests, inline and through rmcp, get the same answers.
+    let inline = stateless(&w, "tools/list", None, "", false).await;
+    let rmcp = stateless(&w, "tools/list", None, "", true).await;
+    assert_eq!(inline.0, "HTTP/1.1 200 OK");
+    assert_eq!(inline, rmcp);
+    assert!(
+        inline.1["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "alpha__add"),
+        "{inline:?}"
+    );
+    let add = r#""name":"alpha__add","arguments":{"a":2,"b":3}"#;
+    let inline = stateless(&w, "tools/call", Some("alpha__add"), add, false).await;
+    let rmcp = stateless(&w, "tools/call", Some("alpha__add"), add, true).await;
+    assert_eq!(inline.0, "HTTP/1.1 200 OK");
+    assert_eq!(
+        inline.1["result"]["structuredContent"],
+        json!({"sum": 5.0}),
+        "{inline:?}"
+    );
+    assert_eq!(
+        inline.1["result"]["structuredContent"],
+        rmcp.1["result"]["structuredContent"]
+    );
+    assert_eq!(
+        inline.1["result"]["resultType"],
+        rmcp.1["result"]["resultType"]
+    );
+    let unknown = r#""name":"nope","arguments":{}"#;
+    let inline = stateless(&w, "tools/call", Some("nope"), unknown, false).await;
+    let rmcp = stateless(&w, "tools/call", Some("nope"), unknown, true).await;
+    assert_eq!(inline.0, rmcp.0);
+    assert_eq!(inline.1["result"]["isError"], json!(true), "{inline:?}");
+    let without_run = |answer: &Value| {
+        let text = answer["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default();
+        let mut denial: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+        denial.as_object_mut().map(|d| d.remove("runId"));
+        denial
+    };
+    assert_eq!(without_run(&inline.1)["code"], json!("UNKNOWN_TOOL"));
+    assert_eq!(without_run(&inline.1), without_run(&rmcp.1));
+    // A header that contradicts the body is rmcp's -32020 answer, whatever the framing.
+    let mismatch = stateless(&w, "tools/call", Some("alpha__echo"), add, false).await;
+    assert_eq!(mismatch.0, "HTTP/1.1 400 Bad Request", "{mismatch:?}");
+    assert_eq!(mismatch.1["error"]["code"], json!(-32020), "{mismatch:?}");
+    let metrics = raw_http(
+        w.addr,
+        "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert!(
+        metrics.contains("warden_mcp_requests_total{served=\"inline\"} 3"),
+        "{metrics}"
+    );
+
+    // A client that goes away mid-call cancels it: the upstream hears of it.
+    let addr = w.addr;
+    let admin = w.admin.clone();
+    let slow = tokio::spawn(async move {
+        use tokio::io::AsyncWriteExt;
+        let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{{"name":"alpha__slow","arguments":{{"ms":20000}},{meta}}}}}"#
+        );
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        stream.write_all(format!("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {admin}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: alpha__slow\r\nContent-Length: {}\r\n\r\n{body}", body.len()).as_bytes()).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        drop(stream);
+    });
+    slow.await.unwrap();
+    let mut cancelled = Value::Null;
+    for _ in 0..100 {
+        let (_, answer) = stateless(
+            &w,
+            "tools/call",
+            Some("alpha__cancellations"),
+            r#""name":"alpha__cancellations","arguments":{}"#,
+            false,
+        )
+        .await;
+        cancelled = answer["result"]["content"][0]["text"].clone();
+        if cancelled == json!("{\"cancellations\":1}") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(cancelled, json!("{\"cancellations\":1}"));
+}

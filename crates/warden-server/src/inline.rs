@@ -1,0 +1,469 @@
+//! Stateless 2026-07-28 `tools/call` and `tools/list` answered on the connection's own task.
+//!
+//! rmcp's Streamable HTTP server answers a stateless request by spawning a serve loop for it,
+//! which spawns a task for the handler, and passing the answer back through two channels:
+//! three tasks and as many thread wake-ups per request, measured as a quarter of the server's
+//! CPU at 64 clients (docs/benchmarks.md). The two requests that make up nearly all of an
+//! agent's traffic are served here instead, by the same [`McpHandler`] through rmcp's own
+//! request dispatch (`Service::handle_request`: version checks, `_meta` validation, result
+//! shaping), on the task that read the request.
+//!
+//! Only a request that needs nothing but its answer is taken: `POST`, no session, the
+//! `MCP-Protocol-Version: 2026-07-28` header and the same version in a complete `_meta`, the
+//! `Mcp-Method` (and for `tools/call`, `Mcp-Name`) header equal to the body, both media types
+//! accepted, a JSON body of known length — and no `progressToken` or `logLevel`, so the client
+//! asked for no notification that would need an event stream. Anything else, and any request
+//! this module is unsure of, goes to rmcp unchanged, which also produces every error answer.
+//! The answer is what rmcp writes for the same request: the JSON-RPC message as JSON, with the
+//! HTTP status rmcp gives it.
+//!
+//! A client that disconnects mid-call cancels it as in rmcp: the call is not dropped half-way
+//! but finishes on a task of its own with its cancellation token fired.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll};
+
+use axum::body::{Body, Bytes};
+use axum::extract::Request;
+use axum::response::{IntoResponse, Response};
+use http::{HeaderMap, StatusCode, header};
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientRequest, ErrorCode, GetExtensions, GetMeta, ListToolsResult,
+    ProtocolVersion, ServerJsonRpcMessage, ServerResult,
+};
+use rmcp::service::{Peer, RequestContext};
+use rmcp::{ErrorData, RoleServer, Service};
+use tokio_util::sync::CancellationToken;
+use tower::ServiceExt;
+use warden_mcp::{Gateway, McpHandler, SessionAuth};
+
+/// The largest body read here; larger ones go to rmcp, which enforces its own limit.
+const MAX_INLINE_BODY: u64 = crate::MAX_BODY_BYTES as u64;
+
+/// The MCP endpoint: inline where it can, rmcp otherwise.
+#[derive(Clone)]
+pub(crate) struct McpEndpoint<S> {
+    gateway: Arc<Gateway>,
+    rmcp: S,
+    peer: Arc<OnceLock<Peer<RoleServer>>>,
+}
+
+impl<S> McpEndpoint<S>
+where
+    S: tower::Service<Request, Error = std::convert::Infallible> + Clone + Send + 'static,
+    S::Response: IntoResponse,
+    S::Future: Send,
+{
+    pub(crate) fn new(gateway: Arc<Gateway>, rmcp: S) -> Self {
+        Self {
+            gateway,
+            rmcp,
+            peer: Arc::new(OnceLock::new()),
+        }
+    }
+
+    /// Serves one HTTP request.
+    pub(crate) async fn serve(self, request: Request) -> Response {
+        if !candidate(&request) {
+            return self.delegate(request).await;
+        }
+        let (parts, body) = request.into_parts();
+        let bytes = match axum::body::to_bytes(body, MAX_INLINE_BODY as usize).await {
+            Ok(bytes) => bytes,
+            // The declared length was within the limit, so the body itself failed.
+            Err(e) => {
+                return (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    format!("Failed to read request body: {e}"),
+                )
+                    .into_response();
+            }
+        };
+        match inline_request(&parts.headers, &bytes) {
+            Some((id, request)) => {
+                metrics::counter!("warden_mcp_requests_total", "served" => "inline").increment(1);
+                self.answer(id, request, parts).await
+            }
+            None => {
+                self.delegate(Request::from_parts(parts, Body::from(bytes)))
+                    .await
+            }
+        }
+    }
+
+    async fn delegate(self, request: Request) -> Response {
+        metrics::counter!("warden_mcp_requests_total", "served" => "rmcp").increment(1);
+        match self.rmcp.oneshot(request).await {
+            Ok(response) => response.into_response(),
+            Err(never) => match never {},
+        }
+    }
+
+    /// Runs the request through rmcp's dispatch on this task and writes its answer.
+    async fn answer(
+        self,
+        id: rmcp::model::RequestId,
+        mut request: ClientRequest,
+        parts: http::request::Parts,
+    ) -> Response {
+        let handler = McpHandler::new(self.gateway.clone(), SessionAuth::PerRequest, None);
+        let ct = CancellationToken::new();
+        let mut context = RequestContext::new(id.clone(), self.peer(&handler));
+        context.ct = ct.child_token();
+        context.meta = std::mem::take(request.get_meta_mut());
+        context.extensions = std::mem::take(request.extensions_mut());
+        context.extensions.insert(parts);
+        if matches!(request, ClientRequest::ListToolsRequest(_))
+            && let Some(body) = handler
+                .list_tools_json(&context)
+                .and_then(|tools| list_answer(id.clone(), &tools))
+        {
+            return (
+                StatusCode::OK,
+                [(header::CONTENT_TYPE, "application/json")],
+                Bytes::from(body),
+            )
+                .into_response();
+        }
+        let call = FinishOnDrop::new(
+            Box::pin(async move { handler.handle_request(request, context).await }),
+            ct,
+        );
+        let message = match call.await {
+            Ok(result) => ServerJsonRpcMessage::response(result, id),
+            Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
+        };
+        let status = status_of(&message);
+        match serde_json::to_vec(&message) {
+            Ok(body) => (
+                status,
+                [(header::CONTENT_TYPE, "application/json")],
+                Bytes::from(body),
+            )
+                .into_response(),
+            Err(e) => (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("Failed to serialize json response: {e}"),
+            )
+                .into_response(),
+        }
+    }
+
+    /// The peer handed to inline requests: they asked for no notification, and a stateless
+    /// client takes no server-to-client request, so it reaches no client. Anything sent
+    /// through it fails as on a closed connection.
+    fn peer(&self, handler: &McpHandler) -> Peer<RoleServer> {
+        self.peer
+            .get_or_init(|| {
+                let (ours, theirs) = tokio::io::duplex(64);
+                drop(theirs);
+                let running =
+                    rmcp::service::serve_directly(handler.clone(), tokio::io::split(ours), None);
+                running.peer().clone()
+            })
+            .clone()
+    }
+}
+
+/// Whether the headers allow an inline answer; the body decides the rest.
+fn candidate(request: &Request) -> bool {
+    let headers = request.headers();
+    request.method() == http::Method::POST
+        && !headers.contains_key("mcp-session-id")
+        && single(headers, "mcp-protocol-version") == Some(ProtocolVersion::V_2026_07_28.as_str())
+        && accepts_json_and_sse(headers)
+        && headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| {
+                v.split(';')
+                    .next()
+                    .is_some_and(|e| e.trim().eq_ignore_ascii_case("application/json"))
+            })
+        && headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok())
+            .is_some_and(|n| n <= MAX_INLINE_BODY)
+}
+
+fn accepts_json_and_sse(headers: &HeaderMap) -> bool {
+    let mut json = false;
+    let mut sse = false;
+    for value in headers.get_all(header::ACCEPT) {
+        let Ok(value) = value.to_str() else {
+            return false;
+        };
+        for range in value.split(',') {
+            let essence = range.split(';').next().unwrap_or_default().trim();
+            json |= essence.eq_ignore_ascii_case("application/json");
+            sse |= essence.eq_ignore_ascii_case("text/event-stream");
+        }
+    }
+    json && sse
+}
+
+/// The only value of a header, when there is exactly one and it is text.
+fn single<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    let mut values = headers.get_all(name).iter();
+    let first = values.next()?;
+    if values.next().is_some() {
+        return None;
+    }
+    first.to_str().ok()
+}
+
+/// The request, when it is one this module answers exactly as rmcp would.
+fn inline_request(
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Option<(rmcp::model::RequestId, ClientRequest)> {
+    let ClientJsonRpcMessage::Request(request) = serde_json::from_slice(body).ok()? else {
+        return None;
+    };
+    let method_header = single(headers, "mcp-method")?;
+    let meta = request.request.get_meta();
+    let wanted = ProtocolVersion::V_2026_07_28;
+    if meta.protocol_version().as_ref() != Some(&wanted)
+        || !meta.missing_required_keys(&wanted).is_empty()
+        || meta.get_progress_token().is_some()
+        || meta.0.contains_key("io.modelcontextprotocol/logLevel")
+    {
+        return None;
+    }
+    match &request.request {
+        ClientRequest::CallToolRequest(call) => {
+            (method_header == "tools/call" && single(headers, "mcp-name")? == call.params.name)
+                .then_some(())?;
+        }
+        ClientRequest::ListToolsRequest(_) => (method_header == "tools/list").then_some(())?,
+        _ => return None,
+    }
+    Some((request.id, request.request))
+}
+
+/// The answer to `tools/list` with the tools' JSON array: rmcp's own answer with no tools
+/// (`ListToolsResult` with its cache hints filled, as rmcp's dispatch does), the array
+/// spliced in. The list's JSON comes from a per-catalog cache, so no tool is serialized
+/// again.
+fn list_answer(id: rmcp::model::RequestId, tools: &[u8]) -> Option<Vec<u8>> {
+    const EMPTY: &[u8] = br#""tools":[]"#;
+    let mut result = ServerResult::ListToolsResult(ListToolsResult::with_all_items(Vec::new()));
+    result.fill_missing_cache_hints();
+    let envelope = serde_json::to_vec(&ServerJsonRpcMessage::response(result, id)).ok()?;
+    let mut at = envelope
+        .windows(EMPTY.len())
+        .enumerate()
+        .filter(|(_, w)| *w == EMPTY);
+    let (start, _) = at.next()?;
+    if at.next().is_some() {
+        return None;
+    }
+    let mut body = Vec::with_capacity(envelope.len() + tools.len());
+    body.extend_from_slice(envelope.get(..start + EMPTY.len() - 2)?);
+    body.extend_from_slice(tools);
+    body.extend_from_slice(envelope.get(start + EMPTY.len()..)?);
+    Some(body)
+}
+
+/// The HTTP status rmcp gives a stateless 2026-07-28 answer (`_meta` is complete here).
+fn status_of(message: &ServerJsonRpcMessage) -> StatusCode {
+    let ServerJsonRpcMessage::Error(error) = message else {
+        return StatusCode::OK;
+    };
+    match error.error.code {
+        ErrorCode::UNSUPPORTED_PROTOCOL_VERSION
+        | ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
+        | ErrorCode::HEADER_MISMATCH => StatusCode::BAD_REQUEST,
+        ErrorCode::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
+        _ => StatusCode::OK,
+    }
+}
+
+type Call = Pin<Box<dyn Future<Output = Result<ServerResult, ErrorData>> + Send>>;
+
+/// A call polled in place; dropped before it finished (the client went away), it fires its
+/// cancellation token and finishes on a task of its own, so that it records how it ended and
+/// tells its upstream, as a call whose client cancelled it does.
+struct FinishOnDrop {
+    call: Option<Call>,
+    cancel: CancellationToken,
+}
+
+impl FinishOnDrop {
+    fn new(call: Call, cancel: CancellationToken) -> Self {
+        Self {
+            call: Some(call),
+            cancel,
+        }
+    }
+}
+
+impl Future for FinishOnDrop {
+    type Output = Result<ServerResult, ErrorData>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let Some(call) = self.call.as_mut() else {
+            return Poll::Pending;
+        };
+        let out = call.as_mut().poll(cx);
+        if out.is_ready() {
+            self.call = None;
+        }
+        out
+    }
+}
+
+impl Drop for FinishOnDrop {
+    fn drop(&mut self) {
+        if let Some(call) = self.call.take() {
+            self.cancel.cancel();
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(async move {
+                    let _ = call.await;
+                });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.append(*k, http::HeaderValue::from_static(v));
+        }
+        h
+    }
+
+    const META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}"#;
+
+    fn call_body(extra_meta: &str) -> Vec<u8> {
+        let meta = if extra_meta.is_empty() {
+            META.to_owned()
+        } else {
+            META.replacen("{\"io.", &format!("{{{extra_meta},\"io."), 1)
+        };
+        format!(
+            r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"demo__read","arguments":{{}},{meta}}}}}"#
+        )
+        .into_bytes()
+    }
+
+    #[test]
+    fn the_list_answer_is_rmcps_envelope_with_the_tools_spliced_in() {
+        let body = list_answer(
+            rmcp::model::RequestId::Number(3),
+            br#"[{"name":"a","inputSchema":{"type":"object"}}]"#,
+        )
+        .unwrap();
+        let answer: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(answer["id"], 3);
+        assert_eq!(answer["result"]["tools"][0]["name"], "a");
+        assert_eq!(answer["result"]["ttlMs"], 0);
+        assert_eq!(answer["result"]["cacheScope"], "private");
+        let empty = list_answer(rmcp::model::RequestId::Number(3), b"[]").unwrap();
+        let mut result = ServerResult::ListToolsResult(ListToolsResult::with_all_items(Vec::new()));
+        result.fill_missing_cache_hints();
+        let rmcp = serde_json::to_vec(&ServerJsonRpcMessage::response(
+            result,
+            rmcp::model::RequestId::Number(3),
+        ))
+        .unwrap();
+        assert_eq!(empty, rmcp);
+    }
+
+    #[test]
+    fn a_plain_call_with_matching_headers_is_inline() {
+        let h = headers(&[("mcp-method", "tools/call"), ("mcp-name", "demo__read")]);
+        assert!(inline_request(&h, &call_body("")).is_some());
+        let list =
+            format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{{META}}}}}"#);
+        let h = headers(&[("mcp-method", "tools/list")]);
+        assert!(inline_request(&h, list.as_bytes()).is_some());
+    }
+
+    #[test]
+    fn what_needs_a_stream_or_an_error_answer_goes_to_rmcp() {
+        let h = headers(&[("mcp-method", "tools/call"), ("mcp-name", "demo__read")]);
+        // Progress or log messages asked for: they need an event stream.
+        assert!(inline_request(&h, &call_body(r#""progressToken":1"#)).is_none());
+        assert!(
+            inline_request(
+                &h,
+                &call_body(r#""io.modelcontextprotocol/logLevel":"info""#)
+            )
+            .is_none()
+        );
+        // Header mismatches, missing or duplicated headers: rmcp's -32020 answers.
+        for bad in [
+            headers(&[("mcp-method", "tools/list"), ("mcp-name", "demo__read")]),
+            headers(&[("mcp-method", "tools/call"), ("mcp-name", "other")]),
+            headers(&[("mcp-method", "tools/call")]),
+            headers(&[
+                ("mcp-method", "tools/call"),
+                ("mcp-method", "tools/call"),
+                ("mcp-name", "demo__read"),
+            ]),
+        ] {
+            assert!(inline_request(&bad, &call_body("")).is_none(), "{bad:?}");
+        }
+        // Incomplete `_meta`, other methods, notifications, batches, bad JSON.
+        let no_caps = br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"demo__read","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
+        assert!(inline_request(&h, no_caps).is_none());
+        let ping = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{{META}}}}}"#);
+        assert!(inline_request(&headers(&[("mcp-method", "ping")]), ping.as_bytes()).is_none());
+        assert!(
+            inline_request(
+                &h,
+                br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#
+            )
+            .is_none()
+        );
+        assert!(inline_request(&h, b"[").is_none());
+    }
+
+    #[test]
+    fn only_complete_2026_posts_are_candidates() {
+        let good = [
+            ("mcp-protocol-version", "2026-07-28"),
+            ("accept", "application/json, text/event-stream"),
+            ("content-type", "application/json; charset=utf-8"),
+            ("content-length", "10"),
+        ];
+        let request = |method: &str, replace: Option<(&'static str, &'static str)>| {
+            let mut r = Request::builder()
+                .method(method)
+                .body(Body::empty())
+                .unwrap();
+            for (k, v) in good {
+                r.headers_mut().insert(k, http::HeaderValue::from_static(v));
+            }
+            if let Some((k, v)) = replace {
+                if v.is_empty() {
+                    r.headers_mut().remove(k);
+                } else {
+                    r.headers_mut().insert(k, http::HeaderValue::from_static(v));
+                }
+            }
+            r
+        };
+        assert!(candidate(&request("POST", None)));
+        assert!(!candidate(&request("GET", None)));
+        for bad in [
+            ("mcp-session-id", "s"),
+            ("mcp-protocol-version", "2025-11-25"),
+            ("accept", "application/json"),
+            ("content-type", "text/plain"),
+            ("content-length", ""),
+            ("content-length", "99999999"),
+        ] {
+            assert!(!candidate(&request("POST", Some(bad))), "{bad:?}");
+        }
+    }
+}
