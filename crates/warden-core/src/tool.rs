@@ -89,8 +89,9 @@ pub struct ToolDescriptor {
     pub schema: InputSchema,
     /// Output schema as advertised by the upstream, passed through.
     pub output_schema: Option<Arc<Map<String, Value>>>,
-    /// Annotations as advertised by the upstream, passed through.
-    pub annotations: Option<Value>,
+    /// Annotations as advertised by the upstream, passed through (shared: a catalog holds
+    /// few distinct sets).
+    pub annotations: Option<Arc<Value>>,
     /// Read or mutation.
     pub class: ToolClass,
     /// How the class was decided.
@@ -130,7 +131,7 @@ pub struct UpstreamTool {
     pub output_schema: Option<Arc<Map<String, Value>>>,
     /// Annotations (`readOnlyHint`, `destructiveHint`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub annotations: Option<Value>,
+    pub annotations: Option<Arc<Value>>,
 }
 
 /// Chooses the ToolPolicy that applies to `catalog_name` in `project`: an exact name beats a

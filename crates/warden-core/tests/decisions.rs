@@ -122,7 +122,7 @@ fn build(fixture: &Fixture) -> (Policy, Catalog) {
             description: None,
             input_schema: std::sync::Arc::new(t.schema.clone().unwrap_or_default()),
             output_schema: None,
-            annotations: t.annotations.clone(),
+            annotations: t.annotations.clone().map(std::sync::Arc::new),
         };
         let cname = catalog_name(u.prefix.as_deref().unwrap_or(u.name.as_str()), &t.name);
         let pol = matching_policy(policy.tool_policies(), &u.project, &cname);

@@ -54,7 +54,9 @@ fn descriptor(tool: &str, description: &str, schema: Map<String, Value>) -> Opti
         description: Some(description.to_owned()),
         schema,
         output_schema: None,
-        annotations: Some(json!({"readOnlyHint": true, "openWorldHint": false})),
+        annotations: Some(std::sync::Arc::new(
+            json!({"readOnlyHint": true, "openWorldHint": false}),
+        )),
         class: ToolClass::Read,
         class_source: ClassSource::Builtin,
         capability: None,

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, MetaObject, Tool, ToolAnnotations};
+use serde::Deserialize;
 use serde_json::Value;
 use warden_core::contract::{CallOutcome, ToolOutput, Verdict};
 use warden_core::tool::ToolDescriptor;
@@ -68,7 +69,7 @@ pub fn tool(descriptor: &ToolDescriptor) -> Tool {
     if let Some(annotations) = descriptor
         .annotations
         .as_ref()
-        .and_then(|a| serde_json::from_value::<ToolAnnotations>(a.clone()).ok())
+        .and_then(|a| ToolAnnotations::deserialize(&**a).ok())
     {
         tool = tool.with_annotations(annotations);
     }
