@@ -123,11 +123,30 @@ struct Resolved {
 /// How many resolved authorities are kept before the memo starts over.
 const MAX_RESOLVED: usize = 4096;
 
-/// The MCP `Tool` of every entry of one catalog (by name).
+/// The MCP `Tool` of the entries of one catalog (by name), each built from that catalog's
+/// entry the first time a list shows it: a server whose callers each see one project never
+/// builds the other projects' (PERF-3).
 #[derive(Debug, Default)]
 struct WireTools {
     catalog: Option<Arc<Catalog>>,
-    tools: HashMap<Arc<str>, WireTool>,
+    tools: HashMap<Arc<str>, std::sync::OnceLock<Box<WireTool>>>,
+}
+
+impl WireTools {
+    /// The MCP form of `name` in this cache's catalog.
+    fn get(&self, name: &str) -> Option<&WireTool> {
+        let cell = self.tools.get(name)?;
+        if let Some(wire) = cell.get() {
+            return Some(wire);
+        }
+        let descriptor = self.catalog.as_ref()?.get(name)?;
+        Some(cell.get_or_init(|| {
+            Box::new(WireTool {
+                tool: crate::wire::tool(descriptor),
+                json: std::sync::OnceLock::new(),
+            })
+        }))
+    }
 }
 
 /// One tool in MCP form, and its JSON once a `tools/list` answer needed it.
@@ -312,7 +331,6 @@ impl Gateway {
             .iter()
             .map(|t| {
                 cache
-                    .tools
                     .get(&t.name)
                     .map(|w| w.tool.clone())
                     .unwrap_or_else(|| crate::wire::tool(t))
@@ -331,7 +349,7 @@ impl Gateway {
             if i > 0 {
                 out.push(b',');
             }
-            match cache.tools.get(&t.name) {
+            match cache.get(&t.name) {
                 Some(w) => out.extend_from_slice(w.json()?.as_bytes()),
                 None => serde_json::to_writer(&mut out, &crate::wire::tool(t)).ok()?,
             }
@@ -340,7 +358,8 @@ impl Gateway {
         Some(out)
     }
 
-    /// The MCP form of the current catalog, built on first use after a catalog change.
+    /// The MCP form of the current catalog (its index built on first use after a catalog
+    /// change, each tool on first listing).
     fn wire_cache(&self) -> Arc<WireTools> {
         let catalog = self.snapshot.load().catalog.clone();
         let cache = self.wire_tools.load_full();
@@ -354,13 +373,7 @@ impl Gateway {
         let built = Arc::new(WireTools {
             tools: catalog
                 .iter()
-                .map(|t| {
-                    let wire = WireTool {
-                        tool: crate::wire::tool(t),
-                        json: std::sync::OnceLock::new(),
-                    };
-                    (t.name.clone(), wire)
-                })
+                .map(|t| (t.name.clone(), std::sync::OnceLock::new()))
                 .collect(),
             catalog: Some(catalog),
         });
