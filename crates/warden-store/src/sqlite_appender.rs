@@ -36,8 +36,11 @@ use crate::{GROUP_COMMIT_RECORDS, PendingAppend, StoreError};
 const LEADER_ROUNDS: usize = 2;
 /// How long a commit waits for another writer's lock (off the runtime's threads).
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
-/// Commits between checkpoint nudges, and the longest time between checkpoints.
-const CHECKPOINT_EVERY: u32 = 256;
+/// Commits between checkpoint nudges, and the longest time between checkpoints. A checkpoint
+/// copies the WAL into the database and syncs both; every 256 commits that was ~10 a second
+/// under load and cost a sixth of the throughput at 64 clients (docs/benchmarks.md), so under
+/// load it is about once a second, with a WAL of at most a second's commits.
+const CHECKPOINT_EVERY: u32 = 4096;
 const CHECKPOINT_PERIOD: Duration = Duration::from_secs(1);
 
 /// The handle the store keeps.
