@@ -136,13 +136,22 @@ impl McpHandler {
     /// 2026-07-28 request served inline): the tools `list_tools` would return. `None` when
     /// the request is refused (rmcp's dispatch then gives the error) or cannot be served so.
     pub fn list_tools_json(&self, ctx: &RequestContext<RoleServer>) -> Option<Vec<u8>> {
-        let authority = self.authority(ctx).ok()?;
-        let tools = if self.direct {
+        let tools = self.listed_tools(ctx).ok()?;
+        self.gateway.list_wire_json(&tools)
+    }
+
+    /// The tools `tools/list` shows this request: all of them with direct execution, else
+    /// those the run's authority sees.
+    fn listed_tools(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<Vec<Arc<warden_core::tool::ToolDescriptor>>, McpError> {
+        let authority = self.authority(ctx)?;
+        Ok(if self.direct {
             self.gateway.all_tools()
         } else {
             self.gateway.list_tools(&authority)
-        };
-        self.gateway.list_wire_json(&tools)
+        })
     }
 
     /// Server info with the run's instructions (its knowledge and boundary notice).
@@ -316,12 +325,7 @@ impl ServerHandler for McpHandler {
         _request: Option<PaginatedRequestParams>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let authority = self.authority(&ctx)?;
-        let tools = if self.direct {
-            self.gateway.all_tools()
-        } else {
-            self.gateway.list_tools(&authority)
-        };
+        let tools = self.listed_tools(&ctx)?;
         Ok(ListToolsResult::with_all_items(
             self.gateway.list_wire_tools(&tools),
         ))

@@ -120,12 +120,7 @@ where
                 .list_tools_json(&context)
                 .and_then(|tools| list_answer(id.clone(), &tools))
         {
-            return (
-                StatusCode::OK,
-                [(header::CONTENT_TYPE, "application/json")],
-                Bytes::from(body),
-            )
-                .into_response();
+            return json_response(StatusCode::OK, body);
         }
         let call = FinishOnDrop::new(
             Box::pin(async move { handler.handle_request(request, context).await }),
@@ -137,12 +132,7 @@ where
         };
         let status = status_of(&message);
         match serde_json::to_vec(&message) {
-            Ok(body) => (
-                status,
-                [(header::CONTENT_TYPE, "application/json")],
-                Bytes::from(body),
-            )
-                .into_response(),
+            Ok(body) => json_response(status, body),
             Err(e) => (
                 StatusCode::INTERNAL_SERVER_ERROR,
                 format!("Failed to serialize json response: {e}"),
@@ -266,6 +256,15 @@ fn list_answer(id: rmcp::model::RequestId, tools: &[u8]) -> Option<Vec<u8>> {
     body.extend_from_slice(tools);
     body.extend_from_slice(envelope.get(start + EMPTY.len()..)?);
     Some(body)
+}
+
+fn json_response(status: StatusCode, body: Vec<u8>) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        Bytes::from(body),
+    )
+        .into_response()
 }
 
 /// The HTTP status rmcp gives a stateless 2026-07-28 answer (`_meta` is complete here).
