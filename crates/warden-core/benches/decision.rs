@@ -116,7 +116,7 @@ fn world(projects: usize, tools: usize) -> World {
                 },
                 title: None,
                 description: Some("Opens an issue in the tracker.".to_owned()),
-                input_schema: Arc::new(schema.clone()),
+                input_schema: warden_core::schema::SchemaText::new(&schema),
                 output_schema: None,
                 annotations: None,
             };

@@ -5,13 +5,13 @@ use std::fmt;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::capability::Capability;
 use crate::config::ToolPolicySpec;
 pub use crate::config::{Risk, ToolClass};
 use crate::name::Name;
-use crate::schema::InputSchema;
+use crate::schema::{InputSchema, SchemaText};
 
 /// The separator between an upstream's prefix and its tool's name in catalog names.
 pub const CATALOG_SEPARATOR: &str = "__";
@@ -88,7 +88,7 @@ pub struct ToolDescriptor {
     /// The one input schema (GOV-1).
     pub schema: InputSchema,
     /// Output schema as advertised by the upstream, passed through.
-    pub output_schema: Option<Arc<Map<String, Value>>>,
+    pub output_schema: Option<SchemaText>,
     /// Annotations as advertised by the upstream, passed through (shared: a catalog holds
     /// few distinct sets).
     pub annotations: Option<Arc<Value>>,
@@ -124,11 +124,11 @@ pub struct UpstreamTool {
     /// Description.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    /// Input schema (shared with the upstream's tool list, not copied).
-    pub input_schema: Arc<Map<String, Value>>,
-    /// Output schema.
+    /// Input schema, as text (PERF-3; shared with the catalog, not copied).
+    pub input_schema: SchemaText,
+    /// Output schema, as text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub output_schema: Option<Arc<Map<String, Value>>>,
+    pub output_schema: Option<SchemaText>,
     /// Annotations (`readOnlyHint`, `destructiveHint`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<Arc<Value>>,

@@ -120,7 +120,9 @@ fn build(fixture: &Fixture) -> (Policy, Catalog) {
             name: t.name.clone(),
             title: None,
             description: None,
-            input_schema: std::sync::Arc::new(t.schema.clone().unwrap_or_default()),
+            input_schema: warden_core::schema::SchemaText::new(
+                &t.schema.clone().unwrap_or_default(),
+            ),
             output_schema: None,
             annotations: t.annotations.clone().map(std::sync::Arc::new),
         };

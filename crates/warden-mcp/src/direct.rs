@@ -23,8 +23,9 @@ use futures::StreamExt as _;
 use http::{HeaderMap, HeaderName, HeaderValue};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, InputRequiredResult, ProgressToken, ProtocolVersion,
-    RequestMetaObject, ServerResult, Tool,
+    RequestMetaObject, ServerResult,
 };
+use warden_core::tool::UpstreamTool;
 
 use crate::relay::{Downstream, Relay};
 
@@ -68,8 +69,8 @@ fn bare_header_value(name: &str) -> bool {
 
 /// Whether a schema mentions `x-mcp-header` anywhere (conservative: a mention in a
 /// description also sends the tool through rmcp).
-fn mentions_param_headers(tool: &Tool) -> bool {
-    serde_json::to_string(tool.input_schema.as_ref()).map_or(true, |s| s.contains("x-mcp-header"))
+fn mentions_param_headers(tool: &UpstreamTool) -> bool {
+    tool.input_schema.as_str().contains("x-mcp-header")
 }
 
 impl DirectHttp {
@@ -81,7 +82,7 @@ impl DirectHttp {
         custom: &std::collections::HashMap<HeaderName, HeaderValue>,
         protocol: ProtocolVersion,
         info: &rmcp::model::ClientConfig,
-        tools: &[Tool],
+        tools: &[UpstreamTool],
     ) -> Option<Self> {
         if protocol < ProtocolVersion::V_2026_07_28 {
             return None;

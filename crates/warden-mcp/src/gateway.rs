@@ -142,29 +142,33 @@ impl WireTools {
         let descriptor = self.catalog.as_ref()?.get(name)?;
         Some(cell.get_or_init(|| {
             Box::new(WireTool {
-                tool: crate::wire::tool(descriptor),
-                json: std::sync::OnceLock::new(),
+                json: crate::wire::tool_json(descriptor)
+                    .ok()
+                    .map(String::into_boxed_str),
+                tool: std::sync::OnceLock::new(),
+                descriptor: descriptor.clone(),
             })
         }))
     }
 }
 
-/// One tool in MCP form, and its JSON once a `tools/list` answer needed it.
+/// One tool in MCP form: its JSON, written from the schema texts without parsing them, and
+/// rmcp's `Tool` (schemas parsed) once an rmcp-served `tools/list` needed it.
 #[derive(Debug)]
 struct WireTool {
-    tool: rmcp::model::Tool,
-    json: std::sync::OnceLock<Option<Box<str>>>,
+    json: Option<Box<str>>,
+    tool: std::sync::OnceLock<rmcp::model::Tool>,
+    descriptor: Arc<ToolDescriptor>,
 }
 
 impl WireTool {
     fn json(&self) -> Option<&str> {
-        self.json
-            .get_or_init(|| {
-                serde_json::to_string(&self.tool)
-                    .ok()
-                    .map(String::into_boxed_str)
-            })
-            .as_deref()
+        self.json.as_deref()
+    }
+
+    fn tool(&self) -> &rmcp::model::Tool {
+        self.tool
+            .get_or_init(|| crate::wire::tool(&self.descriptor))
     }
 }
 
@@ -332,7 +336,7 @@ impl Gateway {
             .map(|t| {
                 cache
                     .get(&t.name)
-                    .map(|w| w.tool.clone())
+                    .map(|w| w.tool().clone())
                     .unwrap_or_else(|| crate::wire::tool(t))
             })
             .collect()
@@ -351,7 +355,7 @@ impl Gateway {
             }
             match cache.get(&t.name) {
                 Some(w) => out.extend_from_slice(w.json()?.as_bytes()),
-                None => serde_json::to_writer(&mut out, &crate::wire::tool(t)).ok()?,
+                None => out.extend_from_slice(crate::wire::tool_json(t).ok()?.as_bytes()),
             }
         }
         out.push(b']');
@@ -734,20 +738,14 @@ impl Gateway {
             let spec = &slot.spec;
             let prefix = Self::prefix(spec);
             for tool in slot.tools().iter() {
-                // The schemas are shared with the upstream's tool list, not copied (PERF-3).
+                // The schema texts are shared with the upstream's tool list, not copied
+                // (PERF-3).
                 let raw = UpstreamTool {
-                    name: tool.name.to_string(),
-                    title: tool.title.clone(),
-                    description: tool.description.as_ref().map(ToString::to_string),
-                    input_schema: tool.input_schema.clone(),
-                    output_schema: tool.output_schema.clone(),
-                    annotations: tool.annotations.as_ref().and_then(|a| {
-                        let key = serde_json::to_string(a).ok()?;
-                        let shared = annotations.entry(key).or_insert_with_key(|key| {
-                            Arc::new(serde_json::from_str(key).unwrap_or_default())
-                        });
-                        Some(shared.clone())
+                    annotations: tool.annotations.as_ref().map(|a| {
+                        let key = a.to_string();
+                        annotations.entry(key).or_insert_with(|| a.clone()).clone()
                     }),
+                    ..tool.clone()
                 };
                 let name = catalog_name(&prefix, &raw.name);
                 let matched = matching_policy(policy.tool_policies(), &spec.project, &name);

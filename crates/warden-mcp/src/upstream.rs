@@ -34,6 +34,8 @@ use tokio_util::sync::CancellationToken;
 use warden_core::config::UpstreamSpec;
 use warden_core::name::Name;
 use warden_core::pipeline::ExecError;
+use warden_core::schema::SchemaText;
+use warden_core::tool::UpstreamTool;
 
 use crate::direct::{DirectError, DirectHttp};
 use crate::relay::{DOWNSTREAM, InFlight, InFlightTable, Relay};
@@ -72,7 +74,7 @@ struct SlotState {
     peer: Option<Peer<RoleClient>>,
     /// The direct path for `tools/call`, when the upstream is HTTP and speaks 2026-07-28.
     direct: Option<Arc<DirectHttp>>,
-    tools: Arc<Vec<Tool>>,
+    tools: Arc<Vec<UpstreamTool>>,
     prompts: Arc<Vec<Prompt>>,
     resources: Arc<Vec<Resource>>,
     templates: Arc<Vec<rmcp::model::ResourceTemplate>>,
@@ -82,7 +84,7 @@ struct SlotState {
 /// What an upstream offers besides tools.
 #[derive(Debug, Default)]
 struct Offer {
-    tools: Vec<Tool>,
+    tools: Vec<UpstreamTool>,
     prompts: Vec<Prompt>,
     resources: Vec<Resource>,
     templates: Vec<rmcp::model::ResourceTemplate>,
@@ -176,7 +178,7 @@ fn error_result(message: String) -> CallToolResult {
 impl UpstreamSlot {
     /// The last known tool list (kept while the upstream is down, so its tools stay listed
     /// and fail with `UNAVAILABLE`).
-    pub fn tools(&self) -> Arc<Vec<Tool>> {
+    pub fn tools(&self) -> Arc<Vec<UpstreamTool>> {
         self.state
             .read()
             .map(|s| s.tools.clone())
@@ -1060,7 +1062,7 @@ fn direct_path(
     spec: &UpstreamSpec,
     secrets: &Secrets,
     protocol: Option<ProtocolVersion>,
-    tools: &[Tool],
+    tools: &[UpstreamTool],
 ) -> Option<Arc<DirectHttp>> {
     let http = spec.http.as_ref()?;
     let headers = http_headers(http, secrets).ok()?;
@@ -1164,10 +1166,34 @@ async fn fetch<T>(
     }
 }
 
+/// An upstream's tools as Warden keeps them: the schemas as text, each distinct annotation
+/// set once (PERF-3).
+fn upstream_tools(tools: Vec<Tool>) -> Vec<UpstreamTool> {
+    let mut annotations: HashMap<String, Arc<serde_json::Value>> = HashMap::new();
+    tools
+        .into_iter()
+        .map(|tool| UpstreamTool {
+            name: tool.name.into_owned(),
+            title: tool.title,
+            description: tool.description.map(std::borrow::Cow::into_owned),
+            input_schema: SchemaText::new(&tool.input_schema),
+            output_schema: tool.output_schema.as_deref().map(SchemaText::new),
+            annotations: tool.annotations.and_then(|a| {
+                let value = serde_json::to_value(a).ok()?;
+                let shared = annotations
+                    .entry(value.to_string())
+                    .or_insert_with(|| Arc::new(value));
+                Some(shared.clone())
+            }),
+        })
+        .collect()
+}
+
 /// Tools, and prompts and resources when the upstream offers them.
 async fn fetch_offer(peer: &Peer<RoleClient>) -> Result<Offer, String> {
     let capabilities = peer.peer_info().map(|i| i.capabilities.clone());
     let tools = fetch("tools/list", peer.list_all_tools()).await?;
+    let tools = upstream_tools(tools);
     let prompts = match capabilities.as_ref().and_then(|c| c.prompts.as_ref()) {
         Some(_) => fetch("prompts/list", peer.list_all_prompts()).await?,
         None => Vec::new(),
@@ -1300,7 +1326,7 @@ async fn run_connected(
     peer: &Peer<RoleClient>,
     refresh_every: Duration,
     notify: &impl Fn(),
-    direct: &impl Fn(&[Tool]) -> Option<Arc<DirectHttp>>,
+    direct: &impl Fn(&[UpstreamTool]) -> Option<Arc<DirectHttp>>,
 ) -> String {
     let ct = client.cancellation_token();
     let mut waiting = tokio::spawn(client.waiting());

@@ -4,8 +4,9 @@
 use std::sync::Arc;
 
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, MetaObject, Tool, ToolAnnotations};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use serde_json::value::RawValue;
 use warden_core::contract::{CallOutcome, ToolOutput, Verdict};
 use warden_core::tool::ToolDescriptor;
 
@@ -54,7 +55,7 @@ pub fn call_result(outcome: &CallOutcome, declares_output_schema: bool) -> CallT
 /// The MCP `Tool` advertised for a catalog entry: its one input schema (GOV-1), and the
 /// upstream's title, output schema and annotations passed through.
 pub fn tool(descriptor: &ToolDescriptor) -> Tool {
-    let schema: Arc<JsonObject> = descriptor.schema.advertised().clone();
+    let schema: Arc<JsonObject> = Arc::new(descriptor.schema.advertised().to_object());
     let mut tool = Tool::new_with_raw(
         descriptor.name.to_string(),
         descriptor.description.clone().map(Into::into),
@@ -64,14 +65,108 @@ pub fn tool(descriptor: &ToolDescriptor) -> Tool {
         tool = tool.with_title(title.clone());
     }
     if let Some(output) = &descriptor.output_schema {
-        tool = tool.with_raw_output_schema(output.clone());
+        tool = tool.with_raw_output_schema(Arc::new(output.to_object()));
     }
-    if let Some(annotations) = descriptor
-        .annotations
-        .as_ref()
-        .and_then(|a| ToolAnnotations::deserialize(&**a).ok())
-    {
+    if let Some(annotations) = annotations(descriptor) {
         tool = tool.with_annotations(annotations);
     }
     tool
+}
+
+/// The annotations advertised: those rmcp knows (what rmcp's own `Tool` would carry).
+fn annotations(descriptor: &ToolDescriptor) -> Option<ToolAnnotations> {
+    descriptor
+        .annotations
+        .as_ref()
+        .and_then(|a| ToolAnnotations::deserialize(&**a).ok())
+}
+
+/// [`tool`] as JSON, the same bytes as rmcp writes for it, but with the schemas copied as
+/// the text they are kept in rather than parsed into maps first (PERF-3).
+pub fn tool_json(descriptor: &ToolDescriptor) -> serde_json::Result<String> {
+    /// rmcp's `Tool`, field for field and in its order, with raw schemas.
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct WireTool<'a> {
+        name: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        title: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        description: Option<&'a str>,
+        input_schema: &'a RawValue,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        output_schema: Option<&'a RawValue>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        annotations: Option<ToolAnnotations>,
+    }
+    let output_schema = match &descriptor.output_schema {
+        Some(output) => Some(output.raw()?),
+        None => None,
+    };
+    serde_json::to_string(&WireTool {
+        name: &descriptor.name,
+        title: descriptor.title.as_deref(),
+        description: descriptor.description.as_deref(),
+        input_schema: descriptor.schema.advertised().raw()?,
+        output_schema,
+        annotations: annotations(descriptor),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use warden_core::schema::{InputSchema, SchemaText};
+    use warden_core::tool::{ClassSource, Governance, ToolClass, ToolSource};
+
+    use super::*;
+
+    fn descriptor(full: bool) -> ToolDescriptor {
+        let object = |v: Value| match v {
+            Value::Object(m) => m,
+            _ => serde_json::Map::new(),
+        };
+        let schema = object(json!({
+            "type": "object",
+            "properties": {"key": {"type": "string", "maxLength": 64}, "a": {"enum": [1, "x"]}},
+        }));
+        ToolDescriptor {
+            name: "p__t".into(),
+            project: None,
+            source: ToolSource::Upstream {
+                upstream: warden_core::Name::from_static("u"),
+                tool: "t".into(),
+            },
+            title: full.then(|| "T \"quoted\"".to_owned()),
+            description: full.then(|| "Does\nthings: ü".to_owned()),
+            schema: InputSchema::compile(schema, full).unwrap(),
+            output_schema: full
+                .then(|| SchemaText::new(&object(json!({"type": "object", "properties": {}})))),
+            annotations: full.then(|| {
+                Arc::new(json!({"readOnlyHint": true, "openWorldHint": false, "x-own": 1}))
+            }),
+            class: ToolClass::Read,
+            class_source: ClassSource::Annotations,
+            capability: None,
+            risk: warden_core::tool::Risk::Ordinary,
+            rate_limit_per_minute: None,
+            deny: None,
+            governance: Governance::Read,
+            policy: None,
+            project_arguments: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn tool_json_is_the_bytes_rmcp_writes_for_the_tool() {
+        for full in [false, true] {
+            let d = descriptor(full);
+            let ours = tool_json(&d).unwrap();
+            let rmcps = serde_json::to_string(&tool(&d)).unwrap();
+            assert_eq!(ours, rmcps);
+        }
+        let full = tool_json(&descriptor(true)).unwrap();
+        assert!(full.contains(r#""additionalProperties":false"#), "{full}");
+        assert!(!full.contains("x-own"), "{full}");
+    }
 }

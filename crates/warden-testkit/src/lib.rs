@@ -130,7 +130,7 @@ pub fn catalog(policy: &Policy, tools: &[ToolSpec<'_>]) -> Catalog {
             name: (*tool).to_owned(),
             title: None,
             description: None,
-            input_schema: std::sync::Arc::new(match schema {
+            input_schema: warden_core::schema::SchemaText::new(&match schema {
                 Value::Object(m) => m.clone(),
                 _ => Map::new(),
             }),
