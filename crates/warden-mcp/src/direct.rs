@@ -19,7 +19,10 @@
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use futures::StreamExt as _;
+use std::pin::Pin;
+
+use bytes::Bytes;
+use futures::{Stream, StreamExt as _};
 use http::{HeaderMap, HeaderName, HeaderValue};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, InputRequiredResult, ProgressToken, ProtocolVersion,
@@ -27,6 +30,7 @@ use rmcp::model::{
 };
 use warden_core::tool::UpstreamTool;
 
+use crate::h1::H1Upstream;
 use crate::relay::{Downstream, Relay};
 
 /// Largest JSON answer read (the same bound as rmcp's client).
@@ -41,6 +45,9 @@ const MAX_ERROR_RESPONSE: usize = 64 * 1024;
 pub(crate) struct DirectHttp {
     client: reqwest::Client,
     url: reqwest::Url,
+    /// The same upstream over HTTP/1.1 on the calling task, for a plain `http://` URL (see
+    /// [`crate::h1`]); reqwest otherwise.
+    h1: Option<H1Upstream>,
     /// Configured headers plus the fixed ones of a `tools/call`.
     headers: HeaderMap,
     /// The `_meta` entries every request carries (protocol version, client info and
@@ -119,6 +126,7 @@ impl DirectHttp {
             .collect();
         Some(Self {
             client,
+            h1: H1Upstream::for_url(&url),
             url,
             headers,
             meta,
@@ -165,31 +173,48 @@ impl DirectHttp {
             params: &params,
         })
         .map_err(|e| DirectError::Transport(format!("cannot encode the request: {e}")))?;
-        let mut headers = self.headers.clone();
-        headers.insert(HeaderName::from_static("mcp-name"), name);
-        let response = self
-            .client
-            .post(self.url.clone())
-            .headers(headers)
-            .body(body)
-            .send()
-            .await
-            .map_err(|e| DirectError::Transport(transport_error(&e)))?;
-        let status = response.status();
-        let content_type = response
-            .headers()
-            .get(http::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .map(|v| {
-                v.split(';')
-                    .next()
-                    .unwrap_or_default()
-                    .trim()
-                    .to_ascii_lowercase()
-            })
-            .unwrap_or_default();
+        let headers = || {
+            let mut headers = self.headers.clone();
+            headers.insert(HeaderName::from_static("mcp-name"), name.clone());
+            headers
+        };
+        let body = Bytes::from(body);
+        let mut answer = None;
+        if let Some(h1) = &self.h1 {
+            let (status, answer_headers, stream) = h1
+                .post(headers(), body.clone())
+                .await
+                .map_err(DirectError::Transport)?;
+            // A redirect (answered, not executed) is reqwest's to follow.
+            if !status.is_redirection() {
+                answer = Some((
+                    status,
+                    content_type(&answer_headers),
+                    Box::pin(stream) as Answer,
+                ));
+            }
+        }
+        let (status, content_type, answer) = match answer {
+            Some(answer) => answer,
+            None => {
+                let response = self
+                    .client
+                    .post(self.url.clone())
+                    .headers(headers())
+                    .body(body)
+                    .send()
+                    .await
+                    .map_err(|e| DirectError::Transport(transport_error(&e)))?;
+                let status = response.status();
+                let content_type = content_type(response.headers());
+                let stream = response.bytes_stream().map(|chunk| {
+                    chunk.map_err(|e| format!("cannot read the answer: {}", transport_error(&e)))
+                });
+                (status, content_type, Box::pin(stream) as Answer)
+            }
+        };
         if !status.is_success() {
-            let body = read_limited(response, MAX_ERROR_RESPONSE)
+            let body = read_limited(answer, MAX_ERROR_RESPONSE)
                 .await
                 .unwrap_or_default();
             if let Ok(Message {
@@ -202,7 +227,7 @@ impl DirectHttp {
         }
         match content_type.as_str() {
             "application/json" => {
-                let body = read_limited(response, MAX_JSON_RESPONSE)
+                let body = read_limited(answer, MAX_JSON_RESPONSE)
                     .await
                     .map_err(DirectError::Transport)?;
                 let message: Message = serde_json::from_slice(&body).map_err(|e| {
@@ -214,8 +239,8 @@ impl DirectHttp {
             }
             "text/event-stream" => {
                 let mut seen = 0usize;
-                let bytes = response.bytes_stream().map(move |chunk| {
-                    let chunk = chunk.map_err(|e| std::io::Error::other(transport_error(&e)))?;
+                let bytes = answer.map(move |chunk| {
+                    let chunk = chunk.map_err(std::io::Error::other)?;
                     seen += chunk.len();
                     if seen > MAX_SSE_RESPONSE {
                         return Err(std::io::Error::other(format!(
@@ -288,13 +313,28 @@ fn transport_error(e: &reqwest::Error) -> String {
     text
 }
 
-async fn read_limited(mut response: reqwest::Response, limit: usize) -> Result<Vec<u8>, String> {
+/// An answer's body, from reqwest or from [`crate::h1`].
+type Answer<'a> = Pin<Box<dyn Stream<Item = Result<Bytes, String>> + Send + 'a>>;
+
+/// The media type of an answer, lowercase, without parameters.
+fn content_type(headers: &HeaderMap) -> String {
+    headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_ascii_lowercase()
+        })
+        .unwrap_or_default()
+}
+
+async fn read_limited(mut answer: Answer<'_>, limit: usize) -> Result<Vec<u8>, String> {
     let mut body = Vec::new();
-    while let Some(chunk) = response
-        .chunk()
-        .await
-        .map_err(|e| format!("cannot read the answer: {}", transport_error(&e)))?
-    {
+    while let Some(chunk) = answer.next().await {
+        let chunk = chunk?;
         if body.len() + chunk.len() > limit {
             return Err(format!("the answer exceeds {} KiB", limit >> 10));
         }

@@ -15,6 +15,7 @@ pub mod conformance;
 mod direct;
 pub mod fixture;
 pub mod gateway;
+mod h1;
 pub mod handler;
 pub mod http_client;
 pub mod knowledge;

@@ -1,0 +1,379 @@
+//! HTTP/1.1 to a plain `http://` upstream, on the calling task.
+//!
+//! reqwest (through hyper-util's pool) gives every connection its own task: a request is
+//! handed to that task, which writes it, reads the answer and hands the answer back. On a
+//! 2-vCPU machine each hand-off is a thread wake-up, 20–70 µs (docs/benchmarks.md), twice per
+//! governed call. Here the calling task drives hyper's HTTP/1.1 connection itself while it
+//! waits for its answer, so the socket's readiness wakes the caller directly. hyper does all
+//! the HTTP; this module only owns the idle connections and polls them.
+//!
+//! A connection is reused only after its answer was read to the end; one whose answer was
+//! abandoned (a cancelled call) is closed. A request is retried on another connection only
+//! when hyper hands it back unsent (the pooled connection turned out closed), never once it
+//! may have reached the upstream. `https://` and anything behind an HTTP proxy stay with
+//! reqwest.
+
+use std::collections::VecDeque;
+use std::future::{Future as _, poll_fn};
+use std::pin::Pin;
+use std::sync::Mutex;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures::Stream;
+use http::{HeaderMap, HeaderValue, Request, StatusCode, Uri};
+use http_body::Body as _;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::client::conn::http1::{Connection, SendRequest};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpStream;
+
+/// How long an idle connection is kept (the same as the reqwest client's).
+const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// How many idle connections are kept per upstream.
+const MAX_IDLE: usize = 256;
+/// How long a TCP connect may take (the same as the reqwest client's).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+type Conn = Connection<TokioIo<TcpStream>, Full<Bytes>>;
+
+/// One HTTP/1.1 connection: the request side and the connection the caller drives.
+struct Link {
+    send: SendRequest<Full<Bytes>>,
+    conn: Conn,
+    /// The connection ended (the upstream closed it, or it failed).
+    closed: bool,
+}
+
+impl Link {
+    /// Does the connection's socket work; then `then`.
+    fn drive<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        then: impl FnOnce(&mut Context<'_>) -> Poll<T>,
+    ) -> Poll<T> {
+        if !self.closed && Pin::new(&mut self.conn).poll(cx).is_ready() {
+            self.closed = true;
+        }
+        then(cx)
+    }
+}
+
+/// The idle connections to one `http://` upstream.
+pub(crate) struct H1Upstream {
+    /// `host:port`, to connect to.
+    address: String,
+    /// The `Host` header.
+    host: HeaderValue,
+    /// The request target (path and query).
+    target: Uri,
+    /// Oldest first; the newest is used first.
+    idle: Mutex<VecDeque<(Link, Instant)>>,
+}
+
+impl std::fmt::Debug for H1Upstream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("H1Upstream")
+            .field("address", &self.address)
+            .field("target", &self.target)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Whether an HTTP proxy is configured in the environment (reqwest would use it).
+fn proxy_configured() -> bool {
+    ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"]
+        .iter()
+        .any(|k| std::env::var_os(k).is_some_and(|v| !v.is_empty()))
+}
+
+impl H1Upstream {
+    /// For a plain `http://` URL without credentials when no proxy is configured; `None`
+    /// otherwise (reqwest then carries the calls).
+    pub(crate) fn for_url(url: &reqwest::Url) -> Option<Self> {
+        if url.scheme() != "http"
+            || !url.username().is_empty()
+            || url.password().is_some()
+            || proxy_configured()
+        {
+            return None;
+        }
+        let host = url.host_str()?;
+        let port = url.port_or_known_default()?;
+        let host_header = match url.port() {
+            Some(p) => format!("{host}:{p}"),
+            None => host.to_owned(),
+        };
+        let target = match url.query() {
+            Some(q) => format!("{}?{q}", url.path()),
+            None => url.path().to_owned(),
+        };
+        Some(Self {
+            // An IPv6 literal keeps its brackets, as `connect` wants them.
+            address: format!("{host}:{port}"),
+            host: HeaderValue::from_str(&host_header).ok()?,
+            target: target.parse().ok()?,
+            idle: Mutex::new(VecDeque::new()),
+        })
+    }
+
+    fn take_idle(&self) -> Option<Link> {
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        while let Some((link, since)) = idle.pop_back() {
+            if since.elapsed() < IDLE_TIMEOUT && !link.closed {
+                return Some(link);
+            }
+        }
+        None
+    }
+
+    fn put_idle(&self, link: Link) {
+        if link.closed {
+            return;
+        }
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        // Connections unused for too long are closed here, not only when next taken.
+        while idle
+            .front()
+            .is_some_and(|(_, since)| since.elapsed() >= IDLE_TIMEOUT)
+        {
+            idle.pop_front();
+        }
+        if idle.len() < MAX_IDLE {
+            idle.push_back((link, Instant::now()));
+        }
+    }
+
+    async fn connect(&self) -> Result<Link, String> {
+        let stream = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(&self.address))
+            .await
+            .map_err(|_| format!("connecting to {} timed out", self.address))?
+            .map_err(|e| format!("cannot connect to {}: {e}", self.address))?;
+        let _ = stream.set_nodelay(true);
+        let (send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| format!("cannot open HTTP/1.1 to {}: {e}", self.address))?;
+        Ok(Link {
+            send,
+            conn,
+            closed: false,
+        })
+    }
+
+    /// `POST`s `body` with `headers` and returns the answer's status, headers and body. The
+    /// body must be read to its end for the connection to be reused.
+    pub(crate) async fn post(
+        &self,
+        mut headers: HeaderMap,
+        body: Bytes,
+    ) -> Result<(StatusCode, HeaderMap, H1Body<'_>), String> {
+        headers.insert(http::header::HOST, self.host.clone());
+        let mut request = Request::post(self.target.clone())
+            .body(Full::new(body))
+            .map_err(|e| format!("cannot build the request: {e}"))?;
+        *request.headers_mut() = headers;
+        // Pooled connections first; one found closed hands the request back unsent.
+        loop {
+            let (mut link, pooled) = match self.take_idle() {
+                Some(link) => (link, true),
+                None => (self.connect().await?, false),
+            };
+            // Let the connection notice a close by the upstream before it is used.
+            poll_fn(|cx| link.drive(cx, |_| Poll::Ready(()))).await;
+            if link.closed {
+                if pooled {
+                    continue;
+                }
+                return Err(format!("{} closed the connection at once", self.address));
+            }
+            let mut answer = std::pin::pin!(link.send.try_send_request(request));
+            let sent = poll_fn(|cx| link.drive(cx, |cx| answer.as_mut().poll(cx))).await;
+            match sent {
+                Ok(response) => {
+                    let (parts, incoming) = response.into_parts();
+                    return Ok((
+                        parts.status,
+                        parts.headers,
+                        H1Body {
+                            link: Some(link),
+                            incoming,
+                            upstream: self,
+                        },
+                    ));
+                }
+                Err(mut e) => match e.take_message() {
+                    Some(unsent) if pooled => request = unsent,
+                    _ => return Err(format!("the upstream request failed: {}", e.into_error())),
+                },
+            }
+        }
+    }
+}
+
+/// An answer's body, read on the calling task; its connection goes back to the idle ones
+/// when the body was read to the end.
+pub(crate) struct H1Body<'a> {
+    link: Option<Link>,
+    incoming: Incoming,
+    upstream: &'a H1Upstream,
+}
+
+impl Stream for H1Body<'_> {
+    type Item = Result<Bytes, String>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        let Some(link) = this.link.as_mut() else {
+            return Poll::Ready(None);
+        };
+        let incoming = &mut this.incoming;
+        loop {
+            let frame = link.drive(cx, |cx| Pin::new(&mut *incoming).poll_frame(cx));
+            match frame {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Some(Ok(frame))) => {
+                    if let Ok(data) = frame.into_data() {
+                        return Poll::Ready(Some(Ok(data)));
+                    }
+                    // Trailers: nothing for us.
+                }
+                Poll::Ready(Some(Err(e))) => {
+                    this.link = None;
+                    return Poll::Ready(Some(Err(format!("cannot read the answer: {e}"))));
+                }
+                Poll::Ready(None) => {
+                    if let Some(link) = this.link.take() {
+                        this.upstream.put_idle(link);
+                    }
+                    return Poll::Ready(None);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use futures::StreamExt as _;
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    use tokio::net::TcpListener;
+
+    use super::*;
+
+    /// A raw HTTP/1.1 server answering `answers` requests per connection with `hello`, then
+    /// closing it without saying so (no `Connection: close`); counts connections.
+    async fn server(answers: usize) -> (reqwest::Url, Arc<AtomicUsize>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp?x=1", listener.local_addr().unwrap());
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let count = accepted.clone();
+        tokio::spawn(async move {
+            loop {
+                let (mut socket, _) = listener.accept().await.unwrap();
+                count.fetch_add(1, Ordering::SeqCst);
+                tokio::spawn(async move {
+                    let mut buf = Vec::new();
+                    for _ in 0..answers {
+                        // Read one request: headers, then the Content-Length body.
+                        loop {
+                            let mut chunk = [0u8; 4096];
+                            let n = socket.read(&mut chunk).await.unwrap();
+                            if n == 0 {
+                                return;
+                            }
+                            buf.extend_from_slice(&chunk[..n]);
+                            let text = String::from_utf8_lossy(&buf).to_string();
+                            if let Some(end) = text.find("\r\n\r\n") {
+                                let head = text[..end].to_ascii_lowercase();
+                                assert!(head.starts_with("post /mcp?x=1 http/1.1"), "{head}");
+                                assert!(head.contains("\r\nhost: 127.0.0.1:"), "{head}");
+                                let len: usize = head
+                                    .lines()
+                                    .find_map(|l| l.strip_prefix("content-length: "))
+                                    .unwrap()
+                                    .parse()
+                                    .unwrap();
+                                if buf.len() >= end + 4 + len {
+                                    buf.drain(..end + 4 + len);
+                                    break;
+                                }
+                            }
+                        }
+                        socket
+                            .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nhello")
+                            .await
+                            .unwrap();
+                    }
+                    // Closed without notice.
+                });
+            }
+        });
+        (reqwest::Url::parse(&url).unwrap(), accepted)
+    }
+
+    async fn post(upstream: &H1Upstream) -> String {
+        let (status, _, mut body) = upstream
+            .post(HeaderMap::new(), Bytes::from_static(b"{}"))
+            .await
+            .unwrap();
+        assert_eq!(status, StatusCode::OK);
+        let mut text = Vec::new();
+        while let Some(chunk) = body.next().await {
+            text.extend_from_slice(&chunk.unwrap());
+        }
+        String::from_utf8(text).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_connection_read_to_the_end_is_reused() {
+        let (url, accepted) = server(10).await;
+        let upstream = H1Upstream::for_url(&url).unwrap();
+        for _ in 0..3 {
+            assert_eq!(post(&upstream).await, "hello");
+        }
+        assert_eq!(accepted.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn a_pooled_connection_the_upstream_closed_is_replaced_unsent() {
+        let (url, accepted) = server(1).await;
+        let upstream = H1Upstream::for_url(&url).unwrap();
+        assert_eq!(post(&upstream).await, "hello");
+        // Let the close reach this side.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(post(&upstream).await, "hello");
+        assert_eq!(accepted.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn an_abandoned_answer_closes_its_connection() {
+        let (url, accepted) = server(10).await;
+        let upstream = H1Upstream::for_url(&url).unwrap();
+        let (_, _, body) = upstream
+            .post(HeaderMap::new(), Bytes::from_static(b"{}"))
+            .await
+            .unwrap();
+        drop(body);
+        assert_eq!(post(&upstream).await, "hello");
+        assert_eq!(accepted.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn only_plain_http_without_credentials_goes_this_way() {
+        let url = |u: &str| reqwest::Url::parse(u).unwrap();
+        let plain = H1Upstream::for_url(&url("http://localhost/mcp")).unwrap();
+        assert_eq!(plain.address, "localhost:80");
+        assert_eq!(plain.host, "localhost");
+        let v6 = H1Upstream::for_url(&url("http://[::1]:8080/a/b")).unwrap();
+        assert_eq!(v6.address, "[::1]:8080");
+        assert_eq!(v6.host, "[::1]:8080");
+        assert_eq!(v6.target, "/a/b");
+        assert!(H1Upstream::for_url(&url("https://localhost/mcp")).is_none());
+        assert!(H1Upstream::for_url(&url("http://u:p@localhost/mcp")).is_none());
+    }
+}
