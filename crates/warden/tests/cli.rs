@@ -345,3 +345,28 @@ fn the_configuration_schema_is_json() {
     let schema: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(schema.to_string().contains("ToolPolicy"));
 }
+
+/// PERF-3: the repository's build configuration (.cargo/config.toml) compiles mimalloc to
+/// commit its arenas on demand, which lets it return freed memory. Checked on the binary
+/// itself, through mimalloc's own report of its options; skipped when CFLAGS of one's own
+/// replaced the repository's.
+#[test]
+fn the_allocator_commits_memory_on_demand() {
+    let flags = option_env!("CFLAGS").unwrap_or_default();
+    if !flags.contains("-DMI_DEFAULT_ARENA_EAGER_COMMIT=0") {
+        eprintln!("skipped: CFLAGS ({flags:?}) is not the repository's");
+        return;
+    }
+    let out = Command::new(WARDEN)
+        .arg("--version")
+        .env("MIMALLOC_VERBOSE", "1")
+        .env_remove("MIMALLOC_ARENA_EAGER_COMMIT")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(
+        stderr(&out).contains("option 'arena_eager_commit': 0"),
+        "{}",
+        stderr(&out)
+    );
+}
