@@ -23,7 +23,7 @@ use std::pin::Pin;
 
 use bytes::Bytes;
 use futures::{Stream, StreamExt as _};
-use http::{HeaderMap, HeaderName, HeaderValue};
+use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, InputRequiredResult, ProgressToken, ProtocolVersion,
     RequestMetaObject, ServerResult,
@@ -185,8 +185,14 @@ impl DirectHttp {
                 .post(headers(), body.clone())
                 .await
                 .map_err(DirectError::Transport)?;
-            // A redirect (answered, not executed) is reqwest's to follow.
-            if !status.is_redirection() {
+            // A 307 or 308 (the request not executed, to be repeated elsewhere) is reqwest's
+            // to follow under its redirect policy; any other answer, other redirects
+            // included, is the call's.
+            let repeat = matches!(
+                status,
+                StatusCode::TEMPORARY_REDIRECT | StatusCode::PERMANENT_REDIRECT
+            );
+            if !repeat {
                 answer = Some((
                     status,
                     content_type(&answer_headers),

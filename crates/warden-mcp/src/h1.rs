@@ -36,15 +36,32 @@ const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 const MAX_IDLE: usize = 256;
 /// How long a TCP connect may take (the same as the reqwest client's).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// TCP keepalive: idle time before the first probe and between probes, and how many
+/// unanswered probes end the connection (reqwest's defaults).
+const KEEPALIVE: Duration = Duration::from_secs(15);
+const KEEPALIVE_RETRIES: u32 = 3;
+/// How long sent data may stay unacknowledged before the connection fails (reqwest's).
+const USER_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Closes the connections unused for longer than [`IDLE_TIMEOUT`] (the oldest are first).
+fn expire(idle: &mut VecDeque<(Link, Instant)>) {
+    while idle
+        .front()
+        .is_some_and(|(_, since)| since.elapsed() >= IDLE_TIMEOUT)
+    {
+        idle.pop_front();
+    }
+}
 
 type Conn = Connection<TokioIo<TcpStream>, Full<Bytes>>;
 
 /// One HTTP/1.1 connection: the request side and the connection the caller drives.
 struct Link {
     send: SendRequest<Full<Bytes>>,
-    conn: Conn,
-    /// The connection ended (the upstream closed it, or it failed).
-    closed: bool,
+    /// `None` once the connection ended (the upstream closed it, or it failed). It is dropped
+    /// then, which hands a request still queued on it back unsent: hyper does not otherwise
+    /// fail a request it never took after a clean close.
+    conn: Option<Conn>,
 }
 
 impl Link {
@@ -54,10 +71,16 @@ impl Link {
         cx: &mut Context<'_>,
         then: impl FnOnce(&mut Context<'_>) -> Poll<T>,
     ) -> Poll<T> {
-        if !self.closed && Pin::new(&mut self.conn).poll(cx).is_ready() {
-            self.closed = true;
+        if let Some(conn) = self.conn.as_mut()
+            && Pin::new(conn).poll(cx).is_ready()
+        {
+            self.conn = None;
         }
         then(cx)
+    }
+
+    fn closed(&self) -> bool {
+        self.conn.is_none()
     }
 }
 
@@ -121,26 +144,16 @@ impl H1Upstream {
 
     fn take_idle(&self) -> Option<Link> {
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        while let Some((link, since)) = idle.pop_back() {
-            if since.elapsed() < IDLE_TIMEOUT && !link.closed {
-                return Some(link);
-            }
-        }
-        None
+        expire(&mut idle);
+        idle.pop_back().map(|(link, _)| link)
     }
 
     fn put_idle(&self, link: Link) {
-        if link.closed {
+        if link.closed() {
             return;
         }
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        // Connections unused for too long are closed here, not only when next taken.
-        while idle
-            .front()
-            .is_some_and(|(_, since)| since.elapsed() >= IDLE_TIMEOUT)
-        {
-            idle.pop_front();
-        }
+        expire(&mut idle);
         if idle.len() < MAX_IDLE {
             idle.push_back((link, Instant::now()));
         }
@@ -151,14 +164,25 @@ impl H1Upstream {
             .await
             .map_err(|_| format!("connecting to {} timed out", self.address))?
             .map_err(|e| format!("cannot connect to {}: {e}", self.address))?;
+        // The socket options reqwest's client sets by default: no Nagle delay, keepalive
+        // probes, and a bound on unacknowledged data, so that a dead peer is noticed during
+        // a long answer.
         let _ = stream.set_nodelay(true);
+        let socket = socket2::SockRef::from(&stream);
+        let _ = socket.set_tcp_keepalive(
+            &socket2::TcpKeepalive::new()
+                .with_time(KEEPALIVE)
+                .with_interval(KEEPALIVE)
+                .with_retries(KEEPALIVE_RETRIES),
+        );
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        let _ = socket.set_tcp_user_timeout(Some(USER_TIMEOUT));
         let (send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
             .await
             .map_err(|e| format!("cannot open HTTP/1.1 to {}: {e}", self.address))?;
         Ok(Link {
             send,
-            conn,
-            closed: false,
+            conn: Some(conn),
         })
     }
 
@@ -169,7 +193,10 @@ impl H1Upstream {
         mut headers: HeaderMap,
         body: Bytes,
     ) -> Result<(StatusCode, HeaderMap, H1Body<'_>), String> {
-        headers.insert(http::header::HOST, self.host.clone());
+        // A `Host` of the upstream's configured headers is kept, as reqwest keeps it.
+        headers
+            .entry(http::header::HOST)
+            .or_insert_with(|| self.host.clone());
         let mut request = Request::post(self.target.clone())
             .body(Full::new(body))
             .map_err(|e| format!("cannot build the request: {e}"))?;
@@ -182,7 +209,7 @@ impl H1Upstream {
             };
             // Let the connection notice a close by the upstream before it is used.
             poll_fn(|cx| link.drive(cx, |_| Poll::Ready(()))).await;
-            if link.closed {
+            if link.closed() {
                 if pooled {
                     continue;
                 }
