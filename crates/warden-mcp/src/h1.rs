@@ -293,16 +293,19 @@ mod tests {
     use super::*;
 
     /// A raw HTTP/1.1 server answering `answers` requests per connection with `hello`, then
-    /// closing it without saying so (no `Connection: close`); counts connections.
-    async fn server(answers: usize) -> (reqwest::Url, Arc<AtomicUsize>) {
+    /// closing it without saying so (no `Connection: close`); counts connections accepted
+    /// and closed.
+    async fn server(answers: usize) -> (reqwest::Url, Arc<AtomicUsize>, Arc<AtomicUsize>) {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/mcp?x=1", listener.local_addr().unwrap());
         let accepted = Arc::new(AtomicUsize::new(0));
-        let count = accepted.clone();
+        let closed = Arc::new(AtomicUsize::new(0));
+        let (count, closing) = (accepted.clone(), closed.clone());
         tokio::spawn(async move {
             loop {
                 let (mut socket, _) = listener.accept().await.unwrap();
                 count.fetch_add(1, Ordering::SeqCst);
+                let closing = closing.clone();
                 tokio::spawn(async move {
                     let mut buf = Vec::new();
                     for _ in 0..answers {
@@ -337,10 +340,12 @@ mod tests {
                             .unwrap();
                     }
                     // Closed without notice.
+                    drop(socket);
+                    closing.fetch_add(1, Ordering::SeqCst);
                 });
             }
         });
-        (reqwest::Url::parse(&url).unwrap(), accepted)
+        (reqwest::Url::parse(&url).unwrap(), accepted, closed)
     }
 
     async fn post(upstream: &H1Upstream) -> String {
@@ -358,7 +363,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_connection_read_to_the_end_is_reused() {
-        let (url, accepted) = server(10).await;
+        let (url, accepted, _) = server(10).await;
         let upstream = H1Upstream::for_url(&url).unwrap();
         for _ in 0..3 {
             assert_eq!(post(&upstream).await, "hello");
@@ -368,18 +373,20 @@ mod tests {
 
     #[tokio::test]
     async fn a_pooled_connection_the_upstream_closed_is_replaced_unsent() {
-        let (url, accepted) = server(1).await;
+        let (url, accepted, closed) = server(1).await;
         let upstream = H1Upstream::for_url(&url).unwrap();
         assert_eq!(post(&upstream).await, "hello");
-        // Let the close reach this side.
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        // Wait until the server closed it (on loopback its FIN is here when `close` returns).
+        while closed.load(Ordering::SeqCst) == 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
         assert_eq!(post(&upstream).await, "hello");
         assert_eq!(accepted.load(Ordering::SeqCst), 2);
     }
 
     #[tokio::test]
     async fn an_abandoned_answer_closes_its_connection() {
-        let (url, accepted) = server(10).await;
+        let (url, accepted, _) = server(10).await;
         let upstream = H1Upstream::for_url(&url).unwrap();
         let (_, _, body) = upstream
             .post(HeaderMap::new(), Bytes::from_static(b"{}"))
