@@ -505,3 +505,87 @@ mod tests {
         assert!(note.answer(7).is_err());
     }
 }
+
+#[cfg(test)]
+mod redirects {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use axum::http::StatusCode as Status;
+    use axum::response::IntoResponse;
+
+    use super::*;
+
+    /// An upstream whose `/mcp` answers `first` (a redirect to `/next`), and whose `/next`
+    /// answers the call; counts the requests to `/mcp`.
+    async fn upstream(first: Status) -> (String, Arc<AtomicUsize>) {
+        let hits = Arc::new(AtomicUsize::new(0));
+        let counted = hits.clone();
+        let app = axum::Router::new()
+            .route(
+                "/mcp",
+                axum::routing::post(move || {
+                    let counted = counted.clone();
+                    async move {
+                        counted.fetch_add(1, Ordering::SeqCst);
+                        (first, [(http::header::LOCATION, "/next")]).into_response()
+                    }
+                }),
+            )
+            .route(
+                "/next",
+                axum::routing::post(|| async {
+                    (
+                        [(http::header::CONTENT_TYPE, "application/json")],
+                        r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#,
+                    )
+                }),
+            );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        (url, hits)
+    }
+
+    fn direct(url: &str) -> DirectHttp {
+        let direct = DirectHttp::new(
+            crate::http_client::upstream_http_client().unwrap(),
+            url,
+            &std::collections::HashMap::new(),
+            ProtocolVersion::V_2026_07_28,
+            &rmcp::model::ClientConfig::default(),
+            &[],
+        )
+        .unwrap();
+        assert!(
+            direct.h1.is_some(),
+            "a plain http:// upstream goes through h1"
+        );
+        direct
+    }
+
+    #[tokio::test]
+    async fn a_307_is_repeated_by_reqwest_and_any_other_redirect_is_the_answer() {
+        // 307: not executed, to be repeated: reqwest repeats it and follows it.
+        let (url, hits) = upstream(Status::TEMPORARY_REDIRECT).await;
+        let answer = direct(&url)
+            .call(1, CallToolRequestParams::new("t"), None)
+            .await;
+        assert!(matches!(answer, Ok(ServerResult::CallToolResult(_))));
+        assert_eq!(
+            hits.load(Ordering::SeqCst),
+            2,
+            "once by h1, once by reqwest"
+        );
+        // 303: the upstream may have executed it; it is not sent again.
+        let (url, hits) = upstream(Status::SEE_OTHER).await;
+        let answer = direct(&url)
+            .call(1, CallToolRequestParams::new("t"), None)
+            .await;
+        assert!(
+            matches!(&answer, Err(DirectError::Transport(m)) if m == "HTTP 303 See Other"),
+            "{answer:?}"
+        );
+        assert_eq!(hits.load(Ordering::SeqCst), 1);
+    }
+}
