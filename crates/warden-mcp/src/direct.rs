@@ -17,9 +17,8 @@
 //! implements those encodings.
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 use futures::{Stream, StreamExt as _};
@@ -173,52 +172,7 @@ impl DirectHttp {
             params: &params,
         })
         .map_err(|e| DirectError::Transport(format!("cannot encode the request: {e}")))?;
-        let headers = || {
-            let mut headers = self.headers.clone();
-            headers.insert(HeaderName::from_static("mcp-name"), name.clone());
-            headers
-        };
-        let body = Bytes::from(body);
-        let mut answer = None;
-        if let Some(h1) = &self.h1 {
-            let (status, answer_headers, stream) = h1
-                .post(headers(), body.clone())
-                .await
-                .map_err(DirectError::Transport)?;
-            // A 307 or 308 (the request not executed, to be repeated elsewhere) is reqwest's
-            // to follow under its redirect policy; any other answer, other redirects
-            // included, is the call's.
-            let repeat = matches!(
-                status,
-                StatusCode::TEMPORARY_REDIRECT | StatusCode::PERMANENT_REDIRECT
-            );
-            if !repeat {
-                answer = Some((
-                    status,
-                    content_type(&answer_headers),
-                    Box::pin(stream) as Answer,
-                ));
-            }
-        }
-        let (status, content_type, answer) = match answer {
-            Some(answer) => answer,
-            None => {
-                let response = self
-                    .client
-                    .post(self.url.clone())
-                    .headers(headers())
-                    .body(body)
-                    .send()
-                    .await
-                    .map_err(|e| DirectError::Transport(transport_error(&e)))?;
-                let status = response.status();
-                let content_type = content_type(response.headers());
-                let stream = response.bytes_stream().map(|chunk| {
-                    chunk.map_err(|e| format!("cannot read the answer: {}", transport_error(&e)))
-                });
-                (status, content_type, Box::pin(stream) as Answer)
-            }
-        };
+        let (status, content_type, answer) = self.post(name, Bytes::from(body)).await?;
         if !status.is_success() {
             let body = read_limited(answer, MAX_ERROR_RESPONSE)
                 .await
@@ -283,6 +237,50 @@ impl DirectHttp {
                 "unexpected answer of type `{other}` (HTTP {status})"
             ))),
         }
+    }
+
+    /// `POST`s a call's `body` (its tool `name` in `Mcp-Name`) and returns the answer's
+    /// status, media type and body: on the calling task over HTTP/1.1 when the upstream is
+    /// plain `http://`, through reqwest otherwise and for a 307 or 308 (the request not
+    /// executed, to be repeated elsewhere), which reqwest follows under its redirect policy.
+    /// Any other answer, other redirects included, is the call's.
+    async fn post(
+        &self,
+        name: HeaderValue,
+        body: Bytes,
+    ) -> Result<(StatusCode, String, Answer<'_>), DirectError> {
+        let headers = || {
+            let mut headers = self.headers.clone();
+            headers.insert(HeaderName::from_static("mcp-name"), name.clone());
+            headers
+        };
+        if let Some(h1) = &self.h1 {
+            let (status, answer_headers, stream) = h1
+                .post(headers(), body.clone())
+                .await
+                .map_err(DirectError::Transport)?;
+            let repeat = matches!(
+                status,
+                StatusCode::TEMPORARY_REDIRECT | StatusCode::PERMANENT_REDIRECT
+            );
+            if !repeat {
+                return Ok((status, content_type(&answer_headers), Box::pin(stream)));
+            }
+        }
+        let response = self
+            .client
+            .post(self.url.clone())
+            .headers(headers())
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| DirectError::Transport(transport_error(&e)))?;
+        let status = response.status();
+        let content_type = content_type(response.headers());
+        let stream = response.bytes_stream().map(|chunk| {
+            chunk.map_err(|e| format!("cannot read the answer: {}", transport_error(&e)))
+        });
+        Ok((status, content_type, Box::pin(stream)))
     }
 
     /// Tells the upstream, best effort, that request `id` was cancelled by its client.

@@ -26,9 +26,7 @@ use warden_core::pipeline::{
 use warden_core::policy::Policy;
 use warden_core::principal::{Credential, CredentialRejection, TokenHash, looks_like_token};
 use warden_core::time::Millis;
-use warden_core::tool::{
-    Catalog, ToolDescriptor, ToolSource, UpstreamTool, catalog_name, matching_policy,
-};
+use warden_core::tool::{Catalog, ToolDescriptor, ToolSource, catalog_name, matching_policy};
 use warden_store::Store;
 
 use crate::builtin;
@@ -728,32 +726,21 @@ impl Gateway {
 
     fn build_catalog(&self, policy: &Policy) -> Catalog {
         let mut tools: Vec<ToolDescriptor> = self.builtins.clone();
-        // The catalog being replaced: a tool whose schema object did not change keeps its
-        // compiled schema (no copy, no recompilation).
+        // The catalog being replaced: a tool whose schema text did not change keeps its
+        // compiled schema (no recompilation).
         let previous = self.snapshot.load().catalog.clone();
-        // Annotations by their JSON: one shared object per distinct set (PERF-3; a map per
-        // tool was ~630 bytes, 6.3 MB for 10,000 tools, and catalogs hold few distinct sets).
-        let mut annotations: HashMap<String, Arc<Value>> = HashMap::new();
         for slot in self.upstreams.all() {
             let spec = &slot.spec;
             let prefix = Self::prefix(spec);
-            for tool in slot.tools().iter() {
-                // The schema texts are shared with the upstream's tool list, not copied
-                // (PERF-3).
-                let raw = UpstreamTool {
-                    annotations: tool.annotations.as_ref().map(|a| {
-                        let key = a.to_string();
-                        annotations.entry(key).or_insert_with(|| a.clone()).clone()
-                    }),
-                    ..tool.clone()
-                };
+            // The descriptors share the slot's schema texts and annotations (PERF-3).
+            for raw in slot.tools().iter() {
                 let name = catalog_name(&prefix, &raw.name);
                 let matched = matching_policy(policy.tool_policies(), &spec.project, &name);
                 match ToolDescriptor::for_upstream_after(
                     &spec.project,
                     &spec.name,
                     &name,
-                    &raw,
+                    raw,
                     matched,
                     previous.get(&name).map(AsRef::as_ref),
                 ) {

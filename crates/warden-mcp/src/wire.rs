@@ -117,7 +117,7 @@ pub fn tool_json(descriptor: &ToolDescriptor) -> serde_json::Result<String> {
 mod tests {
     use serde_json::json;
     use warden_core::schema::{InputSchema, SchemaText};
-    use warden_core::tool::{ClassSource, Governance, ToolClass, ToolSource};
+    use warden_core::tool::UpstreamTool;
 
     use super::*;
 
@@ -130,31 +130,22 @@ mod tests {
             "type": "object",
             "properties": {"key": {"type": "string", "maxLength": 64}, "a": {"enum": [1, "x"]}},
         }));
-        ToolDescriptor {
-            name: "p__t".into(),
-            project: None,
-            source: ToolSource::Upstream {
-                upstream: warden_core::Name::from_static("u"),
-                tool: "t".into(),
-            },
+        let raw = UpstreamTool {
+            name: "t".into(),
             title: full.then(|| "T \"quoted\"".to_owned()),
             description: full.then(|| "Does\nthings: ü".to_owned()),
-            schema: InputSchema::compile(schema, full).unwrap(),
+            input_schema: SchemaText::new(&schema),
             output_schema: full
                 .then(|| SchemaText::new(&object(json!({"type": "object", "properties": {}})))),
             annotations: full.then(|| {
                 Arc::new(json!({"readOnlyHint": true, "openWorldHint": false, "x-own": 1}))
             }),
-            class: ToolClass::Read,
-            class_source: ClassSource::Annotations,
-            capability: None,
-            risk: warden_core::tool::Risk::Ordinary,
-            rate_limit_per_minute: None,
-            deny: None,
-            governance: Governance::Read,
-            policy: None,
-            project_arguments: Vec::new(),
-        }
+        };
+        let name = warden_core::Name::from_static("u");
+        let mut d = ToolDescriptor::for_upstream(&name, &name, "u__t", &raw, None).unwrap();
+        // Tightened as a strict ToolPolicy would: the advertised schema is a new text.
+        d.schema = InputSchema::compile(schema, full).unwrap();
+        d
     }
 
     #[test]
