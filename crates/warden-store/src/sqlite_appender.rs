@@ -8,14 +8,25 @@
 //! of thread wake-ups around an 11 µs commit. Here a caller queues its records; if no append
 //! is being written it becomes the *leader* and commits everything queued, its own records
 //! included, on its own thread, with cached prepared statements; callers that queued while a
-//! leader was writing are answered by the leader's next commit (group commit). At one client
-//! an append costs one commit and no thread hop; under load, one commit serves many calls.
+//! leader was writing are answered by the leader's next commit (group commit). Under
+//! concurrency a leader first yields to the scheduler once ([`Lead::gather`]), so that the
+//! calls ready on its thread queue their records and share its commit. At one client an
+//! append costs one commit and no thread hop; under load, one commit serves many calls.
 //!
 //! Blocking is bounded: a leader writes at most [`LEADER_ROUNDS`] commits before handing the
 //! rest to a blocking-pool thread, and it never waits on SQLite's lock on the runtime's thread
 //! — when another writer (this process's pool, the CLI) holds it, the commit is retried on a
 //! blocking-pool thread with the full busy timeout. WAL checkpoints run on their own thread so
 //! a commit never pays for one.
+//!
+//! The WAL stays bounded under continuous load. SQLite starts its log over only when a
+//! checkpoint has copied all of it before the next write begins, which a checkpoint running
+//! beside a steady stream of commits never achieves: under load the WAL grew by the whole
+//! write rate, ~80 MB a second at 64 clients, until the disk was full. So a checkpoint copies
+//! what it can without stopping anybody, then pauses the appender for the few frames written
+//! meanwhile (a commit due in that pause waits on a blocking-pool thread, never on the
+//! runtime's), and the next commit starts the log over; `journal_size_limit` then returns what
+//! a burst grew it to beyond [`WAL_SIZE_LIMIT`].
 //!
 //! Correctness is that of the ordinary append: `BEGIN IMMEDIATE` takes SQLite's write lock,
 //! the head is read inside the transaction, the records are chained after it and the head
@@ -25,7 +36,7 @@
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, Mutex, TryLockError, Weak, mpsc};
 use std::time::Duration;
 
 use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior, params};
@@ -42,6 +53,12 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// load it is about once a second, with a WAL of at most a second's commits.
 const CHECKPOINT_EVERY: u32 = 4096;
 const CHECKPOINT_PERIOD: Duration = Duration::from_secs(1);
+/// What the WAL file is cut back to when it starts over (SQLite's `journal_size_limit`).
+const WAL_SIZE_LIMIT: i64 = 64 * 1024 * 1024;
+/// How much a shared commit raises [`Inner::sharing`], and its ceiling: after a shared commit
+/// the next [`GATHER_RAISE`] leaders gather, unless commits keep being shared.
+const GATHER_RAISE: u32 = 4;
+const GATHER_CEILING: u32 = 16;
 
 /// The handle the store keeps.
 #[derive(Clone, Debug)]
@@ -55,6 +72,9 @@ struct Inner {
     conn: Mutex<Connection>,
     closed: AtomicBool,
     commits: AtomicU32,
+    /// Whether commits have lately been shared by several appends: raised by
+    /// [`GATHER_RAISE`] when one was, lowered by one when one was not (see [`Lead::gather`]).
+    sharing: AtomicU32,
     checkpoints: mpsc::Sender<()>,
 }
 
@@ -97,26 +117,30 @@ impl SqliteAppender {
         // Checkpoints are the checkpoint thread's job; never inside a call's commit.
         conn.pragma_update(None, "wal_autocheckpoint", 0)
             .map_err(unreachable)?;
+        conn.pragma_update(None, "journal_size_limit", WAL_SIZE_LIMIT)
+            .map_err(unreachable)?;
         let checkpointer = open(path).map_err(unreachable)?;
         let (nudge, nudges) = mpsc::channel();
+        let inner = Arc::new(Inner {
+            queue: Mutex::new(Queue::default()),
+            conn: Mutex::new(conn),
+            closed: AtomicBool::new(false),
+            commits: AtomicU32::new(0),
+            sharing: AtomicU32::new(0),
+            checkpoints: nudge,
+        });
+        let appender = Arc::downgrade(&inner);
         std::thread::Builder::new()
             .name("warden-checkpoint".into())
-            .spawn(move || checkpoint_loop(checkpointer, nudges))
+            .spawn(move || checkpoint_loop(&appender, &checkpointer, &nudges))
             .map_err(|e| StoreError::Unreachable(format!("cannot start the checkpointer: {e}")))?;
-        Ok(Self {
-            inner: Arc::new(Inner {
-                queue: Mutex::new(Queue::default()),
-                conn: Mutex::new(conn),
-                closed: AtomicBool::new(false),
-                commits: AtomicU32::new(0),
-                checkpoints: nudge,
-            }),
-        })
+        Ok(Self { inner })
     }
 
-    /// Queues `pending`; leads the commit when nobody is writing. Its `done` is answered once
-    /// the records are committed (or the commit failed).
-    pub(crate) fn submit(&self, pending: PendingAppend) -> Result<(), StoreError> {
+    /// Queues `pending`. Its `done` is answered once the records are committed (or the
+    /// commit failed). When nobody is writing, the caller becomes the leader: it gets the
+    /// [`Lead`], and must [`Lead::run`] it (dropping it hands the commit to a pool thread).
+    pub(crate) fn submit(&self, pending: PendingAppend) -> Result<Option<Lead>, StoreError> {
         if self.inner.closed.load(Ordering::Acquire) {
             return Err(StoreError::Unreachable("the store is closed".into()));
         }
@@ -125,15 +149,49 @@ impl SqliteAppender {
             queue.waiting.push(pending);
             !std::mem::replace(&mut queue.leading, true)
         };
-        if lead {
-            self.inner.clone().lead(LEADER_ROUNDS);
-        }
-        Ok(())
+        Ok(lead.then(|| Lead(Some(self.inner.clone()))))
     }
 
     /// Later appends fail (`UNAVAILABLE` on the call path).
     pub(crate) fn close(&self) {
         self.inner.closed.store(true, Ordering::Release);
+    }
+}
+
+/// The duty to commit what is queued, held by the caller that found nobody writing.
+///
+/// The caller may first let other ready tasks queue their records (the store yields to the
+/// scheduler once), so that under load one commit serves every call that was ready — a commit
+/// costs the same for one record pair as for fifty. A `Lead` dropped before it ran (its
+/// caller was cancelled) hands the queue to a blocking-pool thread, so no queued append is
+/// ever left without a leader.
+#[derive(Debug)]
+#[must_use = "a lead that is not run hands the commit to another thread"]
+pub(crate) struct Lead(Option<Arc<Inner>>);
+
+impl Lead {
+    /// Whether the leader should let other ready calls queue their records before it commits:
+    /// only while commits have lately been shared, that is under concurrency. A lone client
+    /// (whose appends never overlap) commits at once and pays nothing for the wait.
+    pub(crate) fn gather(&self) -> bool {
+        self.0
+            .as_ref()
+            .is_some_and(|inner| inner.sharing.load(Ordering::Relaxed) > 0)
+    }
+
+    /// Commits what is queued, on this thread (at most [`LEADER_ROUNDS`] commits).
+    pub(crate) fn run(mut self) {
+        if let Some(inner) = self.0.take() {
+            inner.lead(LEADER_ROUNDS);
+        }
+    }
+}
+
+impl Drop for Lead {
+    fn drop(&mut self) {
+        if let Some(inner) = self.0.take() {
+            inner.hand_over(None);
+        }
     }
 }
 
@@ -161,6 +219,15 @@ impl Inner {
             count += p.records.len();
             n += 1;
         }
+        let sharing = self.sharing.load(Ordering::Relaxed);
+        self.sharing.store(
+            if n > 1 {
+                (sharing + GATHER_RAISE).min(GATHER_CEILING)
+            } else {
+                sharing.saturating_sub(1)
+            },
+            Ordering::Relaxed,
+        );
         Some(queue.waiting.drain(..n).collect())
     }
 
@@ -210,11 +277,20 @@ impl Inner {
     }
 
     /// One transaction for the whole batch; answers every caller unless the lock was busy.
+    /// With no busy timeout (on a runtime thread) it does not wait for the connection either:
+    /// the checkpointer may hold it for a moment.
     fn commit(&self, batch: Vec<PendingAppend>, busy_timeout: Duration) -> Commit {
-        let mut conn = self
-            .conn
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut conn = if busy_timeout.is_zero() {
+            match self.conn.try_lock() {
+                Ok(conn) => conn,
+                Err(TryLockError::WouldBlock) => return Commit::Busy(batch),
+                Err(TryLockError::Poisoned(conn)) => conn.into_inner(),
+            }
+        } else {
+            self.conn
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
         let result = conn
             .busy_timeout(busy_timeout)
             .and_then(|()| append(&mut conn, &batch));
@@ -278,15 +354,164 @@ fn append(conn: &mut Connection, batch: &[PendingAppend]) -> rusqlite::Result<()
 }
 
 /// Checkpoints the WAL when nudged (every [`CHECKPOINT_EVERY`] commits) or every
-/// [`CHECKPOINT_PERIOD`]; `PASSIVE` never blocks a writer. Ends with the appender.
-fn checkpoint_loop(conn: Connection, nudges: mpsc::Receiver<()>) {
+/// [`CHECKPOINT_PERIOD`]. Ends with the appender.
+fn checkpoint_loop(appender: &Weak<Inner>, conn: &Connection, nudges: &mpsc::Receiver<()>) {
     let _ = conn.busy_timeout(Duration::ZERO);
     loop {
         match nudges.recv_timeout(CHECKPOINT_PERIOD) {
-            Ok(()) | Err(mpsc::RecvTimeoutError::Timeout) => {
-                let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
-            }
+            Ok(()) | Err(mpsc::RecvTimeoutError::Timeout) => match appender.upgrade() {
+                Some(appender) => checkpoint(&appender, conn),
+                None => return,
+            },
             Err(mpsc::RecvTimeoutError::Disconnected) => return,
         }
+    }
+}
+
+/// Copies the WAL into the database so that the next commit starts the log over (module
+/// docs): first without stopping anybody, then with the appender paused, for what was
+/// committed meanwhile — and for a commit that began before the first pass finished, which
+/// would otherwise keep the log from starting over even when that pass copied everything.
+/// The second pass costs nothing when there is nothing left to copy. `PASSIVE` never waits
+/// for another writer or a reader.
+fn checkpoint(appender: &Inner, conn: &Connection) {
+    copy_wal(conn);
+    let _paused = appender
+        .conn
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    copy_wal(conn);
+}
+
+/// One `PASSIVE` checkpoint.
+fn copy_wal(conn: &Connection) {
+    let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+    use super::*;
+    use crate::{Appends, Location, Store};
+    use warden_core::audit::{NewRecord, RecordKind};
+    use warden_core::time::Millis;
+
+    fn records(run: &str) -> Vec<NewRecord> {
+        [RecordKind::Call, RecordKind::Decision]
+            .into_iter()
+            .map(|kind| NewRecord {
+                at: Millis(1_700_000_000_000),
+                kind,
+                run_id: run.into(),
+                call_id: Some("c1".into()),
+                principal: Some("user:t".into()),
+                agent: None,
+                tool: Some("p__t".into()),
+                decision: None,
+                code: None,
+                payload: "{}".into(),
+            })
+            .collect()
+    }
+
+    async fn embedded() -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&Location::DataDir(dir.path().into()))
+            .await
+            .unwrap();
+        (dir, store)
+    }
+
+    fn appender(store: &Store) -> &SqliteAppender {
+        match &store.appends {
+            Appends::Leader(appender) => appender,
+            Appends::Task(_) => panic!("an embedded store has the SQLite appender"),
+        }
+    }
+
+    /// `mxFrame` (frames in the WAL) and `nBackfill` (frames copied into the database) of the
+    /// wal-index, read without taking part: bytes 16..20 and 96..100 of the `-shm` file, in
+    /// native byte order (SQLite's WAL format document).
+    fn wal_index(path: &Path) -> (u32, u32) {
+        let shm = std::fs::read(format!("{}-shm", path.display())).unwrap();
+        let word = |at: usize| u32::from_ne_bytes(shm[at..at + 4].try_into().unwrap());
+        (word(16), word(96))
+    }
+
+    /// AUD, REL-3: a commit that is under way while a checkpoint copies the WAL no longer
+    /// keeps the log from starting over (under steady load it grew without bound): the
+    /// checkpoint finishes with the appender paused, and the next commit writes the WAL from
+    /// its start.
+    #[tokio::test]
+    async fn the_wal_starts_over_after_a_checkpoint_that_raced_a_commit() {
+        let (dir, store) = embedded().await;
+        let path = crate::Store::sqlite_path(dir.path());
+        for i in 0..20 {
+            store.append_audit(records(&format!("r{i}"))).await.unwrap();
+        }
+        let inner = appender(&store).inner.clone();
+        let checkpointing = {
+            // A commit under way on the appender's connection: begun, not yet written (a counter
+            // row stands in for the records; SQLite writes no page that an update leaves as is).
+            let conn = inner.conn.lock().unwrap();
+            conn.execute_batch(
+                "BEGIN IMMEDIATE; \
+                 INSERT INTO counters (key, window_start, count) VALUES ('raced', 0, 1)",
+            )
+            .unwrap();
+            let (frames, _) = wal_index(&path);
+            assert!(
+                frames > 40,
+                "{frames} frames: 20 commits of several pages each"
+            );
+            let checkpointing = {
+                let inner = inner.clone();
+                let path = path.clone();
+                std::thread::spawn(move || checkpoint(&inner, &open(&path).unwrap()))
+            };
+            // The first pass copies everything there is, then the commit lands.
+            while wal_index(&path).1 < frames {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            conn.execute_batch("COMMIT").unwrap();
+            checkpointing
+        };
+        checkpointing.join().unwrap();
+        store.append_audit(records("after")).await.unwrap();
+        let (frames, _) = wal_index(&path);
+        assert!(
+            frames < 10,
+            "{frames} frames: the WAL started over with one commit"
+        );
+        assert_eq!(store.verify_audit().await.unwrap().unwrap(), 42);
+    }
+
+    /// A leader cancelled before it ran (its call dropped while it yielded) hands the commit
+    /// over: its own append, and any queued behind it, still complete.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_dropped_lead_hands_the_commit_over() {
+        let (_dir, store) = embedded().await;
+        let appender = appender(&store);
+        let (done, durable) = tokio::sync::oneshot::channel();
+        let lead = appender
+            .submit(PendingAppend {
+                records: records("dropped"),
+                done,
+            })
+            .unwrap()
+            .expect("nobody else is writing");
+        let (done, queued) = tokio::sync::oneshot::channel();
+        let follower = appender
+            .submit(PendingAppend {
+                records: records("queued"),
+                done,
+            })
+            .unwrap();
+        assert!(follower.is_none(), "one leader at a time");
+        drop(lead);
+        durable.await.unwrap().unwrap();
+        queued.await.unwrap().unwrap();
+        assert_eq!(store.verify_audit().await.unwrap().unwrap(), 4);
     }
 }
