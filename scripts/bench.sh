@@ -6,6 +6,7 @@
 #   scripts/bench.sh perf3      # tools/list over 100 projects × 100 tools, resident memory
 #   scripts/bench.sh perf4 N    # audit growth: N pre-filled records (1000, 100000, 10000000)
 #   scripts/bench.sh eras       # the same call in both protocol eras
+#   scripts/bench.sh soak       # 64 clients without pause for 30 s (SOAK), then the WAL's size
 #
 # Each run starts a fresh `warden serve` on its embedded default (SQLite, durable audit, the
 # demo project) plus the project `bench` (the benchmark upstream, a read, an ordinary
@@ -27,8 +28,8 @@ die() {
 	exit 2
 }
 case "$scenario" in
-perf1 | perf2 | perf3 | perf4 | eras) ;;
-*) die "usage: $0 perf1|perf2|perf3|perf4 N|eras" ;;
+perf1 | perf2 | perf3 | perf4 | eras | soak) ;;
+*) die "usage: $0 perf1|perf2|perf3|perf4 N|eras|soak" ;;
 esac
 
 if [[ -z "${WARDEN_BIN:-}" ]]; then
@@ -142,6 +143,16 @@ eras)
 	standard "$work/data"
 	run -c 1 --mix read=1 --era 2026-07-28 --direct "$upstream"
 	run -c 1 --mix read=1 --era 2025-11-25 --direct "$upstream"
+	;;
+soak)
+	# Sustained load, no direct rounds in between: the audit's WAL must stay bounded while
+	# commits never stop (the checkpoint catches up with the appender paused).
+	standard "$work/data"
+	echo "\$ warden bench -c 64 -d ${SOAK:-30s} --mix read=1,write=1" >&2
+	"$W" bench "$url" -c 64 -d "${SOAK:-30s}" -o "$output" --mix read=1,write=1
+	for f in "$work/data"/warden.db*; do
+		echo "$(basename "$f"): $(($(stat -c %s "$f") / 1048576)) MiB"
+	done
 	;;
 perf3)
 	start_upstream 98
