@@ -474,7 +474,9 @@ impl Store {
         Ok(Some(token))
     }
 
-    /// Appends audit records, chained, in one transaction; returns once durable.
+    /// Appends audit records, chained, in one transaction; returns once durable. Await it to
+    /// the end or drop it: on the embedded store the call may be leading a group commit that
+    /// other calls wait for (dropped, it hands that over).
     pub async fn append_audit(&self, records: Vec<NewRecord>) -> Result<(), StoreError> {
         if records.is_empty() {
             return Ok(());

@@ -9,24 +9,28 @@
 //! is being written it becomes the *leader* and commits everything queued, its own records
 //! included, on its own thread, with cached prepared statements; callers that queued while a
 //! leader was writing are answered by the leader's next commit (group commit). Under
-//! concurrency a leader first yields to the scheduler once ([`Lead::gather`]), so that the
-//! calls ready on its thread queue their records and share its commit. At one client an
+//! concurrency the store's `append_audit` has a leader yield to the scheduler once before it
+//! commits ([`Lead::gather`] says when), so that the calls ready on its thread queue their
+//! records and share its commit. At one client an
 //! append costs one commit and no thread hop; under load, one commit serves many calls.
 //!
 //! Blocking is bounded: a leader writes at most [`LEADER_ROUNDS`] commits before handing the
 //! rest to a blocking-pool thread, and it never waits on SQLite's lock on the runtime's thread
 //! — when another writer (this process's pool, the CLI) holds it, the commit is retried on a
 //! blocking-pool thread with the full busy timeout. WAL checkpoints run on their own thread so
-//! a commit never pays for one.
+//! a commit never pays for one; the commit that starts the WAL over after a checkpoint (it
+//! syncs a new WAL header) runs on a blocking-pool thread too.
 //!
 //! The WAL stays bounded under continuous load. SQLite starts its log over only when a
 //! checkpoint has copied all of it before the next write begins, which a checkpoint running
 //! beside a steady stream of commits never achieves: under load the WAL grew by the whole
 //! write rate, ~80 MB a second at 64 clients, until the disk was full. So a checkpoint copies
-//! what it can without stopping anybody, then pauses the appender for the few frames written
-//! meanwhile (a commit due in that pause waits on a blocking-pool thread, never on the
-//! runtime's), and the next commit starts the log over; `journal_size_limit` then returns what
-//! a burst grew it to beyond [`WAL_SIZE_LIMIT`].
+//! what it can without stopping anybody, then pauses the appender while it copies what was
+//! committed during that first pass (a commit due in the pause waits on a blocking-pool
+//! thread, never on the runtime's), and the next commit starts the log over;
+//! `journal_size_limit` then cuts back what a burst grew it to beyond [`WAL_SIZE_LIMIT`]. A
+//! reader holding an older snapshot at that moment (this process's pool, the CLI) can keep
+//! the log from starting over; the next checkpoint, a second later, tries again.
 //!
 //! Correctness is that of the ordinary append: `BEGIN IMMEDIATE` takes SQLite's write lock,
 //! the head is read inside the transaction, the records are chained after it and the head
@@ -56,7 +60,7 @@ const CHECKPOINT_PERIOD: Duration = Duration::from_secs(1);
 /// What the WAL file is cut back to when it starts over (SQLite's `journal_size_limit`).
 const WAL_SIZE_LIMIT: i64 = 64 * 1024 * 1024;
 /// How much a shared commit raises [`Inner::sharing`], and its ceiling: after a shared commit
-/// the next [`GATHER_RAISE`] leaders gather, unless commits keep being shared.
+/// leaders gather until [`GATHER_RAISE`] commits in a row were not shared.
 const GATHER_RAISE: u32 = 4;
 const GATHER_CEILING: u32 = 16;
 
@@ -72,6 +76,10 @@ struct Inner {
     conn: Mutex<Connection>,
     closed: AtomicBool,
     commits: AtomicU32,
+    /// Set by a checkpoint that let the WAL start over: the commit that restarts it writes and
+    /// syncs a new WAL header (and may cut the file back), so it goes to a blocking-pool
+    /// thread rather than run on a runtime thread.
+    restart_due: AtomicBool,
     /// Whether commits have lately been shared by several appends: raised by
     /// [`GATHER_RAISE`] when one was, lowered by one when one was not (see [`Lead::gather`]).
     sharing: AtomicU32,
@@ -81,7 +89,8 @@ struct Inner {
 #[derive(Debug, Default)]
 struct Queue {
     waiting: Vec<PendingAppend>,
-    /// Whether a leader is writing (only it touches the connection).
+    /// Whether there is a leader (writing, or about to: it may be yielding first). Only the
+    /// leader commits; the checkpointer also takes the connection, briefly.
     leading: bool,
 }
 
@@ -107,6 +116,11 @@ impl SqliteAppender {
     /// Opens the appender's connection to the (migrated) database file and starts the
     /// checkpoint thread.
     pub(crate) fn start(path: &Path) -> Result<Self, StoreError> {
+        Self::start_with(path, CHECKPOINT_PERIOD)
+    }
+
+    /// [`SqliteAppender::start`] with another longest time between checkpoints.
+    fn start_with(path: &Path, period: Duration) -> Result<Self, StoreError> {
         let unreachable = |e: rusqlite::Error| {
             StoreError::Unreachable(format!(
                 "cannot open `{}` for audit appends: {e}",
@@ -127,12 +141,13 @@ impl SqliteAppender {
             closed: AtomicBool::new(false),
             commits: AtomicU32::new(0),
             sharing: AtomicU32::new(0),
+            restart_due: AtomicBool::new(false),
             checkpoints: nudge,
         });
         let appender = Arc::downgrade(&inner);
         std::thread::Builder::new()
             .name("warden-checkpoint".into())
-            .spawn(move || checkpoint_loop(&appender, &checkpointer, &nudges))
+            .spawn(move || checkpoint_loop(&appender, &checkpointer, &nudges, period))
             .map_err(|e| StoreError::Unreachable(format!("cannot start the checkpointer: {e}")))?;
         Ok(Self { inner })
     }
@@ -195,6 +210,30 @@ impl Drop for Lead {
     }
 }
 
+/// The rest of a leader's work, for a blocking-pool thread. A runtime that is shutting down
+/// drops it without running it; then it runs where it is dropped, so that no queued append is
+/// left waiting with `leading` still set.
+struct Duty(Option<(Arc<Inner>, Option<Vec<PendingAppend>>)>);
+
+impl Duty {
+    fn run(&mut self) {
+        if let Some((inner, busy)) = self.0.take() {
+            if let Some(batch) = busy {
+                inner.commit_waiting(batch);
+            }
+            while let Some(batch) = inner.take_batch() {
+                inner.commit_waiting(batch);
+            }
+        }
+    }
+}
+
+impl Drop for Duty {
+    fn drop(&mut self) {
+        self.run();
+    }
+}
+
 impl Inner {
     fn lock_queue(&self) -> std::sync::MutexGuard<'_, Queue> {
         self.queue
@@ -251,19 +290,12 @@ impl Inner {
 
     /// Continues leading on a blocking-pool thread, where waiting is allowed.
     fn hand_over(self: Arc<Self>, busy: Option<Vec<PendingAppend>>) {
-        let run = move || {
-            if let Some(batch) = busy {
-                self.commit_waiting(batch);
-            }
-            while let Some(batch) = self.take_batch() {
-                self.commit_waiting(batch);
-            }
-        };
+        let mut duty = Duty(Some((self, busy)));
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => {
-                runtime.spawn_blocking(run);
+                runtime.spawn_blocking(move || duty.run());
             }
-            Err(_) => run(),
+            Err(_) => duty.run(),
         }
     }
 
@@ -281,6 +313,9 @@ impl Inner {
     /// the checkpointer may hold it for a moment.
     fn commit(&self, batch: Vec<PendingAppend>, busy_timeout: Duration) -> Commit {
         let mut conn = if busy_timeout.is_zero() {
+            if self.restart_due.swap(false, Ordering::Relaxed) {
+                return Commit::Busy(batch);
+            }
             match self.conn.try_lock() {
                 Ok(conn) => conn,
                 Err(TryLockError::WouldBlock) => return Commit::Busy(batch),
@@ -353,39 +388,54 @@ fn append(conn: &mut Connection, batch: &[PendingAppend]) -> rusqlite::Result<()
     tx.commit()
 }
 
-/// Checkpoints the WAL when nudged (every [`CHECKPOINT_EVERY`] commits) or every
-/// [`CHECKPOINT_PERIOD`]. Ends with the appender.
-fn checkpoint_loop(appender: &Weak<Inner>, conn: &Connection, nudges: &mpsc::Receiver<()>) {
+/// Checkpoints the WAL when nudged (every [`CHECKPOINT_EVERY`] commits) or every `period`.
+/// Ends with the appender.
+fn checkpoint_loop(
+    appender: &Weak<Inner>,
+    conn: &Connection,
+    nudges: &mpsc::Receiver<()>,
+    period: Duration,
+) {
     let _ = conn.busy_timeout(Duration::ZERO);
     loop {
-        match nudges.recv_timeout(CHECKPOINT_PERIOD) {
+        match nudges.recv_timeout(period) {
             Ok(()) | Err(mpsc::RecvTimeoutError::Timeout) => match appender.upgrade() {
                 Some(appender) => checkpoint(&appender, conn),
                 None => return,
             },
             Err(mpsc::RecvTimeoutError::Disconnected) => return,
         }
+        // Nudges that came during a long checkpoint are answered by it.
+        while nudges.try_recv().is_ok() {}
     }
 }
 
 /// Copies the WAL into the database so that the next commit starts the log over (module
 /// docs): first without stopping anybody, then with the appender paused, for what was
-/// committed meanwhile — and for a commit that began before the first pass finished, which
-/// would otherwise keep the log from starting over even when that pass copied everything.
-/// The second pass costs nothing when there is nothing left to copy. `PASSIVE` never waits
-/// for another writer or a reader.
+/// committed during the first pass — and for a commit that began before the first pass
+/// finished, which would otherwise keep the log from starting over even when that pass copied
+/// everything. The second pass costs nothing when there is nothing left to copy. `PASSIVE`
+/// never waits for another writer or a reader; a reader's older snapshot limits what it may
+/// copy, and the next checkpoint tries again.
 fn checkpoint(appender: &Inner, conn: &Connection) {
     copy_wal(conn);
     let _paused = appender
         .conn
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    copy_wal(conn);
+    if copy_wal(conn) {
+        appender.restart_due.store(true, Ordering::Relaxed);
+    }
 }
 
-/// One `PASSIVE` checkpoint.
-fn copy_wal(conn: &Connection) {
-    let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+/// One `PASSIVE` checkpoint; whether it left a WAL with frames all copied (which the next
+/// commit starts over).
+fn copy_wal(conn: &Connection) -> bool {
+    conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| {
+        let (busy, log, copied): (i64, i64, i64) = (row.get(0)?, row.get(1)?, row.get(2)?);
+        Ok(busy == 0 && log > 0 && log == copied)
+    })
+    .unwrap_or(false)
 }
 
 #[cfg(test)]
@@ -445,15 +495,19 @@ mod tests {
     /// its start.
     #[tokio::test]
     async fn the_wal_starts_over_after_a_checkpoint_that_raced_a_commit() {
-        let (dir, store) = embedded().await;
+        let (dir, mut store) = embedded().await;
         let path = crate::Store::sqlite_path(dir.path());
+        // No periodic checkpoint: this test runs the only one, at the moment it chooses.
+        store.appends = Appends::Leader(
+            SqliteAppender::start_with(&path, Duration::from_secs(24 * 3600)).unwrap(),
+        );
         for i in 0..20 {
             store.append_audit(records(&format!("r{i}"))).await.unwrap();
         }
         let inner = appender(&store).inner.clone();
         let checkpointing = {
-            // A commit under way on the appender's connection: begun, not yet written (a counter
-            // row stands in for the records; SQLite writes no page that an update leaves as is).
+            // A commit under way on the appender's connection: begun, not yet written. Any
+            // write will do; a counter row keeps the audit chain out of it.
             let conn = inner.conn.lock().unwrap();
             conn.execute_batch(
                 "BEGIN IMMEDIATE; \
