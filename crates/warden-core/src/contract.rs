@@ -91,51 +91,54 @@ impl CallOutcome {
     /// The contract of this outcome. For upstream results `data` is the upstream's
     /// `structuredContent` when it has one, else its result object.
     pub fn contract(&self) -> DecisionContract {
-        let (status, code, data, approval_id, message) = match &self.verdict {
-            Verdict::Executed { output, .. } => {
-                let data = match output {
-                    ToolOutput::Data(v) => v.clone(),
-                    ToolOutput::Upstream { result, .. } => result
-                        .get("structuredContent")
-                        .cloned()
-                        .unwrap_or_else(|| Value::Object(result.clone())),
-                    ToolOutput::InputRequired { result } => Value::Object(result.clone()),
-                };
-                (
-                    "executed",
-                    None,
-                    Some(data),
-                    None,
-                    format!("executed `{}`", self.tool),
-                )
-            }
+        let data = match &self.verdict {
+            Verdict::Executed { output, .. } => Some(match output {
+                ToolOutput::Data(v) => v.clone(),
+                ToolOutput::Upstream { result, .. } => result
+                    .get("structuredContent")
+                    .cloned()
+                    .unwrap_or_else(|| Value::Object(result.clone())),
+                ToolOutput::InputRequired { result } => Value::Object(result.clone()),
+            }),
+            Verdict::Pending { .. } | Verdict::Denied(_) => None,
+        };
+        DecisionContract {
+            data,
+            ..self.contract_meta()
+        }
+    }
+
+    /// `status` and `code` of the contract, without building it.
+    pub fn status(&self) -> (&'static str, Option<DenyCode>) {
+        match &self.verdict {
+            Verdict::Executed { .. } => ("executed", None),
+            Verdict::Pending { .. } => ("pending_approval", None),
+            Verdict::Denied(d) => ("denied", Some(d.code)),
+        }
+    }
+
+    /// The contract without `data`, as attached to passed-through upstream results (the
+    /// result is not copied).
+    pub fn contract_meta(&self) -> DecisionContract {
+        let (status, code) = self.status();
+        let (approval_id, message) = match &self.verdict {
+            Verdict::Executed { .. } => (None, format!("executed `{}`", self.tool)),
             Verdict::Pending { approval_id, .. } => (
-                "pending_approval",
-                None,
-                None,
                 Some(approval_id.clone()),
                 format!(
                     "`{}` is parked as `{approval_id}` (a human approval, or a veto window); see `warden approvals get {approval_id}`",
                     self.tool
                 ),
             ),
-            Verdict::Denied(d) => ("denied", Some(d.code), None, None, d.message.clone()),
+            Verdict::Denied(d) => (None, d.message.clone()),
         };
         DecisionContract {
             status,
             code,
-            data,
+            data: None,
             approval_id,
             run_id: self.run_id.clone(),
             message,
-        }
-    }
-
-    /// The contract without `data`, as attached to passed-through upstream results.
-    pub fn contract_meta(&self) -> DecisionContract {
-        DecisionContract {
-            data: None,
-            ..self.contract()
         }
     }
 

@@ -770,11 +770,10 @@ fn upstream_specs(config: &Config) -> Vec<UpstreamSpec> {
 }
 
 fn record_metrics(outcome: &CallOutcome, elapsed: Duration) {
-    let contract = outcome.contract();
-    let code = contract.code.map(|c| c.as_str()).unwrap_or("");
-    metrics::counter!("warden_calls_total", "decision" => contract.status, "code" => code)
-        .increment(1);
-    metrics::histogram!("warden_call_duration_seconds", "decision" => contract.status)
+    let (status, code) = outcome.status();
+    let code = code.map(|c| c.as_str()).unwrap_or("");
+    metrics::counter!("warden_calls_total", "decision" => status, "code" => code).increment(1);
+    metrics::histogram!("warden_call_duration_seconds", "decision" => status)
         .record(elapsed.as_secs_f64());
 }
 

@@ -5,7 +5,6 @@ use std::sync::Arc;
 
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, MetaObject, Tool, ToolAnnotations};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use serde_json::value::RawValue;
 use warden_core::contract::{CallOutcome, ToolOutput, Verdict};
 use warden_core::tool::ToolDescriptor;
@@ -30,8 +29,7 @@ pub fn call_result(outcome: &CallOutcome, declares_output_schema: bool) -> CallT
         output: ToolOutput::Upstream { result, .. },
         ..
     } = &outcome.verdict
-        && let Ok(mut passed) =
-            serde_json::from_value::<CallToolResult>(Value::Object(result.clone()))
+        && let Ok(mut passed) = CallToolResult::deserialize(result)
     {
         let mut meta = passed.meta.take().unwrap_or_default();
         meta.retain(|k, _| !k.starts_with("io.modelcontextprotocol/"));
@@ -115,7 +113,7 @@ pub fn tool_json(descriptor: &ToolDescriptor) -> serde_json::Result<String> {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use serde_json::{Value, json};
     use warden_core::schema::{InputSchema, SchemaText};
     use warden_core::tool::UpstreamTool;
 
