@@ -254,6 +254,25 @@ fn fast_call(body: &[u8]) -> Option<(rmcp::model::RequestId, ClientRequest)> {
             serde::de::IgnoredAny::deserialize(d).map(|_| Self(true))
         }
     }
+    /// `T` read from a JSON object only: a derived struct also reads an array, in field
+    /// order, and rmcp reads the message and its parameters from objects only.
+    struct Object<T>(T);
+    impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for Object<T> {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct Fields<T>(std::marker::PhantomData<T>);
+            impl<'de, T: serde::Deserialize<'de>> serde::de::Visitor<'de> for Fields<T> {
+                type Value = T;
+                fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                    f.write_str("a JSON object")
+                }
+                fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                    T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                }
+            }
+            d.deserialize_map(Fields(std::marker::PhantomData))
+                .map(Object)
+        }
+    }
     #[derive(serde::Deserialize)]
     struct Call {
         #[serde(rename = "jsonrpc")]
@@ -261,18 +280,18 @@ fn fast_call(body: &[u8]) -> Option<(rmcp::model::RequestId, ClientRequest)> {
         id: rmcp::model::RequestId,
         #[serde(rename = "method")]
         _method: rmcp::model::CallToolRequestMethod,
-        params: rmcp::model::CallToolRequestParams,
+        params: Object<rmcp::model::CallToolRequestParams>,
         // rmcp refuses a request that also carries `result` or `error`.
         #[serde(default)]
         result: Present,
         #[serde(default)]
         error: Present,
     }
-    let call: Call = serde_json::from_slice(body).ok()?;
+    let Object(call) = serde_json::from_slice::<Object<Call>>(body).ok()?;
     if call.result.0 || call.error.0 {
         return None;
     }
-    let mut params = call.params;
+    let Object(mut params) = call.params;
     let meta = params.meta.take();
     let mut request = rmcp::model::CallToolRequest::new(params);
     if let Some(meta) = meta {
@@ -508,6 +527,9 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{}}}"#,
             r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/call","params":{"name":"x"}}"#,
             "[]",
+            // Arrays: serde reads a struct from one, rmcp does not.
+            r#"["2.0",1,"tools/call",{"name":"x"}]"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":[null,"x",null,null,null]}"#,
         ] {
             assert!(fast_call(body.as_bytes()).is_none(), "{body}");
         }
