@@ -32,7 +32,7 @@ use tokio::net::TcpStream;
 
 /// How long an idle connection is kept (the same as the reqwest client's).
 const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
-/// How many idle connections are kept per upstream.
+/// How many idle connections are kept per upstream and serving thread.
 const MAX_IDLE: usize = 256;
 /// How long a TCP connect may take (the same as the reqwest client's).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -42,6 +42,19 @@ const KEEPALIVE: Duration = Duration::from_secs(15);
 const KEEPALIVE_RETRIES: u32 = 3;
 /// How long sent data may stay unacknowledged before the connection fails (reqwest's).
 const USER_TIMEOUT: Duration = Duration::from_secs(30);
+
+thread_local! {
+    /// The serving thread this thread is, 0 when it is not one (see [`serving_thread`]).
+    static SERVING_THREAD: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Marks this thread as serving thread `index` (from 1) of a thread-per-core server: its
+/// idle upstream connections are its own. A connection's socket is watched by the runtime
+/// that opened it, so a call on another thread's connection would be woken through that
+/// thread. Threads not marked (a multi-threaded runtime's workers) share their connections.
+pub fn serving_thread(index: usize) {
+    SERVING_THREAD.set(index);
+}
 
 /// Closes the connections unused for longer than [`IDLE_TIMEOUT`] (the oldest are first).
 fn expire(idle: &mut VecDeque<(Link, Instant)>) {
@@ -62,6 +75,8 @@ struct Link {
     /// then, which hands a request still queued on it back unsent: hyper does not otherwise
     /// fail a request it never took after a clean close.
     conn: Option<Conn>,
+    /// The serving thread that opened it (0: shared).
+    owner: usize,
 }
 
 impl Link {
@@ -92,8 +107,9 @@ pub(crate) struct H1Upstream {
     host: HeaderValue,
     /// The request target (path and query).
     target: Uri,
-    /// Oldest first; the newest is used first.
-    idle: Mutex<VecDeque<(Link, Instant)>>,
+    /// Per serving thread (index 0: threads that share), oldest first; the newest is used
+    /// first.
+    idle: Mutex<Vec<VecDeque<(Link, Instant)>>>,
 }
 
 impl std::fmt::Debug for H1Upstream {
@@ -138,14 +154,15 @@ impl H1Upstream {
             address: format!("{host}:{port}"),
             host: HeaderValue::from_str(&host_header).ok()?,
             target: target.parse().ok()?,
-            idle: Mutex::new(VecDeque::new()),
+            idle: Mutex::new(Vec::new()),
         })
     }
 
     fn take_idle(&self) -> Option<Link> {
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        expire(&mut idle);
-        idle.pop_back().map(|(link, _)| link)
+        let mine = idle.get_mut(SERVING_THREAD.get())?;
+        expire(mine);
+        mine.pop_back().map(|(link, _)| link)
     }
 
     fn put_idle(&self, link: Link) {
@@ -153,9 +170,17 @@ impl H1Upstream {
             return;
         }
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        expire(&mut idle);
-        if idle.len() < MAX_IDLE {
-            idle.push_back((link, Instant::now()));
+        // Every thread's expired connections are closed, also those of a thread that stopped
+        // calling this upstream.
+        idle.iter_mut().for_each(expire);
+        if idle.len() <= link.owner {
+            idle.resize_with(link.owner + 1, VecDeque::new);
+        }
+        let Some(mine) = idle.get_mut(link.owner) else {
+            return;
+        };
+        if mine.len() < MAX_IDLE {
+            mine.push_back((link, Instant::now()));
         }
     }
 
@@ -183,6 +208,7 @@ impl H1Upstream {
         Ok(Link {
             send,
             conn: Some(conn),
+            owner: SERVING_THREAD.get(),
         })
     }
 

@@ -25,4 +25,5 @@ pub mod upstream;
 pub mod wire;
 
 pub use gateway::{Gateway, GatewayOptions};
+pub use h1::serving_thread;
 pub use handler::{AgentRoute, Authenticated, McpHandler, SessionAuth};

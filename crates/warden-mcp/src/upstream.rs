@@ -729,6 +729,9 @@ pub struct Upstreams {
     events: mpsc::UnboundedSender<UpstreamEvent>,
     secrets: Secrets,
     store: Option<Arc<warden_store::Store>>,
+    /// The runtime that created this set: supervisors run there, also when a reload is asked
+    /// for from a request on a serving thread (whose runtime ends with its connections).
+    runtime: Option<tokio::runtime::Handle>,
 }
 
 impl Upstreams {
@@ -743,6 +746,7 @@ impl Upstreams {
             events,
             secrets,
             store,
+            runtime: tokio::runtime::Handle::try_current().ok(),
         }
     }
 
@@ -782,12 +786,16 @@ impl Upstreams {
                 store: self.store.clone(),
             });
             slots.insert(spec.name.clone(), slot.clone());
-            tokio::spawn(supervise(
+            let supervisor = supervise(
                 slot,
                 self.events.clone(),
                 self.secrets.clone(),
                 self.store.clone(),
-            ));
+            );
+            match &self.runtime {
+                Some(runtime) => runtime.spawn(supervisor),
+                None => tokio::spawn(supervisor),
+            };
         }
     }
 

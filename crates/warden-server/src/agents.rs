@@ -68,6 +68,9 @@ pub struct Runner {
     base_url: OnceLock<String>,
     secrets: Secrets,
     next_fire: Mutex<HashMap<(String, String), Millis>>,
+    /// The runtime that created the runner: runs execute there, also when started by a
+    /// request on a serving thread (whose runtime ends with its connections).
+    runtime: Option<tokio::runtime::Handle>,
 }
 
 impl Runner {
@@ -78,6 +81,7 @@ impl Runner {
             base_url: OnceLock::new(),
             secrets,
             next_fire: Mutex::new(HashMap::new()),
+            runtime: tokio::runtime::Handle::try_current().ok(),
         }
     }
 
@@ -196,10 +200,14 @@ impl Runner {
         store.update_agent_run(&run).await?;
         let this = self.clone();
         let started = run.clone();
-        tokio::spawn(async move {
+        let execution = async move {
             this.execute(started, runner, timeout, credential.secret)
                 .await
-        });
+        };
+        match &self.runtime {
+            Some(runtime) => runtime.spawn(execution),
+            None => tokio::spawn(execution),
+        };
         Ok(run)
     }
 

@@ -355,6 +355,12 @@ pub struct ServeArgs {
     #[arg(long, env = "WARDEN_SECRETS_DIR")]
     pub secrets_dir: Option<PathBuf>,
 
+    /// Threads that serve HTTP connections, each with its own runtime and listening socket on
+    /// the address (Linux; elsewhere one shared runtime); a stateless call stays on the thread
+    /// of its connection [default: the number of CPUs].
+    #[arg(long, env = "WARDEN_THREADS", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub threads: Option<u16>,
+
     /// Where the store is.
     #[command(flatten)]
     pub store: StoreArgs,

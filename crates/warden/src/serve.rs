@@ -64,7 +64,11 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         shutdown_signal().await;
         signal.cancel();
     });
-    let result = bound.serve(shutdown).await;
+    let threads = args.threads.map_or_else(
+        || std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
+        usize::from,
+    );
+    let result = bound.serve_on_threads(threads, shutdown).await;
     gateway.shutdown();
     result
 }

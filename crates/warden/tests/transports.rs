@@ -160,3 +160,31 @@ async fn the_same_calls_over_http_and_stdio_give_the_same_decisions_records_and_
         panic!("{e}");
     }
 }
+
+/// `warden serve` serves on several threads, each with its own socket on the one address; when
+/// the server stops, every thread stops and the port is free again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_serving_threads_answer_and_stop_with_the_server() {
+    let w = TestWarden::start("").await;
+    let addr = w.addr;
+    // While it serves, the port is taken for anyone else (a second server is refused).
+    assert!(std::net::TcpListener::bind(addr).is_err());
+    let client = reqwest::Client::new();
+    let asks = (0..16).map(|_| {
+        let client = client.clone();
+        let url = format!("{}/healthz", w.base);
+        async move { client.get(url).send().await.unwrap().status() }
+    });
+    for status in futures::future::join_all(asks).await {
+        assert_eq!(status, 200);
+    }
+    drop(w);
+    // A bounded wait for the threads to close their sockets, not a timing assertion.
+    for _ in 0..300 {
+        if std::net::TcpListener::bind(addr).is_ok() {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("the port stayed in use after the server stopped");
+}

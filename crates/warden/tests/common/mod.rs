@@ -125,7 +125,8 @@ impl TestWarden {
         let bound = Bound::bind(addr, state).await.unwrap();
         let addr = bound.local_addr().unwrap();
         let shutdown = CancellationToken::new();
-        tokio::spawn(bound.serve(shutdown.clone()));
+        // As `warden serve` does: connections on serving threads of their own.
+        tokio::spawn(bound.serve_on_threads(2, shutdown.clone()));
         Self {
             base: format!("http://{addr}"),
             addr,
