@@ -423,6 +423,53 @@ mod tests {
         assert_eq!(accepted.load(Ordering::SeqCst), 2);
     }
 
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_serving_thread_reuses_only_the_connections_it_opened() {
+        let (url, accepted, _) = server(10).await;
+        let upstream = H1Upstream::for_url(&url).unwrap();
+        let count = accepted.clone();
+        // Two serving threads, each with its own runtime; the server runs on this one.
+        let call = |upstream: &H1Upstream, runtime: &tokio::runtime::Runtime| {
+            assert_eq!(runtime.block_on(post(upstream)), "hello");
+        };
+        let runtime = || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap()
+        };
+        tokio::task::spawn_blocking(move || {
+            let (again, go) = std::sync::mpsc::channel::<()>();
+            let (first, first_done) = std::sync::mpsc::channel::<()>();
+            std::thread::scope(|s| {
+                let upstream = &upstream;
+                s.spawn(move || {
+                    serving_thread(1);
+                    let one = runtime();
+                    call(upstream, &one);
+                    first.send(()).unwrap();
+                    // Its own idle connection, although thread 2 called meanwhile.
+                    go.recv().unwrap();
+                    call(upstream, &one);
+                });
+                first_done.recv().unwrap();
+                s.spawn(move || {
+                    serving_thread(2);
+                    call(upstream, &runtime());
+                })
+                .join()
+                .unwrap();
+                // Thread 2 opened one of its own: thread 1's socket is watched by thread
+                // 1's runtime, which is not running now.
+                assert_eq!(count.load(Ordering::SeqCst), 2);
+                again.send(()).unwrap();
+            });
+        })
+        .await
+        .unwrap();
+        assert_eq!(accepted.load(Ordering::SeqCst), 2);
+    }
+
     #[test]
     fn only_plain_http_without_credentials_goes_this_way() {
         let url = |u: &str| reqwest::Url::parse(u).unwrap();
