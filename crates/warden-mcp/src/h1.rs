@@ -442,6 +442,8 @@ mod tests {
             let (again, go) = std::sync::mpsc::channel::<()>();
             let (first, first_done) = std::sync::mpsc::channel::<()>();
             std::thread::scope(|s| {
+                // Owned here, so that a failure below drops it and thread 1 stops waiting.
+                let again = again;
                 let upstream = &upstream;
                 s.spawn(move || {
                     serving_thread(1);
@@ -455,7 +457,15 @@ mod tests {
                 first_done.recv().unwrap();
                 s.spawn(move || {
                     serving_thread(2);
-                    call(upstream, &runtime());
+                    // Bounded, so that a call on thread 1's connection fails instead of
+                    // hanging: nothing drives that connection's socket now.
+                    let answer = runtime().block_on(async {
+                        tokio::time::timeout(Duration::from_secs(30), post(upstream)).await
+                    });
+                    assert_eq!(
+                        answer.expect("thread 2 waited on thread 1's connection"),
+                        "hello"
+                    );
                 })
                 .join()
                 .unwrap();
