@@ -210,14 +210,19 @@ fn inline_request(
     headers: &HeaderMap,
     body: &[u8],
 ) -> Option<(rmcp::model::RequestId, ClientRequest)> {
-    let (id, request) = match fast_call(body) {
+    let method_header = single(headers, "mcp-method")?;
+    // Only a body its header calls a `tools/call` can be answered inline as one, so the fast
+    // parse is tried only then, and a `tools/list` is parsed once.
+    let fast = (method_header == "tools/call")
+        .then(|| fast_call(body))
+        .flatten();
+    let (id, request) = match fast {
         Some(call) => call,
         None => match serde_json::from_slice(body).ok()? {
             ClientJsonRpcMessage::Request(request) => (request.id, request.request),
             _ => return None,
         },
     };
-    let method_header = single(headers, "mcp-method")?;
     let meta = request.get_meta();
     let wanted = ProtocolVersion::V_2026_07_28;
     if meta.protocol_version().as_ref() != Some(&wanted)
