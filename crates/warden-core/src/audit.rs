@@ -144,7 +144,7 @@ impl NewRecord {
         h.update(&header);
         h.update(b"\n");
         h.update(self.payload.as_bytes());
-        hex::encode(h.finalize())
+        to_hex(&h.finalize())
     }
 
     /// Sequences and chains the record.
@@ -319,12 +319,22 @@ fn write_canonical_object(map: &Map<String, Value>, out: &mut Vec<u8>) {
     out.push(b'}');
 }
 
+/// Lowercase hex of `bytes`, written in one pass: `hex::encode` collects one `char` at a time,
+/// and four digests are written per governed call (docs/benchmarks.md).
+pub fn to_hex(bytes: &[u8]) -> String {
+    let mut out = vec![0; bytes.len() * 2];
+    match hex::encode_to_slice(bytes, &mut out) {
+        Ok(()) => String::from_utf8(out).unwrap_or_else(|_| hex::encode(bytes)),
+        Err(_) => hex::encode(bytes),
+    }
+}
+
 /// SHA-256 of a JSON object's canonical form, without copying it (the same digest as
 /// [`hash_value`] of the object).
 pub fn hash_object(map: &Map<String, Value>) -> String {
     let mut out = Vec::with_capacity(256);
     write_canonical_object(map, &mut out);
-    hex::encode(Sha256::digest(&out))
+    to_hex(&Sha256::digest(&out))
 }
 
 /// SHA-256 of the canonical form of arguments (AUD-3, APR-2).
@@ -336,7 +346,7 @@ pub fn hash_arguments(args: Option<&Map<String, Value>>) -> String {
 pub fn hash_value(value: &Value) -> String {
     let mut out = Vec::with_capacity(256);
     write_canonical(value, &mut out);
-    hex::encode(Sha256::digest(&out))
+    to_hex(&Sha256::digest(&out))
 }
 
 const SECRET_MARKERS: [&str; 10] = [
@@ -528,6 +538,14 @@ mod tests {
         h.update(canonical_json(&header).as_bytes());
         h.update(b"\n{}");
         assert_eq!(record.chain_hash(7, "prev"), hex::encode(h.finalize()));
+    }
+
+    #[test]
+    fn to_hex_is_lowercase_hex() {
+        let bytes: Vec<u8> = (0..=255).collect();
+        assert_eq!(to_hex(&bytes), hex::encode(&bytes));
+        assert_eq!(to_hex(&[0x0f, 0xa0]), "0fa0");
+        assert_eq!(to_hex(&[]), "");
     }
 
     #[test]

@@ -167,7 +167,7 @@ impl TokenHash {
 
     /// Lowercase hex, as stored.
     pub fn to_hex(self) -> String {
-        hex::encode(self.0)
+        crate::audit::to_hex(&self.0)
     }
 
     /// Parses the stored hex form.
