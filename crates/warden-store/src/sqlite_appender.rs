@@ -43,7 +43,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, TryLockError, Weak, mpsc};
 use std::time::Duration;
 
-use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior, params};
+use rusqlite::{Connection, ErrorCode, OpenFlags, params};
 
 use crate::{GROUP_COMMIT_RECORDS, PendingAppend, StoreError};
 
@@ -312,7 +312,7 @@ impl Inner {
     /// With no busy timeout (on a runtime thread) it does not wait for the connection either:
     /// the checkpointer may hold it for a moment.
     fn commit(&self, batch: Vec<PendingAppend>, busy_timeout: Duration) -> Commit {
-        let mut conn = if busy_timeout.is_zero() {
+        let conn = if busy_timeout.is_zero() {
             if self.restart_due.swap(false, Ordering::Relaxed) {
                 return Commit::Busy(batch);
             }
@@ -328,7 +328,7 @@ impl Inner {
         };
         let result = conn
             .busy_timeout(busy_timeout)
-            .and_then(|()| append(&mut conn, &batch));
+            .and_then(|()| append(&conn, &batch));
         drop(conn);
         match result {
             Err(e) if e.sqlite_error_code() == Some(ErrorCode::DatabaseBusy) => {
@@ -352,8 +352,21 @@ fn answer(batch: Vec<PendingAppend>, result: Result<(), String>) {
 
 /// Chains the batch's records after the stored head and inserts them, in one
 /// `BEGIN IMMEDIATE` transaction. Nothing is written unless all of it is.
-fn append(conn: &mut Connection, batch: &[PendingAppend]) -> rusqlite::Result<()> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+fn append(conn: &Connection, batch: &[PendingAppend]) -> rusqlite::Result<()> {
+    // `BEGIN` and `COMMIT` are cached statements too: rusqlite's `Transaction` parses both
+    // anew for every commit.
+    conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
+    let written = chain_and_insert(conn, batch)
+        .and_then(|()| conn.prepare_cached("COMMIT")?.execute([]).map(drop));
+    if written.is_err() && !conn.is_autocommit() {
+        // Nothing is written unless all of it is.
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    written
+}
+
+/// The body of [`append`]'s transaction.
+fn chain_and_insert(tx: &Connection, batch: &[PendingAppend]) -> rusqlite::Result<()> {
     let (mut seq, mut prev): (i64, String) = tx
         .prepare_cached("SELECT seq, hash FROM audit_head WHERE id = 1")?
         .query_row([], |row| Ok((row.get(0)?, row.get(1)?)))?;
@@ -385,7 +398,7 @@ fn append(conn: &mut Connection, batch: &[PendingAppend]) -> rusqlite::Result<()
     }
     tx.prepare_cached("UPDATE audit_head SET seq = ?1, hash = ?2 WHERE id = 1")?
         .execute(params![seq, prev])?;
-    tx.commit()
+    Ok(())
 }
 
 /// Checkpoints the WAL when nudged (every [`CHECKPOINT_EVERY`] commits) or every `period`.
