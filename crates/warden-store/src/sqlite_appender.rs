@@ -554,6 +554,40 @@ mod tests {
         assert_eq!(store.verify_audit().await.unwrap().unwrap(), 42);
     }
 
+    /// AUD: a batch that fails half-way writes nothing — the chain head and the records stay
+    /// as they were — and the next commit on the same connection (its cached `BEGIN` and
+    /// `COMMIT`) chains after the last durable record.
+    #[tokio::test]
+    async fn a_failed_commit_writes_nothing_and_the_next_one_chains_on() {
+        let (dir, store) = embedded().await;
+        let path = crate::Store::sqlite_path(dir.path());
+        store.append_audit(records("before")).await.unwrap();
+        let outside = open(&path).unwrap();
+        outside
+            .execute_batch(
+                "CREATE TRIGGER refuse BEFORE INSERT ON audit WHEN NEW.run_id = 'refused' \
+                 BEGIN SELECT RAISE(ABORT, 'refused by the test'); END",
+            )
+            .unwrap();
+        let mut batch = records("accepted");
+        batch.extend(records("refused"));
+        let error = store.append_audit(batch).await.unwrap_err();
+        assert!(error.to_string().contains("refused by the test"), "{error}");
+        let head = |conn: &Connection| -> (i64, i64) {
+            conn.query_row(
+                "SELECT (SELECT seq FROM audit_head), (SELECT count(*) FROM audit)",
+                [],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .unwrap()
+        };
+        assert_eq!(head(&outside), (2, 2), "nothing of the failed batch");
+        outside.execute_batch("DROP TRIGGER refuse").unwrap();
+        store.append_audit(records("after")).await.unwrap();
+        assert_eq!(head(&outside), (4, 4));
+        assert_eq!(store.verify_audit().await.unwrap().unwrap(), 4);
+    }
+
     /// A leader cancelled before it ran (its call dropped while it yielded) hands the commit
     /// over: its own append, and any queued behind it, still complete.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
