@@ -17,7 +17,8 @@ use serde_json::{Map, Value, json};
 
 use crate::approval::{ApprovalQueue, ParkKind, Parked, provenance_of};
 use crate::audit::{
-    NewRecord, RecordKind, canonical_json, hash_arguments, hash_object, hash_value, redact,
+    CanonicalObject, NewRecord, RecordKind, canonical_json, hash_arguments, hash_object,
+    hash_value, redact,
 };
 use crate::authority::Authority;
 use crate::contract::{CallOutcome, ToolOutput, Verdict};
@@ -708,7 +709,7 @@ struct Recorder<'a> {
 }
 
 impl Recorder<'_> {
-    fn base(&self, at: Millis, kind: RecordKind, payload: Value) -> NewRecord {
+    fn base(&self, at: Millis, kind: RecordKind, payload: String) -> NewRecord {
         NewRecord {
             at,
             kind,
@@ -719,7 +720,7 @@ impl Recorder<'_> {
             tool: (kind != RecordKind::Run).then(|| self.tool.to_owned()),
             decision: None,
             code: None,
-            payload: canonical_json(&payload),
+            payload,
         }
     }
 
@@ -738,12 +739,13 @@ impl Recorder<'_> {
                 run_payload(self.authority, self.policy),
             ));
         }
-        let payload = json!({
-            "args_hash": hash_arguments(args),
-            "args": redact(args),
-            "project": tool.and_then(|t| t.project.as_ref()).map(ToString::to_string),
-            "class": tool.map(|t| t.class),
-        });
+        // Keys in sorted order: the canonical form (AUD).
+        let payload = CanonicalObject::new()
+            .value("args", &redact(args))
+            .field("args_hash", &hash_arguments(args))
+            .field("class", &tool.map(|t| t.class))
+            .field("project", &tool.and_then(|t| t.project.as_ref()))
+            .finish();
         records.push(self.base(at, RecordKind::Call, payload));
         records
     }
@@ -763,14 +765,14 @@ impl Recorder<'_> {
                 Some(d.message.as_str()),
             ),
         };
-        let payload = json!({
-            "decision": verdict,
-            "code": code,
-            "rule": rule,
-            "step": step.as_str(),
-            "policy_revision": self.policy.revision,
-            "message": message,
-        });
+        let payload = CanonicalObject::new()
+            .field("code", &code)
+            .field("decision", verdict)
+            .field("message", &message)
+            .field("policy_revision", &self.policy.revision)
+            .field("rule", rule)
+            .field("step", step.as_str())
+            .finish();
         let mut r = self.base(at, RecordKind::Decision, payload);
         r.decision = Some(verdict.to_owned());
         r.code = code.map(|c| c.as_str().to_owned());
@@ -784,6 +786,7 @@ impl Recorder<'_> {
         result: Result<&ToolOutput, &ExecError>,
     ) -> NewRecord {
         let duration_ms = at.0.saturating_sub(started.0);
+        let timed = CanonicalObject::new().field("duration_ms", &duration_ms);
         let (status, payload) = match result {
             Ok(output) => {
                 let (status, hash, is_error) = match output {
@@ -795,20 +798,22 @@ impl Recorder<'_> {
                         ("input_required", hash_object(result), false)
                     }
                 };
-                (
-                    status,
-                    json!({"status": status, "step": Step::Execute.as_str(), "duration_ms": duration_ms, "result_hash": hash, "is_error": is_error}),
-                )
+                let payload = timed
+                    .field("is_error", &is_error)
+                    .field("result_hash", &hash)
+                    .field("status", status);
+                (status, payload)
             }
-            Err(ExecError::Cancelled) => (
-                "cancelled",
-                json!({"status": "cancelled", "step": Step::Execute.as_str(), "duration_ms": duration_ms, "error": "cancelled by the client"}),
-            ),
-            Err(e) => (
-                "failed",
-                json!({"status": "failed", "step": Step::Execute.as_str(), "duration_ms": duration_ms, "error": e.to_string()}),
-            ),
+            Err(ExecError::Cancelled) => {
+                let payload = timed.field("error", "cancelled by the client");
+                ("cancelled", payload.field("status", "cancelled"))
+            }
+            Err(e) => {
+                let payload = timed.field("error", &e.to_string());
+                ("failed", payload.field("status", "failed"))
+            }
         };
+        let payload = payload.field("step", Step::Execute.as_str()).finish();
         let mut r = self.base(at, RecordKind::Outcome, payload);
         r.decision = Some(status.to_owned());
         r
@@ -827,19 +832,20 @@ pub fn run_record(authority: &Authority, policy: &Policy, run_id: &str, at: Mill
         tool: None,
         decision: None,
         code: None,
-        payload: canonical_json(&run_payload(authority, policy)),
+        payload: run_payload(authority, policy),
     }
 }
 
-fn run_payload(authority: &Authority, policy: &Policy) -> Value {
-    json!({
-        "mode": authority.mode,
-        "principal": authority.principal.to_string(),
-        "credential": authority.credential_id,
-        "agent": authority.agent.as_ref().map(ToString::to_string),
-        "projects": authority.projects,
-        "knowledge_only": authority.knowledge_only,
-        "withheld": authority.withheld,
-        "policy_revision": policy.revision,
-    })
+/// The run record's payload, in canonical form (keys sorted; the maps are sorted by name).
+fn run_payload(authority: &Authority, policy: &Policy) -> String {
+    CanonicalObject::new()
+        .field("agent", &authority.agent)
+        .field("credential", &authority.credential_id)
+        .field("knowledge_only", &authority.knowledge_only)
+        .field("mode", &authority.mode)
+        .field("policy_revision", &policy.revision)
+        .field("principal", &authority.principal.to_string())
+        .field("projects", &authority.projects)
+        .field("withheld", &authority.withheld)
+        .finish()
 }

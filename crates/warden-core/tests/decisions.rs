@@ -293,8 +293,67 @@ fn run_fixture(text: &str) -> Vec<CaseResult> {
     let mut verifier = warden_core::audit::ChainVerifier::default();
     for r in audit.records() {
         verifier.push(&r).unwrap();
+        assert_payload_form(&r.record);
     }
     results
+}
+
+/// AUD: every payload is stored in canonical form (the form the chain hashes) and has the
+/// fields of its kind of record.
+fn assert_payload_form(record: &warden_core::audit::NewRecord) {
+    let value: serde_json::Value = serde_json::from_str(&record.payload).unwrap();
+    assert_eq!(
+        record.payload,
+        warden_core::audit::canonical_json(&value),
+        "not canonical"
+    );
+    let keys: Vec<&str> = value
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    let expected: &[&str] = match (record.kind.as_str(), record.decision.as_deref()) {
+        ("run", _) => &[
+            "agent",
+            "credential",
+            "knowledge_only",
+            "mode",
+            "policy_revision",
+            "principal",
+            "projects",
+            "withheld",
+        ],
+        ("call", _) => &["args", "args_hash", "class", "project"],
+        ("decision", Some("allow" | "deny")) => &[
+            "code",
+            "decision",
+            "message",
+            "policy_revision",
+            "rule",
+            "step",
+        ],
+        ("decision", _) => &[
+            "approval_id",
+            "decision",
+            "due_at",
+            "policy_revision",
+            "rule",
+            "step",
+        ],
+        ("outcome", Some("executed" | "input_required")) => {
+            &["duration_ms", "is_error", "result_hash", "status", "step"]
+        }
+        ("outcome", _) => &["duration_ms", "error", "status", "step"],
+        (kind, _) => &[kind],
+    };
+    assert_eq!(
+        keys,
+        expected,
+        "{} record: {}",
+        record.kind.as_str(),
+        record.payload
+    );
 }
 
 #[test]
