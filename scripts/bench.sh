@@ -7,6 +7,10 @@
 #   scripts/bench.sh perf4 N    # audit growth: N pre-filled records (1000, 100000, 10000000)
 #   scripts/bench.sh eras       # the same call in both protocol eras
 #   scripts/bench.sh soak       # 64 clients without pause for 30 s (SOAK), then the WAL's size
+#   scripts/bench.sh compare A B [CLIENTS] [MIX]
+#                               # two builds (warden binaries A and B) alternating, round by
+#                               # round, each with its own upstream and direct rounds; prints
+#                               # the ratios and the CPU per call of Warden and of its upstream
 #
 # Each run starts a fresh `warden serve` on its embedded default (SQLite, durable audit, the
 # demo project) plus the project `bench` (the benchmark upstream, a read, an ordinary
@@ -28,10 +32,14 @@ die() {
 	exit 2
 }
 case "$scenario" in
-perf1 | perf2 | perf3 | perf4 | eras | soak) ;;
-*) die "usage: $0 perf1|perf2|perf3|perf4 N|eras|soak" ;;
+perf1 | perf2 | perf3 | perf4 | eras | soak | compare) ;;
+*) die "usage: $0 perf1|perf2|perf3|perf4 N|eras|soak|compare A B [CLIENTS] [MIX]" ;;
 esac
 
+if [[ "$scenario" == compare ]]; then
+	[[ -x "${2:-}" && -x "${3:-}" ]] || die "compare needs two warden binaries: compare A B [CLIENTS] [MIX]"
+	WARDEN_BIN="$2"
+fi
 if [[ -z "${WARDEN_BIN:-}" ]]; then
 	(cd "$root" && cargo build --release -p warden >&2) || die "cargo build failed"
 	WARDEN_BIN="${CARGO_TARGET_DIR:-$root/target}/release/warden"
@@ -168,6 +176,54 @@ perf3)
 	run -c 1 --mix list=1 --rss-pid "$warden_pid"
 	WARDEN_TOKEN="$admin"
 	run -c 1 --mix list=1 --rss-pid "$warden_pid"
+	;;
+compare)
+	# One Warden and one upstream per build, started alike; then ROUNDS rounds, each running
+	# both builds one after the other (a gateway round and a direct round each), so that both
+	# see the same machine. CPU per call is read from /proc (utime + stime) around each run;
+	# the upstream's serves as the yardstick of the machine's speed in that moment. Each round
+	# is preceded by a one-second warm-up of both targets, outside the CPU reading.
+	clients="${4:-64}"
+	mix="${5:-read=1}"
+	hz="$(getconf CLK_TCK)"
+	cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+	declare -a c_url c_token c_up c_pid c_uppid
+	for build in 0 1; do
+		W="${*:2+build:1}"
+		standard "$work/data$build"
+		c_url[build]="$url"
+		c_token[build]="$WARDEN_TOKEN"
+		c_up[build]="$upstream"
+		c_pid[build]="$warden_pid"
+		c_uppid[build]="${pids[-2]}"
+	done
+	for round in $(seq 1 "$rounds"); do
+		for build in 0 1; do
+			W="${*:2+build:1}"
+			# The warm-up runs before the CPU is read: the figures count measured calls only.
+			WARDEN_TOKEN="${c_token[build]}" "$W" bench "${c_url[build]}" -c "$clients" -d 1s \
+				--warmup 0s --mix "$mix" --direct "${c_up[build]}" --rounds 1 >/dev/null
+			w0="$(cpu "${c_pid[build]}")"
+			u0="$(cpu "${c_uppid[build]}")"
+			report="$(WARDEN_TOKEN="${c_token[build]}" "$W" bench "${c_url[build]}" -c "$clients" \
+				-d "$duration" --warmup 0s --mix "$mix" --direct "${c_up[build]}" --rounds 1 -o json)"
+			w1="$(cpu "${c_pid[build]}")"
+			u1="$(cpu "${c_uppid[build]}")"
+			REPORT="$report" python3 - "$round" "$W" "$((w1 - w0))" "$((u1 - u0))" "$hz" <<'PY'
+import json, os, sys
+round_, build, wt, ut, hz = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+r = json.loads(os.environ["REPORT"])
+g, d, ratio = r["gateway"]["total"], r["direct"]["total"], r["ratios"]["all"]
+us_w = wt * 1e6 / hz / max(g["requests"], 1)
+us_u = ut * 1e6 / hz / max(g["requests"] + d["requests"], 1)
+print(f"round {round_} {build}: warden {g['rps']:.0f}/s p50 {g['p50_ms']:.3f} p99 {g['p99_ms']:.3f} ms, "
+      f"direct {d['rps']:.0f}/s p50 {d['p50_ms']:.3f} p99 {d['p99_ms']:.3f} ms; "
+      f"throughput {ratio['throughput']:.3f} x direct, added p50 {ratio['added_p50_ms']:+.3f} "
+      f"p99 {ratio['added_p99_ms']:+.3f} ms, p99 ratio {ratio['p99_ratio']:.2f}; "
+      f"CPU per call: warden {us_w:.0f} us, upstream {us_u:.0f} us ({us_w / max(us_u, 1e-9):.2f} x)")
+PY
+		done
+	done
 	;;
 perf4)
 	records="${2:-}"
