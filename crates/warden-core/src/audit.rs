@@ -307,8 +307,10 @@ impl CanonicalObject {
         self.out.push(b':');
     }
 
-    /// A field whose serde form is canonical already: a string, number, bool, null, unit enum,
-    /// or a map that serializes its keys in sorted order (a `BTreeMap` of strings or names).
+    /// A field whose serde form is canonical already: a string, number, bool, `None` (null),
+    /// unit enum, or a map that serializes its keys in sorted order (a `BTreeMap` of strings
+    /// or names) and whose values are canonical too. Not a struct (its fields are written in
+    /// declaration order) nor a `Value` holding objects: use [`CanonicalObject::value`].
     pub fn field<T: Serialize + ?Sized>(mut self, key: &str, value: &T) -> Self {
         self.key(key);
         write_json(value, &mut self.out);
@@ -350,7 +352,8 @@ fn write_canonical(value: &Value, out: &mut Vec<u8>) {
     }
 }
 
-/// serde_json's compact form of a string, number, bool or null.
+/// serde_json's compact form of a value (a string, number, bool or null when called by the
+/// canonical writer; see [`CanonicalObject::field`] for the rest).
 fn write_json<T: Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) {
     // Writing these into a Vec cannot fail.
     let _ = serde_json::to_writer(&mut *out, value);

@@ -345,7 +345,7 @@ fn assert_payload_form(record: &warden_core::audit::NewRecord) {
             &["duration_ms", "is_error", "result_hash", "status", "step"]
         }
         ("outcome", _) => &["duration_ms", "error", "status", "step"],
-        (kind, _) => &[kind],
+        (kind, _) => panic!("unexpected record kind `{kind}`"),
     };
     assert_eq!(
         keys,

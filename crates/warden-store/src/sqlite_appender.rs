@@ -353,6 +353,11 @@ fn answer(batch: Vec<PendingAppend>, result: Result<(), String>) {
 /// Chains the batch's records after the stored head and inserts them, in one
 /// `BEGIN IMMEDIATE` transaction. Nothing is written unless all of it is.
 fn append(conn: &Connection, batch: &[PendingAppend]) -> rusqlite::Result<()> {
+    if !conn.is_autocommit() {
+        // A transaction left open (a panic half-way through an earlier commit, or a failed
+        // rollback) would make every later `BEGIN` fail and hold the write lock: end it.
+        conn.execute_batch("ROLLBACK")?;
+    }
     // `BEGIN` and `COMMIT` are cached statements too: rusqlite's `Transaction` parses both
     // anew for every commit.
     conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
@@ -582,9 +587,35 @@ mod tests {
             .unwrap()
         };
         assert_eq!(head(&outside), (2, 2), "nothing of the failed batch");
+        let inner = appender(&store).inner.clone();
+        assert!(
+            inner.conn.lock().unwrap().is_autocommit(),
+            "the failed transaction is rolled back, not left open"
+        );
         outside.execute_batch("DROP TRIGGER refuse").unwrap();
         store.append_audit(records("after")).await.unwrap();
         assert_eq!(head(&outside), (4, 4));
+        assert_eq!(store.verify_audit().await.unwrap().unwrap(), 4);
+    }
+
+    /// A transaction left open on the appender's connection (as a panic half-way through a
+    /// commit would leave it) is ended by the next commit instead of failing every later one.
+    #[tokio::test]
+    async fn a_transaction_left_open_does_not_block_later_commits() {
+        let (_dir, store) = embedded().await;
+        store.append_audit(records("before")).await.unwrap();
+        let inner = appender(&store).inner.clone();
+        inner
+            .conn
+            .lock()
+            .unwrap()
+            .execute_batch(
+                "BEGIN IMMEDIATE; INSERT INTO counters (key, window_start, count) \
+                 VALUES ('abandoned', 0, 1)",
+            )
+            .unwrap();
+        store.append_audit(records("after")).await.unwrap();
+        assert!(inner.conn.lock().unwrap().is_autocommit());
         assert_eq!(store.verify_audit().await.unwrap().unwrap(), 4);
     }
 
