@@ -76,6 +76,19 @@ pub(crate) async fn authenticate(
     mut request: Request,
     next: Next,
 ) -> Response {
+    match verify(&state, &mut request) {
+        Ok(()) => next.run(request).await,
+        Err(refused) => refused,
+    }
+}
+
+/// The check itself: puts the credential (and the agent) into `request`'s extensions, or
+/// returns the answer that refuses it.
+#[expect(
+    clippy::result_large_err,
+    reason = "a refusal is moved once, straight into the answer"
+)]
+pub(crate) fn verify(state: &AppState, request: &mut Request) -> Result<(), Response> {
     let source = request
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
@@ -83,11 +96,11 @@ pub(crate) async fn authenticate(
     if let Some(ip) = source
         && state.auth_failures.blocked(ip)
     {
-        return (
+        return Err((
             StatusCode::TOO_MANY_REQUESTS,
             "too many failed authentications from this address; try again in a minute\n",
         )
-            .into_response();
+            .into_response());
     }
     for name in IDENTITY_HEADERS {
         if request.headers().contains_key(name) {
@@ -109,7 +122,9 @@ pub(crate) async fn authenticate(
                 .to_owned()
         });
     let Some(token) = token else {
-        return unauthorized("missing bearer token: send `Authorization: Bearer wdn_…`");
+        return Err(unauthorized(
+            "missing bearer token: send `Authorization: Bearer wdn_…`",
+        ));
     };
     let credential = match state.gateway.authenticate(&token) {
         Ok(c) => c,
@@ -119,23 +134,23 @@ pub(crate) async fn authenticate(
             }
             metrics::counter!("warden_auth_failures_total", "reason" => e.to_string()).increment(1);
             tracing::warn!(source = ?source, reason = %e, "authentication failed");
-            return unauthorized(&e.to_string());
+            return Err(unauthorized(&e.to_string()));
         }
     };
     if let Some(agent) = request.uri().path().strip_prefix("/mcp/agents/") {
         let agent = agent.trim_end_matches('/').to_owned();
         if state.gateway.snapshot().policy.agent(&agent).is_none() {
-            return (
+            return Err((
                 StatusCode::NOT_FOUND,
                 format!(
                     "no agent named `{}`\n",
                     agent.chars().take(64).collect::<String>()
                 ),
             )
-                .into_response();
+                .into_response());
         }
         request.extensions_mut().insert(AgentRoute(agent));
     }
     request.extensions_mut().insert(Authenticated(credential));
-    next.run(request).await
+    Ok(())
 }

@@ -102,6 +102,18 @@ pub(crate) async fn check(
     request: Request,
     next: Next,
 ) -> Response {
+    match verify(&state, &request) {
+        Ok(()) => next.run(request).await,
+        Err(refused) => refused,
+    }
+}
+
+/// The check itself: the answer that refuses the request, if it is refused.
+#[expect(
+    clippy::result_large_err,
+    reason = "a refusal is moved once, straight into the answer"
+)]
+pub(crate) fn verify(state: &AppState, request: &Request) -> Result<(), Response> {
     let headers = request.headers();
     let host = headers
         .get(header::HOST)
@@ -109,13 +121,13 @@ pub(crate) async fn check(
         .map(str::to_owned)
         .or_else(|| request.uri().authority().map(|a| a.to_string()));
     match host {
-        None => return (StatusCode::BAD_REQUEST, "missing Host header\n").into_response(),
+        None => return Err((StatusCode::BAD_REQUEST, "missing Host header\n").into_response()),
         Some(h) if !state.hosts.host_allowed(&h) => {
             tracing::warn!(host = %h, "request refused: Host not allowed");
-            return forbidden(format!(
+            return Err(forbidden(format!(
                 "forbidden: Host `{}` is not allowed",
                 h.chars().take(100).collect::<String>()
-            ));
+            )));
         }
         Some(_) => {}
     }
@@ -123,12 +135,12 @@ pub(crate) async fn check(
         && !state.hosts.origin_allowed(origin)
     {
         tracing::warn!(%origin, "request refused: Origin not allowed");
-        return forbidden(format!(
+        return Err(forbidden(format!(
             "forbidden: Origin `{}` is not allowed",
             origin.chars().take(100).collect::<String>()
-        ));
+        )));
     }
-    next.run(request).await
+    Ok(())
 }
 
 #[cfg(test)]

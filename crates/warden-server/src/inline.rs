@@ -158,7 +158,7 @@ where
 }
 
 /// Whether the headers allow an inline answer; the body decides the rest.
-fn candidate(request: &Request) -> bool {
+pub(crate) fn candidate(request: &Request) -> bool {
     let headers = request.headers();
     request.method() == http::Method::POST
         && !headers.contains_key("mcp-session-id")

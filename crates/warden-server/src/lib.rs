@@ -80,6 +80,14 @@ fn metrics_handle() -> Option<&'static PrometheusHandle> {
 
 /// The router.
 pub fn router(state: Arc<AppState>, shutdown: CancellationToken) -> Router {
+    routes(state, shutdown).0
+}
+
+/// The MCP endpoint served by [`router`] and [`Front`].
+type Endpoint = inline::McpEndpoint<StreamableHttpService<McpHandler, LocalSessionManager>>;
+
+/// The router, and the MCP endpoint its `/mcp` routes serve.
+fn routes(state: Arc<AppState>, shutdown: CancellationToken) -> (Router, Endpoint) {
     let _ = metrics_handle();
     let gateway = state.gateway.clone();
     let config = StreamableHttpServerConfig::default()
@@ -100,7 +108,8 @@ pub fn router(state: Arc<AppState>, shutdown: CancellationToken) -> Router {
         config,
     );
     let endpoint = inline::McpEndpoint::new(state.gateway.clone(), mcp);
-    let serve = move |request: axum::extract::Request| endpoint.clone().serve(request);
+    let routed = endpoint.clone();
+    let serve = move |request: axum::extract::Request| routed.clone().serve(request);
     let authenticated = Router::new()
         .route("/mcp", any(serve.clone()))
         .route("/mcp/agents/{agent}", any(serve))
@@ -109,7 +118,7 @@ pub fn router(state: Arc<AppState>, shutdown: CancellationToken) -> Router {
             state.clone(),
             auth::authenticate,
         ));
-    Router::new()
+    let router = Router::new()
         .route("/", get(console))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
@@ -121,7 +130,65 @@ pub fn router(state: Arc<AppState>, shutdown: CancellationToken) -> Router {
             state.clone(),
             hosts::check,
         ))
-        .with_state(state)
+        .with_state(state);
+    (router, endpoint)
+}
+
+/// What the listeners serve: [`router`], except that a request the MCP endpoint may answer
+/// inline (a stateless 2026-07-28 `POST /mcp`; see `inline`) goes to it directly, through
+/// the same host check and authentication as the router's, in the same order. That skips
+/// the router's path match, its two middleware layers and their boxed futures on the
+/// requests that make up nearly all of an agent's traffic (docs/benchmarks.md).
+#[derive(Clone)]
+pub(crate) struct Front {
+    router: Router,
+    endpoint: Endpoint,
+    state: Arc<AppState>,
+}
+
+impl Front {
+    fn new(state: Arc<AppState>, shutdown: CancellationToken) -> Self {
+        let (router, endpoint) = routes(state.clone(), shutdown);
+        Self {
+            router,
+            endpoint,
+            state,
+        }
+    }
+}
+
+impl tower::Service<axum::extract::Request> for Front {
+    type Response = Response;
+    type Error = std::convert::Infallible;
+    type Future = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Response, Self::Error>> + Send + 'static>,
+    >;
+
+    fn poll_ready(
+        &mut self,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    #[expect(
+        clippy::result_large_err,
+        reason = "a refusal is moved once, straight into the answer"
+    )]
+    fn call(&mut self, mut request: axum::extract::Request) -> Self::Future {
+        if request.uri().path() != "/mcp" || !inline::candidate(&request) {
+            return Box::pin(tower::ServiceExt::oneshot(self.router.clone(), request));
+        }
+        let refused = hosts::verify(&self.state, &request)
+            .and_then(|()| auth::verify(&self.state, &mut request));
+        let endpoint = self.endpoint.clone();
+        Box::pin(async move {
+            Ok(match refused {
+                Ok(()) => endpoint.serve(request).await,
+                Err(refused) => refused,
+            })
+        })
+    }
 }
 
 async fn console() -> Html<&'static str> {
@@ -228,7 +295,7 @@ impl Bound {
     /// Serves until `shutdown` is cancelled, on the calling runtime.
     pub async fn serve(self, shutdown: CancellationToken) -> anyhow::Result<()> {
         self.start_background(&shutdown);
-        let app = router(self.state, shutdown.clone());
+        let app = Front::new(self.state, shutdown.clone());
         serve_listener(self.listener, app, shutdown).await
     }
 
@@ -262,7 +329,7 @@ impl Bound {
         }
         self.start_background(&shutdown);
         listeners.insert(0, self.listener.into_std()?);
-        let app = router(self.state, shutdown.clone());
+        let app = Front::new(self.state, shutdown.clone());
         let stop = shutdown.child_token();
         let _stop_when_dropped = stop.clone().drop_guard();
         let serving = Arc::new(AtomicUsize::new(threads));
@@ -316,7 +383,7 @@ impl Bound {
 const RUNTIME_DRAIN: Duration = Duration::from_secs(5);
 
 /// The body of serving thread `index`: its runtime, serving `listener` until `report.stop`.
-fn serving_thread(index: usize, listener: std::net::TcpListener, app: Router, report: Report) {
+fn serving_thread(index: usize, listener: std::net::TcpListener, app: Front, report: Report) {
     warden_mcp::serving_thread(index);
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -392,7 +459,7 @@ impl Drop for Report {
 /// Serves `app` on `listener` until `shutdown` is cancelled, then waits for open connections.
 async fn serve_listener(
     listener: TcpListener,
-    app: Router,
+    app: Front,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
     // Small answers and SSE events go out at once, not after the peer's delayed ACK.
@@ -401,7 +468,9 @@ async fn serve_listener(
     });
     axum::serve(
         listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
+        axum::ServiceExt::<axum::extract::Request>::into_make_service_with_connect_info::<
+            SocketAddr,
+        >(app),
     )
     .with_graceful_shutdown(async move { shutdown.cancelled().await })
     .await?;

@@ -356,6 +356,61 @@ async fn a_loopback_listener_refuses_a_foreign_host_and_unauthenticated_calls() 
         bad.starts_with("HTTP/1.1 401") && bad.ends_with("\r\n\r\ninvalid token\n"),
         "{bad}"
     );
+
+    // The same refusals for a request the server answers inline (a stateless 2026-07-28
+    // call, which skips the router): same checks, same order, same answers.
+    let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"warden__whoami","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"}}}}"#;
+    let inline = |host: &str, extra: &str| {
+        format!(
+            "POST /mcp HTTP/1.1\r\nHost: {host}\r\n{extra}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: warden__whoami\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{call}",
+            call.len()
+        )
+    };
+    let admin = format!("Authorization: Bearer {}\r\n", w.admin);
+    let foreign = raw_http(w.addr, &inline("evil.example", &admin)).await;
+    assert!(
+        foreign.starts_with("HTTP/1.1 403")
+            && foreign.ends_with("forbidden: Host `evil.example` is not allowed\n"),
+        "{foreign}"
+    );
+    let origin = raw_http(
+        w.addr,
+        &inline(
+            "127.0.0.1",
+            &format!("{admin}Origin: https://evil.example\r\n"),
+        ),
+    )
+    .await;
+    assert!(
+        origin.starts_with("HTTP/1.1 403")
+            && origin.ends_with("forbidden: Origin `https://evil.example` is not allowed\n"),
+        "{origin}"
+    );
+    let anonymous = raw_http(w.addr, &inline("127.0.0.1", "")).await;
+    assert!(
+        anonymous.starts_with("HTTP/1.1 401")
+            && anonymous.contains("www-authenticate: Bearer realm=\"warden\"")
+            && anonymous.ends_with("missing bearer token: send `Authorization: Bearer wdn_…`\n"),
+        "{anonymous}"
+    );
+    let bad = raw_http(
+        w.addr,
+        &inline(
+            "127.0.0.1",
+            &format!("Authorization: Bearer wdn_{}\r\n", "0".repeat(64)),
+        ),
+    )
+    .await;
+    assert!(
+        bad.starts_with("HTTP/1.1 401") && bad.ends_with("\r\n\r\ninvalid token\n"),
+        "{bad}"
+    );
+    // And the same request, allowed, is answered.
+    let answered = raw_http(w.addr, &inline("127.0.0.1", &admin)).await;
+    assert!(
+        answered.starts_with("HTTP/1.1 200") && answered.contains("\"result\""),
+        "{answered}"
+    );
 }
 
 fn pids_with(marker: &str) -> Vec<i32> {
