@@ -78,7 +78,8 @@ fn metrics_handle() -> Option<&'static PrometheusHandle> {
         .as_ref()
 }
 
-/// The router.
+/// The router: every route, with the host check and authentication as middleware layers.
+/// The listeners serve it behind [`Front`], which answers the same for every request.
 pub fn router(state: Arc<AppState>, shutdown: CancellationToken) -> Router {
     routes(state, shutdown).0
 }
@@ -179,6 +180,8 @@ impl tower::Service<axum::extract::Request> for Front {
         if request.uri().path() != "/mcp" || !inline::candidate(&request) {
             return Box::pin(tower::ServiceExt::oneshot(self.router.clone(), request));
         }
+        #[cfg(test)]
+        front_tests::FAST_PATH.fetch_add(1, Ordering::Relaxed);
         let refused = hosts::verify(&self.state, &request)
             .and_then(|()| auth::verify(&self.state, &mut request));
         let endpoint = self.endpoint.clone();
@@ -536,5 +539,131 @@ mod tests {
             let joined = reuse_port(addr).unwrap();
             assert_eq!(joined.local_addr().unwrap(), addr);
         }
+    }
+}
+
+#[cfg(test)]
+mod front_tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+    use super::*;
+    use axum::body::Body;
+    use axum::extract::ConnectInfo;
+    use tower::ServiceExt;
+
+    type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, bool);
+
+    /// Requests `Front` sent past the router.
+    pub(super) static FAST_PATH: AtomicUsize = AtomicUsize::new(0);
+
+    const CALL: &str = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"warden__whoami","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}}}"#;
+
+    /// A stateless 2026-07-28 call of `warden__whoami` to `path`, with `headers` added.
+    fn call(path: &str, headers: &[(&str, &str)]) -> axum::extract::Request {
+        let mut request = http::Request::post(path)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", "warden__whoami")
+            .header("content-length", CALL.len());
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let mut request = request.body(Body::from(CALL)).unwrap();
+        let peer: SocketAddr = "127.0.0.1:40000".parse().unwrap();
+        request.extensions_mut().insert(ConnectInfo(peer));
+        request
+    }
+
+    async fn answer(response: Response) -> (StatusCode, String) {
+        let status = response.status();
+        let body = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        (status, String::from_utf8_lossy(&body).into_owned())
+    }
+
+    /// XPORT-2, AUTH: a request `Front` takes past the router gets exactly the router's
+    /// answer — refused by the host check or authentication alike, or served — and only
+    /// requests for exactly `/mcp` that the endpoint may answer inline take that way.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn front_answers_as_the_router_does() {
+        let store = warden_testkit::sqlite_store().await;
+        let admin = store
+            .store
+            .bootstrap(warden_core::time::Millis(1))
+            .await
+            .unwrap()
+            .unwrap()
+            .secret;
+        let gateway = Gateway::start(
+            Arc::new(warden_store::Store::open(&store.location).await.unwrap()),
+            warden_mcp::GatewayOptions::default(),
+        )
+        .await;
+        let addr: SocketAddr = "127.0.0.1:8080".parse().unwrap();
+        let state = Arc::new(AppState::new(
+            gateway.clone(),
+            HostPolicy::for_listener(addr, &[], &[]).unwrap(),
+        ));
+        let shutdown = CancellationToken::new();
+        let front = Front::new(state.clone(), shutdown.clone());
+        let router = router(state, shutdown.clone());
+        let bearer = format!("Bearer {admin}");
+        let bad = format!("Bearer wdn_{}", "0".repeat(64));
+        let host = ("host", "127.0.0.1:8080");
+        // Path, headers, and whether `Front` takes it past the router.
+        let cases: Vec<Case<'_>> = vec![
+            (
+                "/mcp",
+                vec![("host", "evil.example"), ("authorization", &bearer)],
+                true,
+            ),
+            (
+                "/mcp",
+                vec![
+                    host,
+                    ("origin", "https://evil.example"),
+                    ("authorization", &bearer),
+                ],
+                true,
+            ),
+            ("/mcp", vec![], true),
+            ("/mcp", vec![host], true),
+            ("/mcp", vec![host, ("authorization", &bad)], true),
+            ("/mcp", vec![host, ("authorization", &bearer)], true),
+            ("/mcp?x=1", vec![host, ("authorization", &bearer)], true),
+            ("/mcp/", vec![host, ("authorization", &bearer)], false),
+            ("//mcp", vec![host, ("authorization", &bearer)], false),
+            ("/MCP", vec![host, ("authorization", &bearer)], false),
+            ("/%6Dcp", vec![host, ("authorization", &bearer)], false),
+            (
+                "/mcp",
+                vec![host, ("authorization", &bearer), ("mcp-session-id", "s1")],
+                false,
+            ),
+        ];
+        for (path, headers, fast) in cases {
+            let before = FAST_PATH.load(Ordering::Relaxed);
+            let (status, body) =
+                answer(front.clone().oneshot(call(path, &headers)).await.unwrap()).await;
+            let took = FAST_PATH.load(Ordering::Relaxed) - before;
+            let (want_status, want_body) =
+                answer(router.clone().oneshot(call(path, &headers)).await.unwrap()).await;
+            assert_eq!(took, usize::from(fast), "{path} {headers:?}");
+            assert_eq!(status, want_status, "{path} {headers:?}: {body}");
+            if status == StatusCode::OK {
+                // Each call is a run of its own: the answers differ in their run ids only.
+                assert!(
+                    body.contains("\"result\"") && want_body.contains("\"result\""),
+                    "{body}"
+                );
+            } else {
+                assert_eq!(body, want_body, "{path} {headers:?}");
+            }
+        }
+        shutdown.cancel();
+        gateway.shutdown();
     }
 }
