@@ -69,6 +69,11 @@ where
         if !candidate(&request) {
             return self.delegate(request).await;
         }
+        self.serve_candidate(request).await
+    }
+
+    /// Serves a request whose headers passed [`candidate`] (the caller checked them).
+    pub(crate) async fn serve_candidate(self, request: Request) -> Response {
         let (parts, body) = request.into_parts();
         let bytes = match axum::body::to_bytes(body, MAX_INLINE_BODY as usize).await {
             Ok(bytes) => bytes,

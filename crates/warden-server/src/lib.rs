@@ -187,7 +187,8 @@ impl tower::Service<axum::extract::Request> for Front {
         let endpoint = self.endpoint.clone();
         Box::pin(async move {
             Ok(match refused {
-                Ok(()) => endpoint.serve(request).await,
+                // `candidate` held above: not checked again.
+                Ok(()) => endpoint.serve_candidate(request).await,
                 Err(refused) => refused,
             })
         })
