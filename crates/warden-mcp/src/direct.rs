@@ -27,6 +27,8 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResult, InputRequiredResult, ProgressToken, ProtocolVersion,
     RequestMetaObject, ServerResult,
 };
+use rmcp::model::{InputResponses, JsonObject};
+use serde_json::value::RawValue;
 use warden_core::tool::UpstreamTool;
 
 use crate::h1::H1Upstream;
@@ -52,6 +54,8 @@ pub(crate) struct DirectHttp {
     /// The `_meta` entries every request carries (protocol version, client info and
     /// capabilities), built once.
     meta: RequestMetaObject,
+    /// [`Self::meta`] as JSON, written once: the `_meta` of every call that adds nothing to it.
+    meta_json: Box<RawValue>,
     /// Tools that must go through rmcp (see the module documentation).
     via_rmcp: HashSet<String>,
     ids: AtomicU64,
@@ -123,12 +127,14 @@ impl DirectHttp {
             .filter(|t| !bare_header_value(&t.name) || mentions_param_headers(t))
             .map(|t| t.name.to_string())
             .collect();
+        let meta_json = serde_json::value::to_raw_value(&meta).ok()?;
         Some(Self {
             client,
             h1: H1Upstream::for_url(&url),
             url,
             headers,
             meta,
+            meta_json,
             via_rmcp,
             ids: AtomicU64::new(1),
         })
@@ -149,29 +155,29 @@ impl DirectHttp {
     pub(crate) async fn call(
         &self,
         id: u64,
-        mut params: CallToolRequestParams,
+        params: &CallToolRequestParams,
         downstream: Option<&Downstream>,
     ) -> Result<ServerResult, DirectError> {
-        let mut meta = params.meta.take().unwrap_or_default();
-        meta.extend(self.meta.clone());
         let progress = downstream.and_then(|d| d.progress_token.as_ref()).map(|_| {
             ProgressToken(rmcp::model::NumberOrString::String(
                 format!("warden-{id}").into(),
             ))
         });
-        if let Some(token) = &progress {
-            meta.set_progress_token(token.clone());
-        }
-        params.meta = Some(meta);
+        let encode = |e: serde_json::Error| {
+            DirectError::Transport(format!("cannot encode the request: {e}"))
+        };
         let name = HeaderValue::from_str(&params.name)
             .map_err(|_| DirectError::Transport("the tool name is not a valid header".into()))?;
         let body = serde_json::to_vec(&Envelope {
             jsonrpc: "2.0",
             id,
             method: "tools/call",
-            params: &params,
+            params: &CallParams::new(
+                params,
+                &self.call_meta(params, progress.as_ref()).map_err(encode)?,
+            ),
         })
-        .map_err(|e| DirectError::Transport(format!("cannot encode the request: {e}")))?;
+        .map_err(encode)?;
         let (status, content_type, answer) = self.post(name, Bytes::from(body)).await?;
         if !status.is_success() {
             let body = read_limited(answer, MAX_ERROR_RESPONSE)
@@ -237,6 +243,24 @@ impl DirectHttp {
                 "unexpected answer of type `{other}` (HTTP {status})"
             ))),
         }
+    }
+
+    /// The `_meta` of a call: the fixed entries, over whatever the call carries, and the
+    /// progress token Warden relays under. Usually just the fixed entries, written once.
+    fn call_meta(
+        &self,
+        params: &CallToolRequestParams,
+        progress: Option<&ProgressToken>,
+    ) -> serde_json::Result<std::borrow::Cow<'_, RawValue>> {
+        if params.meta.is_none() && progress.is_none() {
+            return Ok(std::borrow::Cow::Borrowed(&*self.meta_json));
+        }
+        let mut meta = params.meta.clone().unwrap_or_default();
+        meta.extend(self.meta.clone());
+        if let Some(token) = progress {
+            meta.set_progress_token(token.clone());
+        }
+        serde_json::value::to_raw_value(&meta).map(std::borrow::Cow::Owned)
     }
 
     /// `POST`s a call's `body` (its tool `name` in `Mcp-Name`) and returns the answer's
@@ -354,6 +378,34 @@ struct Envelope<'a, P> {
     id: u64,
     method: &'static str,
     params: &'a P,
+}
+
+/// `tools/call` parameters as rmcp writes [`CallToolRequestParams`] (field for field, in its
+/// order), with a `_meta` already written: the fixed part of it is the same for every call.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CallParams<'a> {
+    #[serde(rename = "_meta")]
+    meta: &'a RawValue,
+    name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    arguments: Option<&'a JsonObject>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    input_responses: Option<&'a InputResponses>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    request_state: Option<&'a str>,
+}
+
+impl<'a> CallParams<'a> {
+    fn new(params: &'a CallToolRequestParams, meta: &'a RawValue) -> Self {
+        Self {
+            meta,
+            name: &params.name,
+            arguments: params.arguments.as_ref(),
+            input_responses: params.input_responses.as_ref(),
+            request_state: params.request_state.as_deref(),
+        }
+    }
 }
 
 /// Any JSON-RPC message from the upstream, read once.
@@ -502,6 +554,46 @@ mod tests {
         .unwrap();
         assert!(note.answer(7).is_err());
     }
+
+    /// The parameters written from the prepared `_meta` are what rmcp writes for the same
+    /// call with the fixed entries merged in (the form this path had before), in every case.
+    #[test]
+    fn call_params_are_what_rmcp_writes() {
+        let direct = DirectHttp::new(
+            reqwest::Client::new(),
+            "http://127.0.0.1:1/mcp",
+            &std::collections::HashMap::new(),
+            ProtocolVersion::V_2026_07_28,
+            &rmcp::model::ClientConfig::default(),
+            &[],
+        )
+        .unwrap();
+        let args = serde_json::json!({"key": "k", "n": [1, 2]});
+        let bare = CallToolRequestParams::new("read");
+        let full = CallToolRequestParams::new("read")
+            .with_arguments(args.as_object().unwrap().clone())
+            .with_input_responses([("q".to_owned(), serde_json::json!({"a": 1}))].into())
+            .with_request_state("state".to_owned());
+        let mut own_meta = full.clone();
+        let mut meta = RequestMetaObject::default();
+        meta.0.insert("trace".into(), serde_json::json!("t-1"));
+        own_meta.meta = Some(meta);
+        let token = ProgressToken(rmcp::model::NumberOrString::String("warden-3".into()));
+        for params in [&bare, &full, &own_meta] {
+            for progress in [None, Some(&token)] {
+                let written = direct.call_meta(params, progress).unwrap();
+                let ours = serde_json::to_value(CallParams::new(params, &written)).unwrap();
+                let mut theirs = params.clone();
+                let mut meta = theirs.meta.take().unwrap_or_default();
+                meta.extend(direct.meta.clone());
+                if let Some(token) = progress {
+                    meta.set_progress_token(token.clone());
+                }
+                theirs.meta = Some(meta);
+                assert_eq!(ours, serde_json::to_value(&theirs).unwrap());
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -567,7 +659,7 @@ mod redirects {
         // 307: not executed, to be repeated: reqwest repeats it and follows it.
         let (url, hits) = upstream(Status::TEMPORARY_REDIRECT).await;
         let answer = direct(&url)
-            .call(1, CallToolRequestParams::new("t"), None)
+            .call(1, &CallToolRequestParams::new("t"), None)
             .await;
         assert!(matches!(answer, Ok(ServerResult::CallToolResult(_))));
         assert_eq!(
@@ -578,7 +670,7 @@ mod redirects {
         // 303: the upstream may have executed it; it is not sent again.
         let (url, hits) = upstream(Status::SEE_OTHER).await;
         let answer = direct(&url)
-            .call(1, CallToolRequestParams::new("t"), None)
+            .call(1, &CallToolRequestParams::new("t"), None)
             .await;
         assert!(
             matches!(&answer, Err(DirectError::Transport(m)) if m == "HTTP 303 See Other"),

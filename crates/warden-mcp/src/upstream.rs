@@ -397,7 +397,7 @@ impl UpstreamSlot {
         for _ in 0..MAX_INPUT_ROUNDS {
             let answer = match &direct {
                 Some(direct) => {
-                    self.call_direct(direct, params.clone(), downstream.as_ref())
+                    self.call_direct(direct, &params, downstream.as_ref())
                         .await?
                 }
                 None => {
@@ -562,7 +562,7 @@ impl UpstreamSlot {
     async fn call_direct(
         &self,
         direct: &Arc<DirectHttp>,
-        params: CallToolRequestParams,
+        params: &CallToolRequestParams,
         downstream: Option<&crate::relay::Downstream>,
     ) -> Result<ServerResult, ExecError> {
         let timeout = self.spec.timeout.unwrap_or(DEFAULT_CALL_TIMEOUT);
