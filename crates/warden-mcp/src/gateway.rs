@@ -115,7 +115,7 @@ pub struct Gateway {
 struct Resolved {
     policy: Arc<Policy>,
     credential: Credential,
-    authority: Result<Authority, AuthorityError>,
+    authority: Result<Arc<Authority>, AuthorityError>,
 }
 
 /// How many resolved authorities are kept before the memo starts over.
@@ -266,20 +266,22 @@ impl Gateway {
 
     /// The authority of a run, re-resolved from the current policy (RUN-8). Without a
     /// loaded policy or a reachable store, the run keeps its knowledge and gets no tools.
+    /// Shared with the memo: a request does not copy its authority's maps.
     pub fn authority(
         &self,
         credential: &Credential,
         agent: Option<&str>,
-    ) -> Result<Authority, AuthorityError> {
+    ) -> Result<Arc<Authority>, AuthorityError> {
         let snapshot = self.snapshot.load();
         let authority = self.resolve_memoised(&snapshot.policy, credential, agent)?;
-        Ok(if !snapshot.loaded {
-            authority.withhold("the configuration is not loaded")
+        let withheld = if !snapshot.loaded {
+            "the configuration is not loaded"
         } else if !snapshot.store_ok {
-            authority.withhold("the store cannot be reached")
+            "the store cannot be reached"
         } else {
-            authority
-        })
+            return Ok(authority);
+        };
+        Ok(Arc::new(Arc::unwrap_or_clone(authority).withhold(withheld)))
     }
 
     /// `resolve(policy, credential, agent)`, memoised: resolving is pure in those three inputs
@@ -292,7 +294,7 @@ impl Gateway {
         policy: &Arc<Policy>,
         credential: &Credential,
         agent: Option<&str>,
-    ) -> Result<Authority, AuthorityError> {
+    ) -> Result<Arc<Authority>, AuthorityError> {
         let key = (credential.id.clone(), agent.map(str::to_owned));
         if let Ok(memo) = self.authorities.lock()
             && let Some(hit) = memo
@@ -301,7 +303,7 @@ impl Gateway {
         {
             return hit.authority.clone();
         }
-        let authority = resolve(policy, credential, agent);
+        let authority = resolve(policy, credential, agent).map(Arc::new);
         if let Ok(mut memo) = self.authorities.lock() {
             if memo.len() >= MAX_RESOLVED {
                 memo.clear();

@@ -118,7 +118,7 @@ impl McpHandler {
         Ok((credential, route_agent))
     }
 
-    fn authority(&self, ctx: &RequestContext<RoleServer>) -> Result<Authority, McpError> {
+    fn authority(&self, ctx: &RequestContext<RoleServer>) -> Result<Arc<Authority>, McpError> {
         let (credential, agent) = self.credential(ctx)?;
         self.gateway
             .authority(&credential, agent.as_deref())

@@ -250,7 +250,7 @@ fn error(status: StatusCode, message: impl Into<String>) -> ApiError {
     ApiError(status, message.into())
 }
 
-fn own_authority(state: &AppState, credential: &Credential) -> Result<Authority, ApiError> {
+fn own_authority(state: &AppState, credential: &Credential) -> Result<Arc<Authority>, ApiError> {
     state
         .gateway
         .authority(credential, None)
