@@ -48,6 +48,14 @@ pub(crate) struct McpEndpoint<S> {
     gateway: Arc<Gateway>,
     rmcp: S,
     peer: Arc<OnceLock<Peer<RoleServer>>>,
+    served: Arc<Served>,
+}
+
+/// `warden_mcp_requests_total` by how a request was served, registered once: looked up by
+/// name and label on every request, the counter showed in the profile.
+struct Served {
+    inline: metrics::Counter,
+    rmcp: metrics::Counter,
 }
 
 impl<S> McpEndpoint<S>
@@ -56,11 +64,16 @@ where
     S::Response: IntoResponse,
     S::Future: Send,
 {
+    /// The metrics recorder must be installed first: the counters are registered here.
     pub(crate) fn new(gateway: Arc<Gateway>, rmcp: S) -> Self {
         Self {
             gateway,
             rmcp,
             peer: Arc::new(OnceLock::new()),
+            served: Arc::new(Served {
+                inline: metrics::counter!("warden_mcp_requests_total", "served" => "inline"),
+                rmcp: metrics::counter!("warden_mcp_requests_total", "served" => "rmcp"),
+            }),
         }
     }
 
@@ -88,7 +101,7 @@ where
         };
         match inline_request(&parts.headers, &bytes) {
             Some((id, request)) => {
-                metrics::counter!("warden_mcp_requests_total", "served" => "inline").increment(1);
+                self.served.inline.increment(1);
                 self.answer(id, request, parts).await
             }
             None => {
@@ -99,7 +112,7 @@ where
     }
 
     async fn delegate(self, request: Request) -> Response {
-        metrics::counter!("warden_mcp_requests_total", "served" => "rmcp").increment(1);
+        self.served.rmcp.increment(1);
         match self.rmcp.oneshot(request).await {
             Ok(response) => response.into_response(),
             Err(never) => match never {},
@@ -114,9 +127,10 @@ where
         parts: http::request::Parts,
     ) -> Response {
         let handler = McpHandler::new(self.gateway.clone(), SessionAuth::PerRequest, None);
-        let ct = CancellationToken::new();
         let mut context = RequestContext::new(id.clone(), self.peer(&handler));
-        context.ct = ct.child_token();
+        // The call's own token (not a child of another: nothing else cancels it, and a child
+        // costs a node in a locked tree per request), fired if the client goes away.
+        let ct = context.ct.clone();
         context.meta = std::mem::take(request.get_meta_mut());
         context.extensions = std::mem::take(request.extensions_mut());
         context.extensions.insert(parts);
