@@ -130,10 +130,11 @@ impl NewRecord {
             if i > 0 {
                 header.push(b',');
             }
-            write_json(*key, &mut header);
+            write_str(key, &mut header);
             header.push(b':');
             match value {
-                Field::Text(text) => write_json(text, &mut header),
+                Field::Text(Some(text)) => write_str(text, &mut header),
+                Field::Text(None) => header.extend_from_slice(b"null"),
                 Field::Int(n) => write_json(n, &mut header),
             }
         }
@@ -303,7 +304,7 @@ impl CanonicalObject {
         if self.out.len() > 1 {
             self.out.push(b',');
         }
-        write_json(key, &mut self.out);
+        write_str(key, &mut self.out);
         self.out.push(b':');
     }
 
@@ -348,6 +349,7 @@ fn write_canonical(value: &Value, out: &mut Vec<u8>) {
             }
             out.push(b']');
         }
+        Value::String(text) => write_str(text, out),
         other => write_json(other, out),
     }
 }
@@ -359,6 +361,21 @@ fn write_json<T: Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) {
     let _ = serde_json::to_writer(&mut *out, value);
 }
 
+/// `text` as a JSON string, the bytes serde_json writes for it. Most strings here (ids, names,
+/// hex digests) need no escape, and checking that in one pass is cheaper than serde_json's
+/// escape loop, byte by byte (it was most of the cost of writing the chain header); the others
+/// go to serde_json. serde_json escapes exactly the control characters, `"` and `\`.
+fn write_str(text: &str, out: &mut Vec<u8>) {
+    if text.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.reserve(text.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(text.as_bytes());
+        out.push(b'"');
+    } else {
+        write_json(text, out);
+    }
+}
+
 fn write_canonical_object(map: &Map<String, Value>, out: &mut Vec<u8>) {
     let mut entries: Vec<(&String, &Value)> = map.iter().collect();
     // A map without `preserve_order` is sorted already; this keeps the form canonical either way.
@@ -368,7 +385,7 @@ fn write_canonical_object(map: &Map<String, Value>, out: &mut Vec<u8>) {
         if i > 0 {
             out.push(b',');
         }
-        write_json(k.as_str(), out);
+        write_str(k, out);
         out.push(b':');
         write_canonical(v, out);
     }
@@ -596,6 +613,30 @@ mod tests {
             err.to_string(),
             "audit records from 4 on are missing: the chain was truncated"
         );
+    }
+
+    #[test]
+    fn strings_are_written_as_serde_json_writes_them() {
+        let mut every_byte = String::new();
+        for c in (0u8..0x80).map(char::from) {
+            every_byte.push(c);
+        }
+        for text in [
+            "",
+            "plain",
+            "run_01a2301842a674f9ab297079c93d3f5c",
+            "quote\"inside",
+            "back\\slash",
+            "tab\tnew\nline",
+            "\u{1}\u{1f}",
+            "del\u{7f}",
+            "caf\u{e9} \u{1f600} \u{2028}",
+            every_byte.as_str(),
+        ] {
+            let mut ours = Vec::new();
+            write_str(text, &mut ours);
+            assert_eq!(ours, serde_json::to_vec(text).unwrap(), "{text:?}");
+        }
     }
 
     #[test]
