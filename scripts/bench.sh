@@ -11,6 +11,11 @@
 #                               # two builds (warden binaries A and B) alternating, round by
 #                               # round, each with its own upstream and direct rounds; prints
 #                               # the ratios and the CPU per call of Warden and of its upstream
+#   scripts/bench.sh instructions A B [CALLS]
+#                               # two builds under valgrind's callgrind: instructions Warden
+#                               # executes per governed call (CALLS reads, 4 clients, default
+#                               # 2000, after 400 unmeasured), a figure the machine's noise does
+#                               # not move; needs valgrind
 #
 # Each run starts a fresh `warden serve` on its embedded default (SQLite, durable audit, the
 # demo project) plus the project `bench` (the benchmark upstream, a read, an ordinary
@@ -32,13 +37,17 @@ die() {
 	exit 2
 }
 case "$scenario" in
-perf1 | perf2 | perf3 | perf4 | eras | soak | compare) ;;
-*) die "usage: $0 perf1|perf2|perf3|perf4 N|eras|soak|compare A B [CLIENTS] [MIX]" ;;
+perf1 | perf2 | perf3 | perf4 | eras | soak | compare | instructions) ;;
+*) die "usage: $0 perf1|perf2|perf3|perf4 N|eras|soak|compare A B [CLIENTS] [MIX]|instructions A B [CALLS]" ;;
 esac
 
-if [[ "$scenario" == compare ]]; then
-	[[ -x "${2:-}" && -x "${3:-}" ]] || die "compare needs two warden binaries: compare A B [CLIENTS] [MIX]"
+if [[ "$scenario" == compare || "$scenario" == instructions ]]; then
+	[[ -x "${2:-}" && -x "${3:-}" ]] || die "$scenario needs two warden binaries: $scenario A B …"
 	WARDEN_BIN="$2"
+fi
+if [[ "$scenario" == instructions ]]; then
+	command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null ||
+		die "instructions needs valgrind (e.g. apt-get install valgrind)"
 fi
 if [[ -z "${WARDEN_BIN:-}" ]]; then
 	(cd "$root" && cargo build --release -p warden >&2) || die "cargo build failed"
@@ -77,7 +86,7 @@ start_upstream() { # EXTRA_TOOLS
 }
 
 start_warden() { # DATA_DIR CONFIG
-	"$W" serve --data-dir "$1" --listen 127.0.0.1:0 --config "$2" >"$work/serve.out" 2>"$work/serve.err" &
+	${WARDEN_PREFIX:-} "$W" serve --data-dir "$1" --listen 127.0.0.1:0 --config "$2" >"$work/serve.out" 2>"$work/serve.err" &
 	pids+=($!)
 	warden_pid="${pids[-1]}"
 	url="$(wait_for "$work/serve.out" 's/^mcp: //p' "$warden_pid")"
@@ -223,6 +232,52 @@ print(f"round {round_} {build}: warden {g['rps']:.0f}/s p50 {g['p50_ms']:.3f} p9
       f"CPU per call: warden {us_w:.0f} us, upstream {us_u:.0f} us ({us_w / max(us_u, 1e-9):.2f} x)")
 PY
 		done
+	done
+	;;
+instructions)
+	# Each build serves under callgrind; after 400 unmeasured calls the counters are zeroed,
+	# CALLS reads run, and the counters are dumped. Instructions per call: everything Warden
+	# executed (all threads: the serving threads, the audit commits, the checkpointer, the
+	# pool's periodic reads, which a run slowed down ~50x by valgrind over-weights), and the
+	# part under `Front::call` without the commits a request led (the requests themselves),
+	# and the audit commits wherever they ran.
+	# valgrind runs SHA-256 in software (no SHA extensions), so hashing weighs ~25x more
+	# than on the machine; compare builds with each other, not with native profiles.
+	calls="${4:-2000}"
+	[[ "$calls" =~ ^[0-9]+$ ]] || die "instructions: CALLS must be a number"
+	for build in 0 1; do
+		W="${*:2+build:1}"
+		WARDEN_PREFIX="valgrind --tool=callgrind --callgrind-out-file=$work/cg$build.%p" \
+			standard "$work/data$build"
+		"$W" bench "$url" -c 4 -n 400 --warmup 0s --mix read=1 --rounds 1 >/dev/null
+		callgrind_control -z "$warden_pid" >/dev/null 2>&1
+		"$W" bench "$url" -c 4 -n "$calls" --warmup 0s --mix read=1 --rounds 1 >/dev/null
+		callgrind_control -d "$warden_pid" >/dev/null 2>&1
+		sleep 1
+		callgrind_annotate --inclusive=yes "$work/cg$build.$warden_pid.1" >"$work/cg$build.txt"
+		python3 - "$W" "$calls" "$work/cg$build.txt" <<'PY'
+import re, sys
+build, calls, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+found = {}
+for line in open(path):
+    m = re.match(r"\s*([\d,]+) \([ \d.]+%\)\s+(.*)", line)
+    if not m:
+        continue
+    n, name = int(m.group(1).replace(",", "")), m.group(2)
+    for key, pattern in (("all", r"PROGRAM TOTALS"),
+                         ("requests", r"Front as tower_service::Service.*::call::\{\{closure\}\} \["),
+                         ("led", r"sqlite_appender::Lead::run \["),
+                         ("commits", r"sqlite_appender::Inner::commit \["),
+                         ("sha256", r"sha256::compress256 \[")):
+        if re.search(pattern, name):
+            found[key] = max(found.get(key, 0), n)
+per = {k: v / calls for k, v in found.items()}
+print(f"{build}: instructions per call: {per.get('all', 0):,.0f} in all; serving requests "
+      f"{per.get('requests', 0) - per.get('led', 0):,.0f} without the audit commits, which "
+      f"took {per.get('commits', 0):,.0f} (how calls group into commits varies from run to "
+      f"run); SHA-256, in software under valgrind, {per.get('sha256', 0):,.0f}")
+PY
+		kill "$warden_pid" "${pids[-2]}" 2>/dev/null || true
 	done
 	;;
 perf4)
