@@ -16,6 +16,7 @@
 //! or whose name cannot travel as a bare header value, keeps going through rmcp, which
 //! implements those encodings.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,10 +25,9 @@ use bytes::Bytes;
 use futures::{Stream, StreamExt as _};
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, InputRequiredResult, ProgressToken, ProtocolVersion,
-    RequestMetaObject, ServerResult,
+    CallToolRequestParams, CallToolResult, InputRequiredResult, InputResponses, JsonObject,
+    ProgressToken, ProtocolVersion, RequestMetaObject, ServerResult,
 };
-use rmcp::model::{InputResponses, JsonObject};
 use serde_json::value::RawValue;
 use warden_core::tool::UpstreamTool;
 
@@ -251,16 +251,16 @@ impl DirectHttp {
         &self,
         params: &CallToolRequestParams,
         progress: Option<&ProgressToken>,
-    ) -> serde_json::Result<std::borrow::Cow<'_, RawValue>> {
+    ) -> serde_json::Result<Cow<'_, RawValue>> {
         if params.meta.is_none() && progress.is_none() {
-            return Ok(std::borrow::Cow::Borrowed(&*self.meta_json));
+            return Ok(Cow::Borrowed(&*self.meta_json));
         }
         let mut meta = params.meta.clone().unwrap_or_default();
         meta.extend(self.meta.clone());
         if let Some(token) = progress {
             meta.set_progress_token(token.clone());
         }
-        serde_json::value::to_raw_value(&meta).map(std::borrow::Cow::Owned)
+        serde_json::value::to_raw_value(&meta).map(Cow::Owned)
     }
 
     /// `POST`s a call's `body` (its tool `name` in `Mcp-Name`) and returns the answer's
