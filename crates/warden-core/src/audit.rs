@@ -113,29 +113,26 @@ impl NewRecord {
         // agent, tool, decision, code}, keys in sorted order, written directly (the same
         // bytes as `canonical_json` of that object; a test holds them equal).
         let mut header = Vec::with_capacity(256);
-        let fields: [(&str, Field<'_>); 10] = [
-            ("agent", Field::Text(self.agent.as_deref())),
-            ("at", Field::Int(self.at.0)),
-            ("call_id", Field::Text(self.call_id.as_deref())),
-            ("code", Field::Text(self.code.as_deref())),
-            ("decision", Field::Text(self.decision.as_deref())),
-            ("kind", Field::Text(Some(self.kind.as_str()))),
-            ("principal", Field::Text(self.principal.as_deref())),
-            ("run_id", Field::Text(Some(&self.run_id))),
-            ("seq", Field::Int(seq)),
-            ("tool", Field::Text(self.tool.as_deref())),
+        // Each field's key with what precedes it, as canonical JSON writes it (keys need no
+        // escape): written as constants, not through the string writer per call.
+        let fields: [(&[u8], Field<'_>); 10] = [
+            (b"{\"agent\":", Field::Text(self.agent.as_deref())),
+            (b",\"at\":", Field::Int(self.at.0)),
+            (b",\"call_id\":", Field::Text(self.call_id.as_deref())),
+            (b",\"code\":", Field::Text(self.code.as_deref())),
+            (b",\"decision\":", Field::Text(self.decision.as_deref())),
+            (b",\"kind\":", Field::Text(Some(self.kind.as_str()))),
+            (b",\"principal\":", Field::Text(self.principal.as_deref())),
+            (b",\"run_id\":", Field::Text(Some(&self.run_id))),
+            (b",\"seq\":", Field::Int(seq)),
+            (b",\"tool\":", Field::Text(self.tool.as_deref())),
         ];
-        header.push(b'{');
-        for (i, (key, value)) in fields.iter().enumerate() {
-            if i > 0 {
-                header.push(b',');
-            }
-            write_str(key, &mut header);
-            header.push(b':');
+        for (key, value) in fields {
+            header.extend_from_slice(key);
             match value {
                 Field::Text(Some(text)) => write_str(text, &mut header),
                 Field::Text(None) => header.extend_from_slice(b"null"),
-                Field::Int(n) => write_json(n, &mut header),
+                Field::Int(n) => write_json(&n, &mut header),
             }
         }
         header.push(b'}');
@@ -366,7 +363,11 @@ fn write_json<T: Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) {
 /// escape loop, byte by byte (it was most of the cost of writing the chain header); the others
 /// go to serde_json. serde_json escapes exactly the control characters, `"` and `\`.
 fn write_str(text: &str, out: &mut Vec<u8>) {
-    if text.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+    // Without short-circuiting, so that the check compiles to a vectorised loop.
+    let plain = text.bytes().fold(true, |plain, b| {
+        plain & (b >= 0x20) & (b != b'"') & (b != b'\\')
+    });
+    if plain {
         out.reserve(text.len() + 2);
         out.push(b'"');
         out.extend_from_slice(text.as_bytes());

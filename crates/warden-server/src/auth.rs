@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::extract::{ConnectInfo, Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use warden_mcp::{AgentRoute, Authenticated};
@@ -21,12 +21,13 @@ use crate::AppState;
 const MAX_FAILURES_PER_MINUTE: u32 = 30;
 
 /// Headers some gateways trust for identity. Warden never does.
-const IDENTITY_HEADERS: [&str; 5] = [
-    "x-service-account",
-    "x-warden-principal",
-    "x-user",
-    "x-forwarded-user",
-    "x-remote-user",
+/// As header names, not strings: a lookup by string parses the name first, on every request.
+static IDENTITY_HEADERS: [HeaderName; 5] = [
+    HeaderName::from_static("x-service-account"),
+    HeaderName::from_static("x-warden-principal"),
+    HeaderName::from_static("x-user"),
+    HeaderName::from_static("x-forwarded-user"),
+    HeaderName::from_static("x-remote-user"),
 ];
 
 /// Counts failed authentications per source.
@@ -102,10 +103,10 @@ pub(crate) fn verify(state: &AppState, request: &mut Request) -> Result<(), Resp
         )
             .into_response());
     }
-    for name in IDENTITY_HEADERS {
+    for name in &IDENTITY_HEADERS {
         if request.headers().contains_key(name) {
             tracing::warn!(
-                header = name,
+                header = name.as_str(),
                 "ignored an identity header: identity comes only from the bearer token"
             );
         }

@@ -28,7 +28,7 @@ use std::task::{Context, Poll};
 use axum::body::{Body, Bytes};
 use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
-use http::{HeaderMap, StatusCode, header};
+use http::{HeaderMap, HeaderName, StatusCode, header};
 use rmcp::model::{
     ClientJsonRpcMessage, ClientRequest, ErrorCode, GetExtensions, GetMeta, ListToolsResult,
     ProtocolVersion, ServerJsonRpcMessage, ServerResult,
@@ -38,6 +38,12 @@ use rmcp::{ErrorData, RoleServer, Service};
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 use warden_mcp::{Gateway, McpHandler, SessionAuth};
+
+/// The MCP headers read on every request, as names: a lookup by string parses it first.
+static MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
+static MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+static MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
+static MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
 
 /// The largest body read here; larger ones go to rmcp, which enforces its own limit.
 const MAX_INLINE_BODY: u64 = crate::MAX_BODY_BYTES as u64;
@@ -180,8 +186,8 @@ where
 pub(crate) fn candidate(request: &Request) -> bool {
     let headers = request.headers();
     request.method() == http::Method::POST
-        && !headers.contains_key("mcp-session-id")
-        && single(headers, "mcp-protocol-version") == Some(ProtocolVersion::V_2026_07_28.as_str())
+        && !headers.contains_key(&MCP_SESSION_ID)
+        && single(headers, &MCP_PROTOCOL_VERSION) == Some(ProtocolVersion::V_2026_07_28.as_str())
         && accepts_json_and_sse(headers)
         && headers
             .get(header::CONTENT_TYPE)
@@ -215,7 +221,7 @@ fn accepts_json_and_sse(headers: &HeaderMap) -> bool {
 }
 
 /// The only value of a header, when there is exactly one and it is text.
-fn single<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+fn single<'a>(headers: &'a HeaderMap, name: &HeaderName) -> Option<&'a str> {
     let mut values = headers.get_all(name).iter();
     let first = values.next()?;
     if values.next().is_some() {
@@ -229,7 +235,7 @@ fn inline_request(
     headers: &HeaderMap,
     body: &[u8],
 ) -> Option<(rmcp::model::RequestId, ClientRequest)> {
-    let method_header = single(headers, "mcp-method")?;
+    let method_header = single(headers, &MCP_METHOD)?;
     // Only a body its header calls a `tools/call` can be answered inline as one, so the fast
     // parse is tried only then, and a `tools/list` is parsed once.
     let fast = (method_header == "tools/call")
@@ -253,7 +259,7 @@ fn inline_request(
     }
     match &request {
         ClientRequest::CallToolRequest(call) => {
-            (method_header == "tools/call" && single(headers, "mcp-name")? == call.params.name)
+            (method_header == "tools/call" && single(headers, &MCP_NAME)? == call.params.name)
                 .then_some(())?;
         }
         ClientRequest::ListToolsRequest(_) => (method_header == "tools/list").then_some(())?,
