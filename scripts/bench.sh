@@ -11,6 +11,10 @@
 #                               # two builds (warden binaries A and B) alternating, round by
 #                               # round, each with its own upstream and direct rounds; prints
 #                               # the ratios and the CPU per call of Warden and of its upstream
+#   scripts/bench.sh cpu A B [CLIENTS]
+#                               # two builds alternating, ROUNDS times: each round starts a
+#                               # fresh Warden and upstream per build and runs DURATION of reads
+#                               # (no direct rounds); prints calls/s and Warden's CPU per call
 #   scripts/bench.sh instructions A B [CALLS]
 #                               # two builds under valgrind's callgrind: instructions Warden
 #                               # executes per governed call (CALLS reads, 4 clients, default
@@ -37,11 +41,11 @@ die() {
 	exit 2
 }
 case "$scenario" in
-perf1 | perf2 | perf3 | perf4 | eras | soak | compare | instructions) ;;
-*) die "usage: $0 perf1|perf2|perf3|perf4 N|eras|soak|compare A B [CLIENTS] [MIX]|instructions A B [CALLS]" ;;
+perf1 | perf2 | perf3 | perf4 | eras | soak | compare | cpu | instructions) ;;
+*) die "usage: $0 perf1|perf2|perf3|perf4 N|eras|soak|compare A B [CLIENTS] [MIX]|cpu A B [CLIENTS]|instructions A B [CALLS]" ;;
 esac
 
-if [[ "$scenario" == compare || "$scenario" == instructions ]]; then
+if [[ "$scenario" == compare || "$scenario" == cpu || "$scenario" == instructions ]]; then
 	[[ -x "${2:-}" && -x "${3:-}" ]] || die "$scenario needs two warden binaries: $scenario A B …"
 	WARDEN_BIN="$2"
 fi
@@ -231,6 +235,33 @@ print(f"round {round_} {build}: warden {g['rps']:.0f}/s p50 {g['p50_ms']:.3f} p9
       f"p99 {ratio['added_p99_ms']:+.3f} ms, p99 ratio {ratio['p99_ratio']:.2f}; "
       f"CPU per call: warden {us_w:.0f} us, upstream {us_u:.0f} us ({us_w / max(us_u, 1e-9):.2f} x)")
 PY
+		done
+	done
+	;;
+cpu)
+	# Warden's own CPU per governed call (all its threads, from /proc), without direct rounds
+	# in between: each round starts both builds afresh, one after the other, with a one-second
+	# warm-up outside the reading. Steadier than `compare` for telling builds apart.
+	clients="${4:-64}"
+	hz="$(getconf CLK_TCK)"
+	for round in $(seq 1 "$rounds"); do
+		for build in 0 1; do
+			W="${*:2+build:1}"
+			standard "$work/data$round$build"
+			"$W" bench "$url" -c "$clients" -d 1s --warmup 0s --mix read=1 --rounds 1 >/dev/null
+			w0="$(awk '{print $14 + $15}' "/proc/$warden_pid/stat")"
+			report="$("$W" bench "$url" -c "$clients" -d "$duration" --warmup 0s --mix read=1 \
+				--rounds 1 -o json)"
+			w1="$(awk '{print $14 + $15}' "/proc/$warden_pid/stat")"
+			REPORT="$report" python3 - "$round" "$W" "$((w1 - w0))" "$hz" <<'PY'
+import json, os, sys
+round_, build, wt, hz = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+t = json.loads(os.environ["REPORT"])["gateway"]["total"]
+print(f"round {round_} {build}: {t['rps']:.0f} calls/s, p50 {t['p50_ms']:.3f} ms, "
+      f"Warden's CPU per call {wt * 1e6 / hz / max(t['requests'], 1):.1f} us")
+PY
+			kill "$warden_pid" "${pids[-2]}" 2>/dev/null || true
+			wait "$warden_pid" "${pids[-2]}" 2>/dev/null || true
 		done
 	done
 	;;
