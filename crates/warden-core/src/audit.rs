@@ -363,7 +363,7 @@ fn write_json<T: Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) {
 /// escape loop, byte by byte (it was most of the cost of writing the chain header); the others
 /// go to serde_json. serde_json escapes exactly the control characters, `"` and `\`.
 fn write_str(text: &str, out: &mut Vec<u8>) {
-    // Without short-circuiting, so that the check compiles to a vectorised loop.
+    // Without short-circuiting, so that the compiler may check many bytes at a time.
     let plain = text.bytes().fold(true, |plain, b| {
         plain & (b >= 0x20) & (b != b'"') & (b != b'\\')
     });
