@@ -70,6 +70,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# cpu_ticks PID: the CPU a process has used (user + system), in clock ticks.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
 # wait_for FILE SED_EXPR PID
 wait_for() {
 	local value=""
@@ -199,7 +202,6 @@ compare)
 	clients="${4:-64}"
 	mix="${5:-read=1}"
 	hz="$(getconf CLK_TCK)"
-	cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 	declare -a c_url c_token c_up c_pid c_uppid
 	for build in 0 1; do
 		W="${*:2+build:1}"
@@ -216,12 +218,12 @@ compare)
 			# The warm-up runs before the CPU is read: the figures count measured calls only.
 			WARDEN_TOKEN="${c_token[build]}" "$W" bench "${c_url[build]}" -c "$clients" -d 1s \
 				--warmup 0s --mix "$mix" --direct "${c_up[build]}" --rounds 1 >/dev/null
-			w0="$(cpu "${c_pid[build]}")"
-			u0="$(cpu "${c_uppid[build]}")"
+			w0="$(cpu_ticks "${c_pid[build]}")"
+			u0="$(cpu_ticks "${c_uppid[build]}")"
 			report="$(WARDEN_TOKEN="${c_token[build]}" "$W" bench "${c_url[build]}" -c "$clients" \
 				-d "$duration" --warmup 0s --mix "$mix" --direct "${c_up[build]}" --rounds 1 -o json)"
-			w1="$(cpu "${c_pid[build]}")"
-			u1="$(cpu "${c_uppid[build]}")"
+			w1="$(cpu_ticks "${c_pid[build]}")"
+			u1="$(cpu_ticks "${c_uppid[build]}")"
 			REPORT="$report" python3 - "$round" "$W" "$((w1 - w0))" "$((u1 - u0))" "$hz" <<'PY'
 import json, os, sys
 round_, build, wt, ut, hz = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
@@ -249,10 +251,10 @@ cpu)
 			W="${*:2+build:1}"
 			standard "$work/data$round$build"
 			"$W" bench "$url" -c "$clients" -d 1s --warmup 0s --mix read=1 --rounds 1 >/dev/null
-			w0="$(awk '{print $14 + $15}' "/proc/$warden_pid/stat")"
+			w0="$(cpu_ticks "$warden_pid")"
 			report="$("$W" bench "$url" -c "$clients" -d "$duration" --warmup 0s --mix read=1 \
 				--rounds 1 -o json)"
-			w1="$(awk '{print $14 + $15}' "/proc/$warden_pid/stat")"
+			w1="$(cpu_ticks "$warden_pid")"
 			REPORT="$report" python3 - "$round" "$W" "$((w1 - w0))" "$hz" <<'PY'
 import json, os, sys
 round_, build, wt, hz = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
