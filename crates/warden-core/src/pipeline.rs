@@ -308,7 +308,9 @@ impl<A: AuditLog, C: Counters, K: Clock, X: Executor, Q: ApprovalQueue>
                     due_at: now.plus(due_in),
                     rule: rule.clone(),
                 };
-                let approval_id = match self.approvals.park(&parked).await {
+                // Boxed, like the counters' `take`: a rare store round trip whose state would
+                // otherwise widen every call's future (docs/benchmarks.md).
+                let approval_id = match Box::pin(self.approvals.park(&parked)).await {
                     Ok(id) => id,
                     Err(e) => {
                         outcome.verdict = Verdict::Denied(unavailable(&e));
@@ -649,7 +651,10 @@ impl<A: AuditLog, C: Counters, K: Clock, X: Executor, Q: ApprovalQueue>
         code: DenyCode,
         message: impl FnOnce() -> String,
     ) -> Result<(), (Step, Denial)> {
-        match self.counters.take(counter, self.clock.now()).await {
+        // Boxed: a store round trip only rate-limited tools and mutations with a write budget
+        // make, whose state would otherwise widen every call's future, which each inline
+        // request copies into its box (docs/benchmarks.md).
+        match Box::pin(self.counters.take(counter, self.clock.now())).await {
             Ok(true) => Ok(()),
             Ok(false) => Err((step, Denial::new(code, counter.rule.clone(), message()))),
             Err(e) => Err((step, unavailable(&e))),
