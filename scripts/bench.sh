@@ -15,6 +15,12 @@
 #                               # two builds alternating, ROUNDS times: each round starts a
 #                               # fresh Warden and upstream per build and runs DURATION of reads
 #                               # (no direct rounds); prints calls/s and Warden's CPU per call
+#   scripts/bench.sh split [CLIENTS]
+#                               # where the CPU of a call goes: ROUNDS rounds of DURATION, each a
+#                               # governed round and a direct round (reads), with the CPU per
+#                               # call of the load generator, Warden and the upstream (/proc and
+#                               # bash's `time`); on shared cores throughput is the cores divided
+#                               # by their sum, and at one client latency is about that sum
 #   scripts/bench.sh instructions A B [CALLS]
 #                               # two builds under valgrind's callgrind: instructions Warden
 #                               # executes per governed call (CALLS reads, 4 clients, default
@@ -41,8 +47,8 @@ die() {
 	exit 2
 }
 case "$scenario" in
-perf1 | perf2 | perf3 | perf4 | eras | soak | compare | cpu | instructions) ;;
-*) die "usage: $0 perf1|perf2|perf3|perf4 N|eras|soak|compare A B [CLIENTS] [MIX]|cpu A B [CLIENTS]|instructions A B [CALLS]" ;;
+perf1 | perf2 | perf3 | perf4 | eras | soak | split | compare | cpu | instructions) ;;
+*) die "usage: $0 perf1|perf2|perf3|perf4 N|eras|soak|split [CLIENTS]|compare A B [CLIENTS] [MIX]|cpu A B [CLIENTS]|instructions A B [CALLS]" ;;
 esac
 
 if [[ "$scenario" == compare || "$scenario" == cpu || "$scenario" == instructions ]]; then
@@ -192,6 +198,50 @@ perf3)
 	run -c 1 --mix list=1 --rss-pid "$warden_pid"
 	WARDEN_TOKEN="$admin"
 	run -c 1 --mix list=1 --rss-pid "$warden_pid"
+	;;
+split)
+	# The CPU each of the three processes spends per call, governed and direct, in the same
+	# rounds: the load generator's from bash's `time` (user + sys of `warden bench`), Warden's
+	# and the upstream's from /proc around the run. A one-second warm-up precedes the rounds.
+	clients="${2:-64}"
+	[[ "$clients" =~ ^[1-9][0-9]*$ ]] || die "split: CLIENTS must be a positive number"
+	hz="$(getconf CLK_TCK)"
+	standard "$work/data"
+	up_pid="${pids[-2]}"
+	"$W" bench "$url" -c "$clients" -d 1s --warmup 0s --mix read=1 --rounds 1 >/dev/null
+	for round in $(seq 1 "$rounds"); do
+		for target in governed direct; do
+			endpoint="$url"
+			tools=()
+			if [[ "$target" == direct ]]; then
+				endpoint="$upstream"
+				tools=(--read-tool read)
+			fi
+			w0="$(cpu_ticks "$warden_pid")"
+			u0="$(cpu_ticks "$up_pid")"
+			TIMEFORMAT='%U %S'
+			{ time "$W" bench "$endpoint" -c "$clients" -d "$duration" --warmup 0s --mix read=1 \
+				--rounds 1 -o json "${tools[@]}" >"$work/split.json" 2>/dev/null; } 2>"$work/split.time"
+			w1="$(cpu_ticks "$warden_pid")"
+			u1="$(cpu_ticks "$up_pid")"
+			REPORT="$(cat "$work/split.json")" python3 - "$round" "$target" "$((w1 - w0))" \
+				"$((u1 - u0))" "$hz" "$(cat "$work/split.time")" <<'PY'
+import json, os, sys
+round_, target, wt, ut, hz = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+user, sys_ = (float(x) for x in sys.argv[6].split())
+t = json.loads(os.environ["REPORT"])["gateway"]["total"]
+n = max(t["requests"] - t["errors"], 1)
+load, warden, up = (user + sys_) * 1e6 / n, wt * 1e6 / hz / n, ut * 1e6 / hz / n
+line = (f"round {round_} {target:8s} {t['rps']:8.0f} calls/s, p50 {t['p50_ms']:.3f} ms; CPU per call: "
+        f"load generator {load:5.1f} us, upstream {up:5.1f} us")
+if target == "governed":
+    line += f", Warden {warden:5.1f} us; sum {load + up + warden:5.1f} us"
+else:
+    line += f"; sum {load + up:5.1f} us"
+print(line)
+PY
+		done
+	done
 	;;
 compare)
 	# One Warden and one upstream per build, started alike; then ROUNDS rounds, each running
