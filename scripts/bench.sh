@@ -321,9 +321,11 @@ instructions)
 	# Each build serves under callgrind; after 400 unmeasured calls the counters are zeroed,
 	# CALLS reads run, and the counters are dumped. Instructions per call: everything Warden
 	# executed (all threads: the serving threads, the audit commits, the checkpointer, the
-	# pool's periodic reads, which a run slowed down ~50x by valgrind over-weights), and the
-	# part under `Front::call` without the commits a request led (the requests themselves),
-	# and the audit commits wherever they ran.
+	# pool's periodic reads, which a run slowed down ~50x by valgrind over-weights), the
+	# audit commits wherever they ran, everything but those commits, and the part under
+	# `Front::call` without the commits a request led (the requests themselves; "n/a" when the
+	# build inlined `Front::call` away, as profile-guided builds do: then compare the figure
+	# without the commits).
 	# valgrind runs SHA-256 in software (no SHA extensions), so hashing weighs ~25x more
 	# than on the machine; compare builds with each other, not with native profiles.
 	calls="${4:-2000}"
@@ -355,10 +357,12 @@ for line in open(path):
         if re.search(pattern, name):
             found[key] = max(found.get(key, 0), n)
 per = {k: v / calls for k, v in found.items()}
-print(f"{build}: instructions per call: {per.get('all', 0):,.0f} in all; serving requests "
-      f"{per.get('requests', 0) - per.get('led', 0):,.0f} without the audit commits, which "
-      f"took {per.get('commits', 0):,.0f} (how calls group into commits varies from run to "
-      f"run); SHA-256, in software under valgrind, {per.get('sha256', 0):,.0f}")
+requests = (f"{per['requests'] - per.get('led', 0):,.0f}" if "requests" in per else "n/a")
+print(f"{build}: instructions per call: {per.get('all', 0):,.0f} in all, of which the audit "
+      f"commits {per.get('commits', 0):,.0f} (how calls group into commits varies from run to "
+      f"run) and everything else {per.get('all', 0) - per.get('commits', 0):,.0f}; serving "
+      f"requests without the commits they led {requests}; SHA-256, in software under "
+      f"valgrind, {per.get('sha256', 0):,.0f}")
 PY
 		kill "$warden_pid" "${pids[-2]}" 2>/dev/null || true
 	done
