@@ -358,11 +358,12 @@ for line in open(path):
             found[key] = max(found.get(key, 0), n)
 per = {k: v / calls for k, v in found.items()}
 requests = (f"{per['requests'] - per.get('led', 0):,.0f}" if "requests" in per else "n/a")
+sha256 = f"{per['sha256']:,.0f}" if "sha256" in per else "n/a (inlined)"
 print(f"{build}: instructions per call: {per.get('all', 0):,.0f} in all, of which the audit "
       f"commits {per.get('commits', 0):,.0f} (how calls group into commits varies from run to "
       f"run) and everything else {per.get('all', 0) - per.get('commits', 0):,.0f}; serving "
       f"requests without the commits they led {requests}; SHA-256, in software under "
-      f"valgrind, {per.get('sha256', 0):,.0f}")
+      f"valgrind, {sha256}")
 PY
 		kill "$warden_pid" "${pids[-2]}" 2>/dev/null || true
 	done

@@ -11,9 +11,10 @@
 #    left out, so they are compiled as without a profile, not as cold code) and records the
 #    LLVM version that wrote it (pgo/LLVM_VERSION).
 #
-# Needs `llvm-profdata` of rustc's LLVM major version or newer (`rustc -vV`; on Debian
-# `apt-get install llvm-22` gives /usr/lib/llvm-22/bin/llvm-profdata); set LLVM_PROFDATA to
-# use another. Takes about as long as a release build, plus a minute of training.
+# Needs `llvm-profdata` of rustc's LLVM major version (`rustc -vV`; a newer one may write a
+# profile format rustc cannot read; on Debian `apt-get install llvm-22` gives
+# /usr/lib/llvm-22/bin/llvm-profdata); set LLVM_PROFDATA to use another. Takes about as long
+# as a release build, plus a minute and a half of training.
 # Environment: PGO_TARGET_DIR (default: target/pgo-generate).
 set -euo pipefail
 
@@ -37,7 +38,7 @@ if [[ -z "$profdata" ]]; then
 fi
 [[ -n "$profdata" ]] || die "no llvm-profdata found for LLVM $major (e.g. apt-get install llvm-$major)"
 tool_major="$("$profdata" merge --version 2>/dev/null | sed -n 's/.*LLVM version \([0-9]*\).*/\1/p' | head -n1)"
-[[ -n "$tool_major" && "$tool_major" -ge "$major" ]] ||
+[[ -n "$tool_major" && "$tool_major" -eq "$major" ]] ||
 	die "$profdata is LLVM ${tool_major:-unknown}; rustc writes LLVM $major profiles"
 
 target="${PGO_TARGET_DIR:-$root/target/pgo-generate}"
