@@ -6,6 +6,8 @@
 #   scripts/bench.sh perf3      # tools/list over 100 projects × 100 tools, resident memory
 #   scripts/bench.sh perf4 N    # audit growth: N pre-filled records (1000, 100000, 10000000)
 #   scripts/bench.sh eras       # the same call in both protocol eras
+#   scripts/bench.sh relay      # the floor of any proxy: `warden bench relay` (bytes copied, no
+#                               # HTTP) in front of the upstream, at 1 and 64 clients, against it
 #   scripts/bench.sh soak       # 64 clients without pause for 30 s (SOAK), then the WAL's size
 #   scripts/bench.sh compare A B [CLIENTS] [MIX]
 #                               # two builds (warden binaries A and B) alternating, round by
@@ -47,8 +49,8 @@ die() {
 	exit 2
 }
 case "$scenario" in
-perf1 | perf2 | perf3 | perf4 | eras | soak | split | compare | cpu | instructions) ;;
-*) die "usage: $0 perf1|perf2|perf3|perf4 N|eras|soak|split [CLIENTS]|compare A B [CLIENTS] [MIX]|cpu A B [CLIENTS]|instructions A B [CALLS]" ;;
+perf1 | perf2 | perf3 | perf4 | eras | relay | soak | split | compare | cpu | instructions) ;;
+*) die "usage: $0 perf1|perf2|perf3|perf4 N|eras|relay|soak|split [CLIENTS]|compare A B [CLIENTS] [MIX]|cpu A B [CLIENTS]|instructions A B [CALLS]" ;;
 esac
 
 if [[ "$scenario" == compare || "$scenario" == cpu || "$scenario" == instructions ]]; then
@@ -168,6 +170,19 @@ perf2)
 	standard "$work/data"
 	run -c 64 --mix read=1,write=1 --direct "$upstream"
 	run -c 64 --mix read=1,denied=1 --denied-tool bench__tool_0000 --direct "$upstream"
+	;;
+relay)
+	# No Warden: the relay only copies bytes, so tool names are the upstream's own.
+	start_upstream 1
+	hostport="${upstream#http://}"
+	"$W" bench relay --listen 127.0.0.1:0 --to "${hostport%%/*}" >"$work/relay.out" 2>"$work/relay.err" &
+	pids+=($!)
+	relay="$(wait_for "$work/relay.out" 's/^relay: \([^ ]*\) .*/\1/p' "${pids[-1]}")"
+	[[ -n "$relay" ]] || die "the relay did not start: $(cat "$work/relay.err")"
+	url="http://$relay/mcp"
+	unset WARDEN_TOKEN
+	run -c 1 --mix read=1 --read-tool read --direct "$upstream"
+	run -c 64 --mix read=1 --read-tool read --direct "$upstream"
 	;;
 eras)
 	standard "$work/data"

@@ -69,6 +69,27 @@ pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<()> {
             println!("{}", serde_json::to_string_pretty(&p)?);
             Ok(())
         }
+        Some(BenchCommand::Relay(a)) => {
+            let to = tokio::net::lookup_host(&a.to)
+                .await
+                .map_err(|e| {
+                    usage(format!(
+                        "--to `{}`: not HOST:PORT or not resolvable: {e}",
+                        a.to
+                    ))
+                })?
+                .next()
+                .ok_or_else(|| usage(format!("--to `{}`: resolves to no address", a.to)))?;
+            let threads = a.threads.map_or_else(
+                || std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
+                usize::from,
+            );
+            let relay = warden_bench::relay::Relay::start(a.listen, to, threads).await?;
+            println!("relay: {} to {to}", relay.addr());
+            serve::shutdown_signal().await;
+            tokio::task::spawn_blocking(move || relay.stop()).await?;
+            Ok(())
+        }
         None => load(args).await,
     }
 }

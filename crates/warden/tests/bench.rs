@@ -118,3 +118,38 @@ async fn a_call_that_should_be_denied_but_runs_is_an_error() {
     let report = warden_bench::run(o).await.unwrap();
     assert_eq!(report.gateway.errors.get("not_denied"), Some(&80));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bare_relay_carries_every_call_to_the_upstream() {
+    let upstream = bench_upstream().await;
+    let to = upstream
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .parse()
+        .unwrap();
+    let relay = warden_bench::relay::Relay::start("127.0.0.1:0".parse().unwrap(), to, 2)
+        .await
+        .unwrap();
+    let mut o = options(
+        format!("http://{}/mcp", relay.addr()),
+        String::new(),
+        Some(upstream),
+        Era::V2026,
+    );
+    o.token = None;
+    o.mix = Mix::parse("read=1,write=1,list=1").unwrap();
+    o.tools.read = "read".into();
+    o.tools.write = "write".into();
+    let report = warden_bench::run(o).await.unwrap();
+    assert!(
+        report.gateway.errors.is_empty(),
+        "{:?}",
+        report.gateway.error_samples
+    );
+    assert_eq!(report.gateway.total.requests, 160, "{}", report.table());
+    let direct = report.direct.as_ref().unwrap();
+    assert!(direct.errors.is_empty(), "{:?}", direct.error_samples);
+    tokio::task::spawn_blocking(move || relay.stop())
+        .await
+        .unwrap();
+}

@@ -1,0 +1,144 @@
+//! `warden bench relay`: a bare TCP relay, bytes copied both ways and nothing parsed, with
+//! Warden's threading (a thread per core, each a single-threaded runtime accepting on its own
+//! `SO_REUSEPORT` socket). In front of `warden bench upstream`, measured with
+//! `warden bench --direct`, it shows what any proxy costs on a machine before it reads a byte
+//! of HTTP: the floor under PERF-1 and PERF-2 (docs/benchmarks.md).
+
+use std::net::SocketAddr;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
+use tokio_util::sync::CancellationToken;
+
+/// Pending connections per listening socket.
+const BACKLOG: u32 = 1024;
+
+/// A running relay; [`Relay::stop`] ends it.
+#[derive(Debug)]
+pub struct Relay {
+    addr: SocketAddr,
+    threads: Vec<JoinHandle<()>>,
+    shutdown: CancellationToken,
+}
+
+impl Relay {
+    /// Listens on `listen` (port 0 picks one) on `threads` threads and relays every connection
+    /// to `to`. Call it within a Tokio runtime: the sockets are made there, then each thread
+    /// serves its own with a runtime of its own.
+    pub async fn start(listen: SocketAddr, to: SocketAddr, threads: usize) -> anyhow::Result<Self> {
+        let first =
+            listener(listen).map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
+        let addr = first.local_addr()?;
+        let mut sockets = vec![first.into_std()?];
+        for _ in 1..threads.max(1) {
+            let more = listener(addr)
+                .map_err(|e| anyhow::anyhow!("cannot listen on {addr} again: {e}"))?;
+            sockets.push(more.into_std()?);
+        }
+        let shutdown = CancellationToken::new();
+        let mut handles = Vec::with_capacity(sockets.len());
+        for (index, socket) in sockets.into_iter().enumerate() {
+            let stop = shutdown.clone();
+            let handle = std::thread::Builder::new()
+                .name(format!("warden-relay-{index}"))
+                .spawn(move || relay_thread(socket, to, &stop));
+            match handle {
+                Ok(handle) => handles.push(handle),
+                Err(e) => {
+                    Self {
+                        addr,
+                        threads: handles,
+                        shutdown,
+                    }
+                    .stop();
+                    anyhow::bail!("cannot start relay thread {index}: {e}");
+                }
+            }
+        }
+        Ok(Self {
+            addr,
+            threads: handles,
+            shutdown,
+        })
+    }
+
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops accepting, drops every relayed connection and waits for the threads.
+    pub fn stop(self) {
+        self.shutdown.cancel();
+        for thread in self.threads {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// A listening socket on `addr` that other sockets of this process may share
+/// (`SO_REUSEPORT` on Linux: the kernel spreads new connections over them).
+fn listener(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = match addr {
+        SocketAddr::V4(_) => TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => TcpSocket::new_v6()?,
+    };
+    #[cfg(not(windows))]
+    socket.set_reuseaddr(true)?;
+    #[cfg(target_os = "linux")]
+    socket.set_reuseport(true)?;
+    socket.bind(addr)?;
+    socket.listen(BACKLOG)
+}
+
+fn relay_thread(socket: std::net::TcpListener, to: SocketAddr, stop: &CancellationToken) {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            tracing::error!(error = %e, "relay: cannot start a runtime");
+            return;
+        }
+    };
+    // Ending `block_on` and dropping the runtime drops the connections' tasks.
+    runtime.block_on(async {
+        let listener = match TcpListener::from_std(socket) {
+            Ok(listener) => listener,
+            Err(e) => {
+                tracing::error!(error = %e, "relay: cannot use the listening socket");
+                return;
+            }
+        };
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                accepted = listener.accept() => match accepted {
+                    Ok((client, _)) => {
+                        tokio::spawn(relay(client, to));
+                    }
+                    Err(e) => {
+                        // Out of file descriptors, typically: wait rather than spin.
+                        tracing::warn!(error = %e, "relay: accept failed");
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                },
+            }
+        }
+    });
+}
+
+async fn relay(mut client: TcpStream, to: SocketAddr) {
+    let _ = client.set_nodelay(true);
+    let mut upstream = match TcpStream::connect(to).await {
+        Ok(upstream) => upstream,
+        Err(e) => {
+            tracing::warn!(%to, error = %e, "relay: cannot connect to the upstream");
+            return;
+        }
+    };
+    let _ = upstream.set_nodelay(true);
+    let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+}
