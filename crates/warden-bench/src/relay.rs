@@ -23,10 +23,26 @@ pub struct Relay {
 }
 
 impl Relay {
-    /// Listens on `listen` (port 0 picks one) on `threads` threads and relays every connection
-    /// to `to`. Call it within a Tokio runtime: the sockets are made there, then each thread
-    /// serves its own with a runtime of its own.
+    /// Listens on `listen` (port 0 picks one) on `threads` threads (one off Linux, where
+    /// sockets cannot share a port) and relays every connection to `to`. Call it within a Tokio
+    /// runtime: the sockets are made there, then each thread serves its own with a runtime of
+    /// its own. Dropped, it stops as [`Relay::stop`] does, without waiting for the threads.
     pub async fn start(listen: SocketAddr, to: SocketAddr, threads: usize) -> anyhow::Result<Self> {
+        let threads = if cfg!(target_os = "linux") {
+            threads
+        } else {
+            1
+        };
+        if listen.port() != 0 {
+            // A port another socket holds with SO_REUSEPORT too (a running relay or Warden of
+            // this user) would be shared silently: a socket without it finds the port in use.
+            let probe = new_socket(listen)?;
+            #[cfg(not(windows))]
+            probe.set_reuseaddr(true)?;
+            probe
+                .bind(listen)
+                .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
+        }
         let first =
             listener(listen).map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
         let addr = first.local_addr()?;
@@ -69,21 +85,31 @@ impl Relay {
     }
 
     /// Stops accepting, drops every relayed connection and waits for the threads.
-    pub fn stop(self) {
+    pub fn stop(mut self) {
         self.shutdown.cancel();
-        for thread in self.threads {
+        for thread in std::mem::take(&mut self.threads) {
             let _ = thread.join();
         }
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+fn new_socket(addr: SocketAddr) -> std::io::Result<TcpSocket> {
+    match addr {
+        SocketAddr::V4(_) => TcpSocket::new_v4(),
+        SocketAddr::V6(_) => TcpSocket::new_v6(),
     }
 }
 
 /// A listening socket on `addr` that other sockets of this process may share
 /// (`SO_REUSEPORT` on Linux: the kernel spreads new connections over them).
 fn listener(addr: SocketAddr) -> std::io::Result<TcpListener> {
-    let socket = match addr {
-        SocketAddr::V4(_) => TcpSocket::new_v4()?,
-        SocketAddr::V6(_) => TcpSocket::new_v6()?,
-    };
+    let socket = new_socket(addr)?;
     #[cfg(not(windows))]
     socket.set_reuseaddr(true)?;
     #[cfg(target_os = "linux")]

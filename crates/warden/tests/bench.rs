@@ -130,6 +130,10 @@ async fn the_bare_relay_carries_every_call_to_the_upstream() {
     let relay = warden_bench::relay::Relay::start("127.0.0.1:0".parse().unwrap(), to, 2)
         .await
         .unwrap();
+    // Its port is in use for a second relay, although both would share it with SO_REUSEPORT.
+    let again = warden_bench::relay::Relay::start(relay.addr(), to, 2).await;
+    let err = again.expect_err("a second relay on the same port");
+    assert!(err.to_string().contains("cannot listen on"), "{err}");
     let mut o = options(
         format!("http://{}/mcp", relay.addr()),
         String::new(),
