@@ -31,7 +31,8 @@
 #
 # Each run starts a fresh `warden serve` on its embedded default (SQLite, durable audit, the
 # demo project) plus the project `bench` (the benchmark upstream, a read, an ordinary
-# mutation, a denied tool), and `warden bench upstream`, all on 127.0.0.1 free ports.
+# mutation, a denied tool), and `warden bench upstream`, all on 127.0.0.1 free ports (`relay`
+# starts `warden bench relay` in front of the upstream instead of Warden).
 #
 # Environment: WARDEN_BIN (default: `cargo build --release -p warden`), DURATION (default
 # 10s per round), ROUNDS (default 3), OUTPUT (table or json; default table).
