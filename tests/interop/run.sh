@@ -37,7 +37,9 @@ serve_pid=$!
 
 token=""
 for _ in $(seq 1 60); do
-  token="$(sed -n 's/^admin token: //p' "$data/serve.out")"
+  # The background shell may not have created serve.out yet: that is "no token yet", not an
+  # error (under `set -e` a failing sed here ended the whole run).
+  token="$(sed -n 's/^admin token: //p' "$data/serve.out" 2>/dev/null || true)"
   [ -n "$token" ] && break
   kill -0 "$serve_pid" 2>/dev/null || break
   sleep 0.5
