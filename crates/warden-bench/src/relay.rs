@@ -8,11 +8,8 @@ use std::net::SocketAddr;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use tokio::net::{TcpListener, TcpSocket, TcpStream};
+use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
-
-/// Pending connections per listening socket.
-const BACKLOG: u32 = 1024;
 
 /// A running relay; [`Relay::stop`] ends it.
 #[derive(Debug)]
@@ -33,22 +30,14 @@ impl Relay {
         } else {
             1
         };
-        if listen.port() != 0 {
-            // A port another socket holds with SO_REUSEPORT too (a running relay or Warden of
-            // this user) would be shared silently: a socket without it finds the port in use.
-            let probe = new_socket(listen)?;
-            #[cfg(not(windows))]
-            probe.set_reuseaddr(true)?;
-            probe
-                .bind(listen)
-                .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
-        }
-        let first =
-            listener(listen).map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
+        // Warden's own listening sockets: a port already in use fails, even when its holder
+        // shares it with SO_REUSEPORT (a running relay or Warden of this user).
+        let first = warden_server::listen(listen)
+            .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
         let addr = first.local_addr()?;
         let mut sockets = vec![first.into_std()?];
         for _ in 1..threads.max(1) {
-            let more = listener(addr)
+            let more = warden_server::reuse_port(addr)
                 .map_err(|e| anyhow::anyhow!("cannot listen on {addr} again: {e}"))?;
             sockets.push(more.into_std()?);
         }
@@ -97,25 +86,6 @@ impl Drop for Relay {
     fn drop(&mut self) {
         self.shutdown.cancel();
     }
-}
-
-fn new_socket(addr: SocketAddr) -> std::io::Result<TcpSocket> {
-    match addr {
-        SocketAddr::V4(_) => TcpSocket::new_v4(),
-        SocketAddr::V6(_) => TcpSocket::new_v6(),
-    }
-}
-
-/// A listening socket on `addr` that other sockets of this process may share
-/// (`SO_REUSEPORT` on Linux: the kernel spreads new connections over them).
-fn listener(addr: SocketAddr) -> std::io::Result<TcpListener> {
-    let socket = new_socket(addr)?;
-    #[cfg(not(windows))]
-    socket.set_reuseaddr(true)?;
-    #[cfg(target_os = "linux")]
-    socket.set_reuseport(true)?;
-    socket.bind(addr)?;
-    socket.listen(BACKLOG)
 }
 
 fn relay_thread(socket: std::net::TcpListener, to: SocketAddr, stop: &CancellationToken) {

@@ -488,8 +488,9 @@ const BACKLOG: u32 = 1024;
 /// (`SO_REUSEPORT`, for [`Bound::serve_on_threads`]). A given port is first bound without
 /// it, so a port already in use — by a second Warden too — fails with "address in use"
 /// instead of being shared; only two servers started in the same instant on the same port
-/// could both pass that check. For port 0 the kernel picks a port no socket uses.
-fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
+/// could both pass that check. For port 0 the kernel picks a port no socket uses. (Also what
+/// `warden bench relay` listens with.)
+pub fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
     if !cfg!(target_os = "linux") {
         let socket = socket_for(addr)?;
         #[cfg(not(windows))]
@@ -507,7 +508,7 @@ fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
 
 /// A listening socket on `addr` with `SO_REUSEPORT` (Linux: it joins the sockets already
 /// there of this user).
-fn reuse_port(addr: SocketAddr) -> std::io::Result<TcpListener> {
+pub fn reuse_port(addr: SocketAddr) -> std::io::Result<TcpListener> {
     let socket = socket_for(addr)?;
     #[cfg(not(windows))]
     socket.set_reuseaddr(true)?;
