@@ -11,6 +11,7 @@ mod error;
 mod migrations;
 mod postgres;
 mod rows;
+mod spool;
 mod sqlite;
 mod sqlite_appender;
 mod views;
@@ -87,11 +88,13 @@ pub struct Store {
     appends: Appends,
 }
 
-/// Where appends go: the SQLite appender (callers lead group commits) for a database file,
-/// else a writer task.
+/// Where appends go: the audit spool, for a serving Warden on a database file; the SQLite
+/// appender (callers lead group commits) for any other use of a database file, with the
+/// path of the spool that a server may own; else a writer task.
 #[derive(Debug)]
 enum Appends {
-    Leader(sqlite_appender::SqliteAppender),
+    Spooled(spool::Spool),
+    Leader(sqlite_appender::SqliteAppender, PathBuf),
     Task(tokio::sync::mpsc::UnboundedSender<PendingAppend>),
 }
 
@@ -179,8 +182,22 @@ pub struct TokenRequest {
 
 impl Store {
     /// Opens (creating if needed) and migrates the store. A schema newer than this binary
-    /// knows is refused (STORE-2).
+    /// knows is refused (STORE-2). On the embedded store, audit records that a stopped server
+    /// left in its spool are inserted first, unless a live server owns the spool.
     pub async fn open(location: &Location) -> Result<Self, StoreError> {
+        Self::open_as(location, None).await
+    }
+
+    /// [`Store::open`] for a long-running server: on the embedded store it owns the audit
+    /// spool, so that a call's audit records are made durable with one write to the spool and
+    /// inserted into the chain in bulk off the call path (see `spool.rs`). A store whose spool
+    /// another process owns appends directly, as [`Store::open`] does.
+    pub async fn open_serving(location: &Location) -> Result<Self, StoreError> {
+        Self::open_as(location, Some(spool::insert_delay()?)).await
+    }
+
+    /// Opens the store; `serving` is the spool's insert delay for a serving store.
+    async fn open_as(location: &Location, serving: Option<Duration>) -> Result<Self, StoreError> {
         let backend = match location {
             Location::DataDir(dir) => Backend::Sqlite(sqlite::SqliteBackend::open_dir(dir).await?),
             Location::Url(url)
@@ -203,13 +220,24 @@ impl Store {
             Backend::Sqlite(b) => b
                 .file
                 .as_deref()
-                .map(sqlite_appender::SqliteAppender::start)
+                .map(|file| {
+                    sqlite_appender::SqliteAppender::start(file)
+                        .map(|appender| (appender, spool::path_for(file)))
+                })
                 .transpose()?,
             Backend::Postgres(_) => None,
         };
         let backend = std::sync::Arc::new(backend);
         let appends = match leader {
-            Some(appender) => Appends::Leader(appender),
+            Some((appender, spool_path)) => {
+                match (spool::claim(&spool_path, &appender)?, serving) {
+                    (Some(claimed), Some(delay)) => {
+                        Appends::Spooled(spool::Spool::start(claimed, appender, delay)?)
+                    }
+                    // Replayed (and let go), or owned by a live server: append directly.
+                    _ => Appends::Leader(appender, spool_path),
+                }
+            }
             None => {
                 let (appends, queue) = tokio::sync::mpsc::unbounded_channel();
                 tokio::spawn(write_appends(backend.clone(), queue));
@@ -224,12 +252,63 @@ impl Store {
         self.backend.name()
     }
 
-    /// Closes the connections; further use fails (`UNAVAILABLE` on the call path).
+    /// Closes the connections; further use fails (`UNAVAILABLE` on the call path). What is
+    /// spooled is inserted first.
     pub async fn close(&self) {
-        if let Appends::Leader(appender) = &self.appends {
-            appender.close();
+        match &self.appends {
+            Appends::Leader(appender, _) => appender.close(),
+            Appends::Spooled(spool) => spool.close(),
+            Appends::Task(_) => {}
         }
         self.backend.close().await;
+    }
+
+    /// Before reading the audit trail: waits until every audit record acknowledged so far —
+    /// by this process, or by the server that owns the spool — is in the chain.
+    async fn settle_for_read(&self) -> Result<(), StoreError> {
+        match &self.appends {
+            Appends::Spooled(spool) => spool.sync().await,
+            Appends::Leader(_, spool_path) => {
+                let last = spool::last_in_file(spool_path.clone()).await?;
+                let until = std::time::Instant::now() + spool::BARRIER_TIMEOUT;
+                if last == 0 {
+                    return Ok(());
+                }
+                loop {
+                    let inserted = self.backend.meta_get(spool::INSERTED_KEY).await?;
+                    let inserted: u64 = inserted.as_deref().map_or(Ok(0), |v| {
+                        v.parse().map_err(|_| {
+                            StoreError::Corrupt(format!(
+                                "meta `{}` is `{v}`, not a batch number",
+                                spool::INSERTED_KEY
+                            ))
+                        })
+                    })?;
+                    if inserted >= last {
+                        return Ok(());
+                    }
+                    if std::time::Instant::now() >= until {
+                        return Err(StoreError::Unreachable(format!(
+                            "the server that owns the audit spool has not inserted its records \
+                             within {} s",
+                            spool::BARRIER_TIMEOUT.as_secs()
+                        )));
+                    }
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                }
+            }
+            Appends::Task(_) => Ok(()),
+        }
+    }
+
+    /// Before an admin change, which appends its record in its own transaction: waits until
+    /// what this process spooled is in the chain, so that the chain keeps the order in which
+    /// records were acknowledged.
+    async fn settle_for_write(&self) -> Result<(), StoreError> {
+        match &self.appends {
+            Appends::Spooled(spool) => spool.sync().await,
+            Appends::Leader(..) | Appends::Task(_) => Ok(()),
+        }
     }
 
     /// The current revision of configuration and credentials.
@@ -289,6 +368,7 @@ impl Store {
         if let Err(errors) = Config::merge(base, resources) {
             return Ok(Err(errors));
         }
+        self.settle_for_write().await?;
         let summary = changed
             .iter()
             .map(|(k, key, _)| format!("{k}/{key}"))
@@ -317,6 +397,7 @@ impl Store {
         if let Err(errors) = current.without(kind, key) {
             return Ok(Err(errors));
         }
+        self.settle_for_write().await?;
         let admin = admin_record(
             now,
             actor,
@@ -368,6 +449,7 @@ impl Store {
             }),
         );
         let row = rows::CredentialRow::from_credential(&credential, TokenHash::of(&secret))?;
+        self.settle_for_write().await?;
         self.backend.insert_credential(row, admin).await?;
         Ok(NewToken { credential, secret })
     }
@@ -380,6 +462,7 @@ impl Store {
         now: Millis,
     ) -> Result<bool, StoreError> {
         let admin = admin_record(now, actor, "token.revoke", serde_json::json!({ "id": id }));
+        self.settle_for_write().await?;
         self.backend.revoke_credential(id, now, admin).await
     }
 
@@ -454,6 +537,7 @@ impl Store {
             "bootstrap",
             serde_json::json!({ "user": "admin" }),
         );
+        self.settle_for_write().await?;
         if !self.backend.bootstrap(&resources, record).await? {
             return Ok(None);
         }
@@ -476,15 +560,21 @@ impl Store {
 
     /// Appends audit records, chained, in one transaction; returns once durable. Await it to
     /// the end or drop it: on the embedded store the call may be leading a group commit that
-    /// other calls wait for (dropped, it hands that over).
+    /// other calls wait for (dropped, it hands that over). A serving store makes them durable
+    /// in its spool and chains them moments later (`spool.rs`).
     pub async fn append_audit(&self, records: Vec<NewRecord>) -> Result<(), StoreError> {
         if records.is_empty() {
             return Ok(());
         }
+        if let Appends::Spooled(spool) = &self.appends {
+            return spool.append(records);
+        }
         let (done, durable) = tokio::sync::oneshot::channel();
         let pending = PendingAppend { records, done };
         match &self.appends {
-            Appends::Leader(appender) => {
+            // Answered above.
+            Appends::Spooled(spool) => return spool.append(pending.records),
+            Appends::Leader(appender, _) => {
                 if let Some(lead) = appender.submit(pending)? {
                     // Under concurrency, the calls that are ready on this thread queue their
                     // records before the commit and share it (group commit; measured in
@@ -506,6 +596,7 @@ impl Store {
 
     /// Audit records matching a filter, in sequence order.
     pub async fn audit(&self, filter: &AuditFilter) -> Result<Vec<AuditRecord>, StoreError> {
+        self.settle_for_read().await?;
         self.backend
             .query_audit(filter)
             .await?
@@ -518,6 +609,7 @@ impl Store {
     /// record that breaks it.
     pub async fn verify_audit(&self) -> Result<Result<i64, ChainBreak>, StoreError> {
         const PAGE: i64 = 5_000;
+        self.settle_for_read().await?;
         let mut verifier = ChainVerifier::default();
         let mut after = 0;
         loop {
@@ -589,6 +681,7 @@ impl Store {
     /// with direct access would.
     #[doc(hidden)]
     pub async fn execute_raw(&self, sql: &str) -> Result<u64, StoreError> {
+        self.settle_for_read().await?;
         self.backend.execute_raw(sql).await
     }
 

@@ -43,8 +43,10 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, TryLockError, Weak, mpsc};
 use std::time::Duration;
 
-use rusqlite::{Connection, ErrorCode, OpenFlags, params};
+use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension as _, params};
+use warden_core::audit::NewRecord;
 
+use crate::spool::{self, Batch};
 use crate::{GROUP_COMMIT_RECORDS, PendingAppend, StoreError};
 
 /// Commits a leader writes on the caller's thread before handing over.
@@ -165,6 +167,68 @@ impl SqliteAppender {
             !std::mem::replace(&mut queue.leading, true)
         };
         Ok(lead.then(|| Lead(Some(self.inner.clone()))))
+    }
+
+    /// Inserts spooled batches into the chain in one transaction, which also records the
+    /// last batch's number as inserted (`crate::spool`). Blocks: for the inserter's thread
+    /// and for opening the store.
+    pub(crate) fn insert_spooled(&self, batches: &[Batch]) -> Result<(), String> {
+        let Some(last) = batches.last().map(|b| b.id) else {
+            return Ok(());
+        };
+        let inner = &*self.inner;
+        // The commit that starts the WAL over may run here: this is not a runtime thread.
+        inner.restart_due.store(false, Ordering::Relaxed);
+        let conn = inner
+            .conn
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let result = conn.busy_timeout(BUSY_TIMEOUT).and_then(|()| {
+            transact(&conn, || {
+                chain_and_insert(&conn, batches.iter().flat_map(|b| b.records.iter()))?;
+                conn.prepare_cached(
+                    "INSERT INTO meta (key, value) VALUES (?1, ?2) \
+                     ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                )?
+                .execute(params![spool::INSERTED_KEY, last.to_string()])
+                .map(drop)
+            })
+        });
+        drop(conn);
+        result.map_err(|e| format!("the audit insert failed: {e}"))?;
+        if inner.commits.fetch_add(1, Ordering::Relaxed) % CHECKPOINT_EVERY == CHECKPOINT_EVERY - 1
+        {
+            let _ = inner.checkpoints.send(());
+        }
+        Ok(())
+    }
+
+    /// The number of the last spooled batch that is in the audit table (0: none yet).
+    pub(crate) fn spool_inserted(&self) -> Result<u64, String> {
+        let conn = self
+            .inner
+            .conn
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let value: Option<String> = conn
+            .busy_timeout(BUSY_TIMEOUT)
+            .and_then(|()| {
+                conn.query_row(
+                    "SELECT value FROM meta WHERE key = ?1",
+                    [spool::INSERTED_KEY],
+                    |row| row.get(0),
+                )
+                .optional()
+            })
+            .map_err(|e| e.to_string())?;
+        value.map_or(Ok(0), |v| {
+            v.parse().map_err(|_| {
+                format!(
+                    "meta `{}` is `{v}`, not a batch number",
+                    spool::INSERTED_KEY
+                )
+            })
+        })
     }
 
     /// Later appends fail (`UNAVAILABLE` on the call path).
@@ -353,6 +417,16 @@ fn answer(batch: Vec<PendingAppend>, result: Result<(), String>) {
 /// Chains the batch's records after the stored head and inserts them, in one
 /// `BEGIN IMMEDIATE` transaction. Nothing is written unless all of it is.
 fn append(conn: &Connection, batch: &[PendingAppend]) -> rusqlite::Result<()> {
+    transact(conn, || {
+        chain_and_insert(conn, batch.iter().flat_map(|p| p.records.iter()))
+    })
+}
+
+/// Runs `body` in one `BEGIN IMMEDIATE` transaction: nothing is written unless all of it is.
+fn transact(
+    conn: &Connection,
+    body: impl FnOnce() -> rusqlite::Result<()>,
+) -> rusqlite::Result<()> {
     if !conn.is_autocommit() {
         // A transaction left open (a panic half-way through an earlier commit, or a failed
         // rollback) would make every later `BEGIN` fail and hold the write lock: end it.
@@ -361,8 +435,7 @@ fn append(conn: &Connection, batch: &[PendingAppend]) -> rusqlite::Result<()> {
     // `BEGIN` and `COMMIT` are cached statements too: rusqlite's `Transaction` parses both
     // anew for every commit.
     conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
-    let written = chain_and_insert(conn, batch)
-        .and_then(|()| conn.prepare_cached("COMMIT")?.execute([]).map(drop));
+    let written = body().and_then(|()| conn.prepare_cached("COMMIT")?.execute([]).map(drop));
     if written.is_err() && !conn.is_autocommit() {
         // Nothing is written unless all of it is.
         let _ = conn.execute_batch("ROLLBACK");
@@ -371,7 +444,10 @@ fn append(conn: &Connection, batch: &[PendingAppend]) -> rusqlite::Result<()> {
 }
 
 /// The body of [`append`]'s transaction.
-fn chain_and_insert(tx: &Connection, batch: &[PendingAppend]) -> rusqlite::Result<()> {
+fn chain_and_insert<'a>(
+    tx: &Connection,
+    records: impl Iterator<Item = &'a NewRecord>,
+) -> rusqlite::Result<()> {
     let (mut seq, mut prev): (i64, String) = tx
         .prepare_cached("SELECT seq, hash FROM audit_head WHERE id = 1")?
         .query_row([], |row| Ok((row.get(0)?, row.get(1)?)))?;
@@ -380,7 +456,7 @@ fn chain_and_insert(tx: &Connection, batch: &[PendingAppend]) -> rusqlite::Resul
             "INSERT INTO audit (seq, at, kind, run_id, call_id, principal, agent, tool, decision, code, payload, prev_hash, hash) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
         )?;
-        for record in batch.iter().flat_map(|p| p.records.iter()) {
+        for record in records {
             seq += 1;
             let hash = record.chain_hash(seq, &prev);
             insert.execute(params![
@@ -457,7 +533,7 @@ fn copy_wal(conn: &Connection) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
     use super::*;
@@ -465,7 +541,7 @@ mod tests {
     use warden_core::audit::{NewRecord, RecordKind};
     use warden_core::time::Millis;
 
-    fn records(run: &str) -> Vec<NewRecord> {
+    pub(crate) fn records(run: &str) -> Vec<NewRecord> {
         [RecordKind::Call, RecordKind::Decision]
             .into_iter()
             .map(|kind| NewRecord {
@@ -483,7 +559,7 @@ mod tests {
             .collect()
     }
 
-    async fn embedded() -> (tempfile::TempDir, Store) {
+    pub(crate) async fn embedded() -> (tempfile::TempDir, Store) {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&Location::DataDir(dir.path().into()))
             .await
@@ -493,8 +569,10 @@ mod tests {
 
     fn appender(store: &Store) -> &SqliteAppender {
         match &store.appends {
-            Appends::Leader(appender) => appender,
-            Appends::Task(_) => panic!("an embedded store has the SQLite appender"),
+            Appends::Leader(appender, _) => appender,
+            Appends::Spooled(_) | Appends::Task(_) => {
+                panic!("an embedded store that is not serving has the SQLite appender")
+            }
         }
     }
 
@@ -518,6 +596,7 @@ mod tests {
         // No periodic checkpoint: this test runs the only one, at the moment it chooses.
         store.appends = Appends::Leader(
             SqliteAppender::start_with(&path, Duration::from_secs(24 * 3600)).unwrap(),
+            crate::spool::path_for(&path),
         );
         for i in 0..20 {
             store.append_audit(records(&format!("r{i}"))).await.unwrap();

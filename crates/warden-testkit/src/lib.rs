@@ -53,6 +53,23 @@ impl TestStore {
     }
 }
 
+/// A fresh SQLite store opened as `warden serve` opens it: it owns the audit spool, so its
+/// appends are acknowledged from the spool and inserted into the chain moments later.
+pub async fn sqlite_serving_store() -> TestStore {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let location = Location::DataDir(dir.path().to_path_buf());
+    let store = Store::open_serving(&location)
+        .await
+        .expect("open sqlite store");
+    TestStore {
+        name: "sqlite-serving",
+        store,
+        location,
+        schema: None,
+        _dir: Some(dir),
+    }
+}
+
 /// The PostgreSQL URL for tests, if configured.
 pub fn postgres_url() -> Option<String> {
     std::env::var(POSTGRES_ENV).ok().filter(|s| !s.is_empty())
@@ -102,9 +119,10 @@ pub async fn postgres_store() -> Option<TestStore> {
     })
 }
 
-/// A fresh store on every available backend.
+/// A fresh store on every available backend: SQLite as the CLI opens it and as `warden serve`
+/// does, and PostgreSQL if configured.
 pub async fn stores() -> Vec<TestStore> {
-    let mut out = vec![sqlite_store().await];
+    let mut out = vec![sqlite_store().await, sqlite_serving_store().await];
     if let Some(pg) = postgres_store().await {
         out.push(pg);
     }

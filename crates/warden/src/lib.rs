@@ -188,7 +188,19 @@ pub(crate) fn location(args: &StoreArgs) -> anyhow::Result<Location> {
 }
 
 pub(crate) async fn open(location: &Location) -> anyhow::Result<Store> {
-    Store::open(location).await.map_err(|e| match e {
+    opened(location, Store::open(location).await)
+}
+
+/// [`open`] for `warden serve`: on the embedded store, the server owns the audit spool.
+pub(crate) async fn open_serving(location: &Location) -> anyhow::Result<Store> {
+    opened(location, Store::open_serving(location).await)
+}
+
+fn opened(
+    location: &Location,
+    store: Result<Store, warden_store::StoreError>,
+) -> anyhow::Result<Store> {
+    store.map_err(|e| match e {
         warden_store::StoreError::Invalid(m) => usage(m),
         other => anyhow::Error::new(other).context(format!(
             "failed to open the store at {}",

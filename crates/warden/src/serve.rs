@@ -11,7 +11,7 @@ use warden_server::{AppState, Bound, HostPolicy};
 use warden_store::Location;
 
 use crate::cli::ServeArgs;
-use crate::{config_errors, location, now, open, read_config_files, usage};
+use crate::{config_errors, location, now, open_serving, read_config_files, usage};
 
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let hosts = HostPolicy::for_listener(args.listen, &args.allowed_hosts, &args.allowed_origins)
@@ -19,7 +19,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let location = location(&args.store)?;
     // Configuration files are read before anything else: a bad file changes nothing.
     let resources = read_config_files(&args.config)?;
-    let store = Arc::new(open(&location).await?);
+    let store = Arc::new(open_serving(&location).await?);
     tracing::info!(store = %location.display(), backend = store.backend_name(), "store opened");
     let admin = store.bootstrap(now()).await?;
     if !resources.is_empty() {
@@ -70,6 +70,8 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     );
     let result = bound.serve_on_threads(threads, shutdown).await;
     gateway.shutdown();
+    // Inserts what is still spooled, so that the store is whole when the process ends.
+    gateway.store().close().await;
     result
 }
 

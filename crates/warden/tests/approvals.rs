@@ -533,6 +533,10 @@ struct Served {
 }
 
 fn serve(dir: &std::path::Path, config: &std::path::Path) -> Served {
+    serve_with(dir, config, &[])
+}
+
+fn serve_with(dir: &std::path::Path, config: &std::path::Path, env: &[(&str, &str)]) -> Served {
     use std::io::BufRead;
     let mut child = std::process::Command::new(WARDEN)
         .args([
@@ -546,6 +550,7 @@ fn serve(dir: &std::path::Path, config: &std::path::Path) -> Served {
         .arg("--config")
         .arg(config)
         .env("WARDEN_LOG", "warn")
+        .envs(env.iter().copied())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::inherit())
         .spawn()
@@ -640,6 +645,65 @@ async fn kill_9_right_after_a_decision_runs_the_action_once_or_marks_it_failed_v
     }
     served.child.kill().unwrap();
     served.child.wait().unwrap();
+    let verify = cli(&["audit", "verify"], &store_args);
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stderr)
+    );
+}
+
+/// REL-3, AUD-1: `kill -9` loses no acknowledged audit record. The server's inserter waits
+/// ten minutes here, so every answered call's records are still only in the audit spool when
+/// the server dies; the next process to open the store (the CLI) inserts them, once, and the
+/// chain verifies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_loses_no_acknowledged_audit_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("warden.yaml");
+    std::fs::write(&cfg, config("")).unwrap();
+    let store_args = vec!["--data-dir".to_owned(), dir.path().display().to_string()];
+    let mut served = serve_with(
+        dir.path(),
+        &cfg,
+        &[("WARDEN_AUDIT_INSERT_DELAY_MS", "600000")],
+    );
+    let out = cli(&["token", "create", "--user", "bob"], &store_args);
+    let bob = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let client = http_client(&format!("{}/mcp", served.base), &bob, Era::Stateless).await;
+    for _ in 0..20 {
+        let r = call(&client, "ledger__call_count", json!({})).await;
+        assert_eq!(r.is_error, Some(false), "{r:?}");
+    }
+    let spool = dir.path().join("warden.db-spool");
+    assert!(
+        std::fs::metadata(&spool).unwrap().len() > 0,
+        "the answered calls' records are in the spool"
+    );
+    served.child.kill().unwrap();
+    served.child.wait().unwrap();
+    drop(client);
+    let outcomes = |store_args: &[String]| -> usize {
+        let out = cli(&["audit", "--kind", "outcome", "-o", "json"], store_args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|l| l["tool"] == "ledger__call_count")
+            .count()
+    };
+    assert_eq!(outcomes(&store_args), 20);
+    assert_eq!(
+        std::fs::metadata(&spool).unwrap().len(),
+        0,
+        "replayed and emptied"
+    );
+    assert_eq!(outcomes(&store_args), 20, "replayed once");
     let verify = cli(&["audit", "verify"], &store_args);
     assert!(
         verify.status.success(),

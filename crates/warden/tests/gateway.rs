@@ -266,7 +266,11 @@ impl TestWardenWithSecrets {
     async fn start(store: warden_testkit::TestStore, secrets: std::path::PathBuf) -> Self {
         use std::sync::Arc;
         let gateway = warden_mcp::Gateway::start(
-            Arc::new(warden_store::Store::open(&store.location).await.unwrap()),
+            Arc::new(
+                warden_store::Store::open_serving(&store.location)
+                    .await
+                    .unwrap(),
+            ),
             warden_mcp::GatewayOptions {
                 secrets_dir: Some(secrets),
                 ..Default::default()

@@ -109,7 +109,11 @@ impl TestWarden {
 
     async fn serve(store: TestStore, admin: String) -> Self {
         let gateway = Gateway::start(
-            Arc::new(warden_store::Store::open(&store.location).await.unwrap()),
+            Arc::new(
+                warden_store::Store::open_serving(&store.location)
+                    .await
+                    .unwrap(),
+            ),
             GatewayOptions {
                 poll_interval: Duration::from_millis(100),
                 ..GatewayOptions::default()

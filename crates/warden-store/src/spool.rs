@@ -1,0 +1,681 @@
+//! The audit spool of the embedded store: how a serving Warden makes a call's audit records
+//! durable with one `write`, and inserts them into SQLite in bulk off the call path.
+//!
+//! A governed call cannot be answered before its audit records would survive a crash
+//! (AUD-1, REL-3). Committing them to SQLite — four chained, indexed rows in a WAL
+//! transaction — was about half of Warden's CPU per call at one client (docs/benchmarks.md,
+//! tenth round). With the spool, a call's records are appended to `warden.db-spool` as one
+//! framed, numbered, checksummed batch: one `write` to the file, after which a `kill -9` no
+//! longer loses them (the same guarantee as SQLite's `synchronous = NORMAL`: the page cache
+//! survives a process crash, not a power loss). The call is then answered. A thread of its
+//! own (the *inserter*) gathers the spooled batches for [`DEFAULT_INSERT_DELAY`] and inserts
+//! them into the audit chain in one transaction, which also records the number of the last
+//! batch it inserted (`meta.audit_spool_inserted`). So a batch is in SQLite exactly when its
+//! number is at most that one, and that is decided by the same commit.
+//!
+//! - **Replay.** Whoever opens the store and can take the spool's lock (an exclusive `flock`)
+//!   inserts the batches a crashed server left behind — those numbered after
+//!   `audit_spool_inserted` — and empties the file. A frame cut short or failing its checksum
+//!   ends the spool: it was being written when the process died, so it was never
+//!   acknowledged.
+//! - **Ownership.** Only a serving Warden ([`crate::Store::open_serving`]) keeps the lock and
+//!   spools; the CLI replays if it can, then lets go and appends to SQLite directly, as a
+//!   server that finds the lock taken does.
+//! - **Reads.** A trail read in the owning process first waits until everything spooled has
+//!   been inserted (the inserter goes at once when asked). Another process (the CLI beside a
+//!   live server) reads the numbers in the spool file and waits until `audit_spool_inserted`
+//!   has reached them, so `warden audit` shows every call that was answered before it
+//!   started. Admin changes in the owning process wait too, so the chain keeps the order in
+//!   which things were acknowledged.
+//! - **Failure.** A spool write that fails is cut back off the file and the call fails
+//!   (`UNAVAILABLE`). While inserting fails (another writer holds SQLite's lock for longer
+//!   than the busy timeout, a full disk), the records stay spooled and are retried every
+//!   [`RETRY`]; new appends fail closed until an insert succeeds again.
+//! - **Size.** Once everything in it is inserted and it is larger than [`CUT_BACK_AT`], the
+//!   file is emptied.
+
+use std::collections::VecDeque;
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::{Read as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use warden_core::audit::NewRecord;
+
+use crate::StoreError;
+use crate::sqlite_appender::SqliteAppender;
+
+/// The meta key holding the number of the last spooled batch that is in the audit table.
+pub(crate) const INSERTED_KEY: &str = "audit_spool_inserted";
+/// How long the inserter gathers batches before inserting them, unless asked to go at once.
+/// Overridden (in milliseconds) by `WARDEN_AUDIT_INSERT_DELAY_MS`.
+pub(crate) const DEFAULT_INSERT_DELAY: Duration = Duration::from_millis(10);
+/// How long the inserter waits before trying again after an insert failed.
+const RETRY: Duration = Duration::from_secs(1);
+/// A spool whose batches are all inserted is emptied once it is larger than this.
+const CUT_BACK_AT: u64 = 1 << 20;
+/// How long another process waits for the owner to insert what it had spooled.
+pub(crate) const BARRIER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A frame: magic, payload length, batch number, CRC-32C of number and payload; then the
+/// payload (the batch's records as JSON).
+const MAGIC: [u8; 4] = *b"WSP1";
+const HEADER: usize = 20;
+const CRC: crc::Crc<u32> = crc::Crc::<u32>::new(&crc::CRC_32_ISCSI);
+
+/// The spool file of a database file: beside it, as SQLite's `-wal` and `-shm` are.
+pub(crate) fn path_for(db: &Path) -> PathBuf {
+    let mut name = db.as_os_str().to_owned();
+    name.push("-spool");
+    PathBuf::from(name)
+}
+
+/// Appends one frame to `out`.
+fn encode(id: u64, payload: &[u8], out: &mut Vec<u8>) -> Result<(), StoreError> {
+    let len = u32::try_from(payload.len())
+        .map_err(|_| StoreError::Invalid("an audit batch of more than 4 GiB".into()))?;
+    let mut digest = CRC.digest();
+    digest.update(&id.to_le_bytes());
+    digest.update(payload);
+    out.extend_from_slice(&MAGIC);
+    out.extend_from_slice(&len.to_le_bytes());
+    out.extend_from_slice(&id.to_le_bytes());
+    out.extend_from_slice(&digest.finalize().to_le_bytes());
+    out.extend_from_slice(payload);
+    Ok(())
+}
+
+/// The whole frames at the start of `bytes`, in order, and how many bytes they take. Reading
+/// stops at the first frame that is cut short, fails its checksum or does not number after
+/// the one before it.
+fn decode(bytes: &[u8]) -> (Vec<(u64, &[u8])>, usize) {
+    let mut frames: Vec<(u64, &[u8])> = Vec::new();
+    let mut at = 0;
+    loop {
+        let frame = bytes.get(at..).unwrap_or_default();
+        let Some((magic, rest)) = frame.split_first_chunk::<4>() else {
+            break;
+        };
+        let Some((len, rest)) = rest.split_first_chunk::<4>() else {
+            break;
+        };
+        let Some((id, rest)) = rest.split_first_chunk::<8>() else {
+            break;
+        };
+        let Some((crc, rest)) = rest.split_first_chunk::<4>() else {
+            break;
+        };
+        let len = u32::from_le_bytes(*len) as usize;
+        let Some(payload) = rest.get(..len) else {
+            break;
+        };
+        let id = u64::from_le_bytes(*id);
+        let mut digest = CRC.digest();
+        digest.update(&id.to_le_bytes());
+        digest.update(payload);
+        let in_order = frames.last().is_none_or(|(last, _)| id > *last);
+        if *magic != MAGIC || u32::from_le_bytes(*crc) != digest.finalize() || !in_order {
+            break;
+        }
+        frames.push((id, payload));
+        at += HEADER + len;
+    }
+    (frames, at)
+}
+
+fn unreachable(path: &Path, what: &str, e: impl std::fmt::Display) -> StoreError {
+    StoreError::Unreachable(format!(
+        "cannot {what} the audit spool `{}`: {e}",
+        path.display()
+    ))
+}
+
+/// The spool file, locked by this process, with every batch in it inserted.
+#[derive(Debug)]
+pub(crate) struct Claimed {
+    file: File,
+    path: PathBuf,
+    /// The number of the last batch inserted (or spooled: none is left over).
+    last: u64,
+}
+
+/// Takes the spool's lock and inserts what a crashed owner left in it, then empties it.
+/// `None` when another process (a live server) holds the lock.
+pub(crate) fn claim(path: &Path, appender: &SqliteAppender) -> Result<Option<Claimed>, StoreError> {
+    let mut file = OpenOptions::new()
+        .read(true)
+        .append(true)
+        .create(true)
+        .open(path)
+        .map_err(|e| unreachable(path, "open", e))?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(TryLockError::WouldBlock) => return Ok(None),
+        Err(TryLockError::Error(e)) => return Err(unreachable(path, "lock", e)),
+    }
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)
+        .map_err(|e| unreachable(path, "read", e))?;
+    let (frames, whole) = decode(&bytes);
+    if whole < bytes.len() {
+        tracing::warn!(
+            spool = %path.display(),
+            bytes = bytes.len() - whole,
+            "the audit spool ends in a batch that was being written when its server stopped; \
+             it was never acknowledged and is dropped"
+        );
+    }
+    let inserted = appender.spool_inserted().map_err(|e| {
+        StoreError::Unreachable(format!("cannot read the audit spool's state: {e}"))
+    })?;
+    let mut left = Vec::new();
+    for (id, payload) in frames.iter().filter(|(id, _)| *id > inserted) {
+        let records: Vec<NewRecord> = serde_json::from_slice(payload).map_err(|e| {
+            StoreError::Corrupt(format!(
+                "batch {id} of the audit spool `{}` passed its checksum but cannot be read: {e}",
+                path.display()
+            ))
+        })?;
+        left.push(Batch { id: *id, records });
+    }
+    let last = frames.last().map_or(inserted, |(id, _)| inserted.max(*id));
+    if !left.is_empty() {
+        appender
+            .insert_spooled(&left)
+            .map_err(|e| StoreError::Unreachable(format!("cannot replay the audit spool: {e}")))?;
+        let records: usize = left.iter().map(|b| b.records.len()).sum();
+        tracing::info!(
+            spool = %path.display(),
+            batches = left.len(),
+            records,
+            "replayed the audit records a stopped server had spooled"
+        );
+    }
+    file.set_len(0).map_err(|e| unreachable(path, "empty", e))?;
+    Ok(Some(Claimed {
+        file,
+        path: path.to_owned(),
+        last,
+    }))
+}
+
+/// A spooled batch waiting for the inserter.
+#[derive(Debug)]
+pub(crate) struct Batch {
+    pub(crate) id: u64,
+    pub(crate) records: Vec<NewRecord>,
+}
+
+/// The owner's spool: appends, and the inserter thread behind them.
+#[derive(Debug)]
+pub(crate) struct Spool {
+    shared: Arc<Shared>,
+    inserter: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    file: Mutex<SpoolFile>,
+    /// The number of the last batch written to the file.
+    written: AtomicU64,
+    queue: Mutex<Queue>,
+    wake: Condvar,
+    progress: tokio::sync::watch::Sender<Progress>,
+    closed: AtomicBool,
+}
+
+#[derive(Debug)]
+struct SpoolFile {
+    file: File,
+    path: PathBuf,
+    len: u64,
+    /// Set when a failed write could not be cut back off the file: frames after it could
+    /// not be read back, so nothing more is appended.
+    broken: Option<String>,
+    buf: Vec<u8>,
+}
+
+#[derive(Debug, Default)]
+struct Queue {
+    batches: VecDeque<Batch>,
+    /// Somebody waits for the inserts: go without gathering.
+    urgent: bool,
+}
+
+/// What the inserter has done.
+#[derive(Clone, Debug, Default)]
+struct Progress {
+    inserted: u64,
+    /// Why the last insert failed, until one succeeds.
+    failure: Option<String>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Spool {
+    /// Starts spooling to a claimed file, with its inserter thread.
+    pub(crate) fn start(
+        claimed: Claimed,
+        appender: SqliteAppender,
+        delay: Duration,
+    ) -> Result<Self, StoreError> {
+        let (progress, _) = tokio::sync::watch::channel(Progress {
+            inserted: claimed.last,
+            failure: None,
+        });
+        let shared = Arc::new(Shared {
+            file: Mutex::new(SpoolFile {
+                file: claimed.file,
+                path: claimed.path,
+                len: 0,
+                broken: None,
+                buf: Vec::with_capacity(8 * 1024),
+            }),
+            written: AtomicU64::new(claimed.last),
+            queue: Mutex::new(Queue::default()),
+            wake: Condvar::new(),
+            progress,
+            closed: AtomicBool::new(false),
+        });
+        let inserter = std::thread::Builder::new()
+            .name("warden-audit-insert".into())
+            .spawn({
+                let shared = shared.clone();
+                move || shared.insert_loop(&appender, delay)
+            })
+            .map_err(|e| {
+                StoreError::Unreachable(format!("cannot start the audit inserter: {e}"))
+            })?;
+        Ok(Self {
+            shared,
+            inserter: Mutex::new(Some(inserter)),
+        })
+    }
+
+    /// Makes `records` durable in the spool and queues them for insertion. Fails — writing
+    /// nothing — while the store is closed or inserts fail.
+    pub(crate) fn append(&self, records: Vec<NewRecord>) -> Result<(), StoreError> {
+        let shared = &*self.shared;
+        if shared.closed.load(Ordering::Acquire) {
+            return Err(StoreError::Unreachable("the store is closed".into()));
+        }
+        if let Some(failure) = &shared.progress.borrow().failure {
+            return Err(StoreError::Unreachable(format!(
+                "audit records cannot be stored: {failure}"
+            )));
+        }
+        let payload = serde_json::to_vec(&records)
+            .map_err(|e| StoreError::Invalid(format!("an audit record cannot be encoded: {e}")))?;
+        let mut file = lock(&shared.file);
+        if let Some(broken) = &file.broken {
+            return Err(StoreError::Unreachable(broken.clone()));
+        }
+        let id = shared.written.load(Ordering::Relaxed) + 1;
+        let SpoolFile { file: f, buf, .. } = &mut *file;
+        buf.clear();
+        encode(id, &payload, buf)?;
+        if let Err(e) = f.write_all(buf) {
+            let error = format!(
+                "cannot write the audit spool `{}`: {e}",
+                file.path.display()
+            );
+            let len = file.len;
+            if let Err(cut) = file.file.set_len(len) {
+                file.broken = Some(format!(
+                    "{error}; cutting the partial write back failed too ({cut}), so the spool \
+                     takes no more records until Warden restarts"
+                ));
+            }
+            return Err(StoreError::Unreachable(error));
+        }
+        file.len += file.buf.len() as u64;
+        shared.written.store(id, Ordering::Release);
+        let mut queue = lock(&shared.queue);
+        queue.batches.push_back(Batch { id, records });
+        drop(file);
+        drop(queue);
+        shared.wake.notify_one();
+        Ok(())
+    }
+
+    /// Waits until every batch spooled so far is in the audit table.
+    pub(crate) async fn sync(&self) -> Result<(), StoreError> {
+        let shared = &*self.shared;
+        let target = shared.written.load(Ordering::Acquire);
+        let mut progress = shared.progress.subscribe();
+        if progress.borrow_and_update().inserted >= target {
+            return Ok(());
+        }
+        lock(&shared.queue).urgent = true;
+        shared.wake.notify_one();
+        loop {
+            {
+                let now = progress.borrow_and_update();
+                if now.inserted >= target {
+                    return Ok(());
+                }
+                if let Some(failure) = &now.failure {
+                    return Err(StoreError::Unreachable(format!(
+                        "spooled audit records cannot be inserted: {failure}"
+                    )));
+                }
+            }
+            progress
+                .changed()
+                .await
+                .map_err(|_| StoreError::Unreachable("the audit inserter has stopped".into()))?;
+        }
+    }
+
+    /// Refuses further appends, inserts what is spooled and stops the inserter (which lets
+    /// go of the spool's lock).
+    pub(crate) fn close(&self) {
+        self.shared.closed.store(true, Ordering::Release);
+        self.shared.wake.notify_one();
+        if let Some(inserter) = lock(&self.inserter).take() {
+            let _ = inserter.join();
+        }
+    }
+}
+
+impl Drop for Spool {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+impl Shared {
+    /// The inserter: waits for batches, gathers them for `delay` (unless somebody waits for
+    /// them), inserts them in one transaction; after a failure, keeps them and tries again
+    /// after [`RETRY`]. Once closed, makes one last attempt and ends.
+    fn insert_loop(&self, appender: &SqliteAppender, delay: Duration) {
+        loop {
+            let mut queue = lock(&self.queue);
+            while queue.batches.is_empty() {
+                if self.closed.load(Ordering::Acquire) {
+                    return;
+                }
+                queue = self
+                    .wake
+                    .wait(queue)
+                    .unwrap_or_else(PoisonError::into_inner);
+            }
+            let until = Instant::now() + delay;
+            while !queue.urgent && !self.closed.load(Ordering::Acquire) {
+                let now = Instant::now();
+                if now >= until {
+                    break;
+                }
+                queue = self
+                    .wake
+                    .wait_timeout(queue, until - now)
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0;
+            }
+            queue.urgent = false;
+            let batches: Vec<Batch> = queue.batches.drain(..).collect();
+            drop(queue);
+            let last = batches.last().map_or(0, |b| b.id);
+            match appender.insert_spooled(&batches) {
+                Ok(()) => {
+                    self.progress.send_modify(|p| {
+                        p.inserted = last;
+                        p.failure = None;
+                    });
+                    self.cut_back(last);
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot insert spooled audit records; new calls fail until this succeeds");
+                    self.progress.send_modify(|p| p.failure = Some(e));
+                    let mut queue = lock(&self.queue);
+                    for batch in batches.into_iter().rev() {
+                        queue.batches.push_front(batch);
+                    }
+                    if self.closed.load(Ordering::Acquire) {
+                        tracing::warn!(
+                            "stopping with audit records in the spool; the next start inserts them"
+                        );
+                        return;
+                    }
+                    let _ = self.wake.wait_timeout(queue, RETRY);
+                }
+            }
+        }
+    }
+
+    /// Empties the file when everything in it is inserted and it has grown past
+    /// [`CUT_BACK_AT`].
+    fn cut_back(&self, inserted: u64) {
+        let mut file = lock(&self.file);
+        if file.len < CUT_BACK_AT || self.written.load(Ordering::Acquire) != inserted {
+            return;
+        }
+        match file.file.set_len(0) {
+            Ok(()) => file.len = 0,
+            Err(e) => {
+                tracing::warn!(spool = %file.path.display(), error = %e, "cannot empty the audit spool");
+            }
+        }
+    }
+}
+
+/// For another process than the owner: the number of the last batch in the spool file now
+/// (0 when there is none). Once `meta.audit_spool_inserted` reaches it, every record that was
+/// acknowledged before this read is in the chain.
+pub(crate) async fn last_in_file(path: PathBuf) -> Result<u64, StoreError> {
+    tokio::task::spawn_blocking(move || -> Result<u64, StoreError> {
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+            Err(e) => return Err(unreachable(&path, "read", e)),
+        };
+        Ok(decode(&bytes).0.last().map_or(0, |(id, _)| *id))
+    })
+    .await
+    .map_err(|e| StoreError::Unreachable(format!("cannot read the audit spool: {e}")))?
+}
+
+/// The inserter's gathering delay: `WARDEN_AUDIT_INSERT_DELAY_MS`, else the default.
+pub(crate) fn insert_delay() -> Result<Duration, StoreError> {
+    match std::env::var("WARDEN_AUDIT_INSERT_DELAY_MS") {
+        Err(_) => Ok(DEFAULT_INSERT_DELAY),
+        Ok(ms) => ms.trim().parse().map(Duration::from_millis).map_err(|_| {
+            StoreError::Invalid(format!(
+                "WARDEN_AUDIT_INSERT_DELAY_MS is `{ms}`; expected a whole number of milliseconds"
+            ))
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+    use super::*;
+    use crate::sqlite_appender::tests::{embedded, records};
+    use crate::{AuditFilter, Location, Store};
+
+    async fn serving(dir: &Path, delay: Duration) -> Store {
+        Store::open_as(&Location::DataDir(dir.into()), Some(delay))
+            .await
+            .unwrap()
+    }
+
+    /// Rows in the audit table, counted on a connection of its own (as another process sees
+    /// them, without waiting for anything).
+    fn rows(dir: &Path) -> i64 {
+        rusqlite::Connection::open(Store::sqlite_path(dir))
+            .unwrap()
+            .query_row("SELECT count(*) FROM audit", [], |row| row.get(0))
+            .unwrap()
+    }
+
+    fn all() -> AuditFilter {
+        AuditFilter {
+            limit: Some(1_000),
+            ..AuditFilter::default()
+        }
+    }
+
+    /// The run of every record in the trail, in order.
+    async fn runs(store: &Store) -> Vec<String> {
+        let records = store.audit(&all()).await.unwrap();
+        records.into_iter().map(|r| r.record.run_id).collect()
+    }
+
+    /// AUD-1, REL-3: a serving store acknowledges an append once it is in the spool; a trail
+    /// read in the same process waits for the inserts and sees every acknowledged record, in
+    /// a chain that verifies.
+    #[tokio::test]
+    async fn a_serving_store_acknowledges_from_the_spool_and_reads_see_every_record() {
+        let (dir, _) = embedded().await;
+        let store = serving(dir.path(), Duration::from_secs(3600)).await;
+        for run in ["r1", "r2", "r3"] {
+            store.append_audit(records(run)).await.unwrap();
+        }
+        assert_eq!(rows(dir.path()), 0, "spooled, not yet inserted");
+        assert_eq!(store.audit(&all()).await.unwrap().len(), 6);
+        assert_eq!(rows(dir.path()), 6);
+        assert_eq!(store.verify_audit().await.unwrap().unwrap(), 6);
+    }
+
+    /// STORE-1b, AUD-1: the CLI beside a live server (another store on the same file, which
+    /// cannot own the spool) reads every record the server acknowledged before the read, and
+    /// its own appends go straight into the same chain.
+    #[tokio::test]
+    async fn another_store_reads_what_the_owner_acknowledged() {
+        let (dir, _) = embedded().await;
+        let server = serving(dir.path(), Duration::from_millis(300)).await;
+        let cli = Store::open(&Location::DataDir(dir.path().into()))
+            .await
+            .unwrap();
+        assert!(matches!(cli.appends, crate::Appends::Leader(..)));
+        server.append_audit(records("served")).await.unwrap();
+        assert_eq!(rows(dir.path()), 0);
+        assert_eq!(cli.audit(&all()).await.unwrap().len(), 2);
+        cli.append_audit(records("cli")).await.unwrap();
+        server.append_audit(records("served again")).await.unwrap();
+        assert_eq!(cli.verify_audit().await.unwrap().unwrap(), 6);
+    }
+
+    /// REL-3: what a server that died (`kill -9`) left in its spool is inserted by the next
+    /// store to open — once: batches already inserted are skipped, and a batch cut short by
+    /// the crash (never acknowledged) is dropped. The spool is emptied.
+    #[tokio::test]
+    async fn a_dead_servers_spool_is_replayed_once_and_a_torn_tail_dropped() {
+        let (dir, store) = embedded().await;
+        // Batch 1 made it into the chain before the crash; 2 and 3 did not; 4 was torn.
+        store.append_audit(records("b1")).await.unwrap();
+        store
+            .execute_raw("INSERT INTO meta (key, value) VALUES ('audit_spool_inserted', '1')")
+            .await
+            .unwrap();
+        drop(store);
+        let mut spooled = Vec::new();
+        for (id, run) in [(1, "b1"), (2, "b2"), (3, "b3"), (4, "b4")] {
+            let payload = serde_json::to_vec(&records(run)).unwrap();
+            encode(id, &payload, &mut spooled).unwrap();
+        }
+        spooled.truncate(spooled.len() - 5);
+        let spool = path_for(&Store::sqlite_path(dir.path()));
+        std::fs::write(&spool, &spooled).unwrap();
+        for _ in 0..2 {
+            let store = Store::open(&Location::DataDir(dir.path().into()))
+                .await
+                .unwrap();
+            assert_eq!(runs(&store).await, ["b1", "b1", "b2", "b2", "b3", "b3"]);
+            assert_eq!(store.verify_audit().await.unwrap().unwrap(), 6);
+            assert_eq!(std::fs::metadata(&spool).unwrap().len(), 0);
+        }
+        // Numbering goes on after the replayed batches.
+        let store = serving(dir.path(), Duration::ZERO).await;
+        store.append_audit(records("b5")).await.unwrap();
+        assert_eq!(store.verify_audit().await.unwrap().unwrap(), 8);
+        assert_eq!(
+            store
+                .backend
+                .meta_get(INSERTED_KEY)
+                .await
+                .unwrap()
+                .as_deref(),
+            Some("4")
+        );
+    }
+
+    /// Fail closed: while the inserts fail, reads say why and new appends are refused; the
+    /// spooled records are kept and inserted once inserting works again.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn failing_inserts_refuse_new_appends_until_they_succeed() {
+        let (dir, _) = embedded().await;
+        let store = serving(dir.path(), Duration::ZERO).await;
+        store.append_audit(records("before")).await.unwrap();
+        assert_eq!(store.audit(&all()).await.unwrap().len(), 2);
+        let outside = rusqlite::Connection::open(Store::sqlite_path(dir.path())).unwrap();
+        outside
+            .execute_batch(
+                "CREATE TRIGGER refuse BEFORE INSERT ON audit \
+                 BEGIN SELECT RAISE(ABORT, 'refused by the test'); END",
+            )
+            .unwrap();
+        store.append_audit(records("spooled")).await.unwrap();
+        let error = store.audit(&all()).await.unwrap_err().to_string();
+        assert!(error.contains("refused by the test"), "{error}");
+        let error = store.append_audit(records("refused")).await.unwrap_err();
+        assert!(error.to_string().contains("cannot be stored"), "{error}");
+        outside.execute_batch("DROP TRIGGER refuse").unwrap();
+        let until = Instant::now() + Duration::from_secs(10);
+        while store.append_audit(records("after")).await.is_err() {
+            assert!(Instant::now() < until, "appends never resumed");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(
+            runs(&store).await,
+            ["before", "before", "spooled", "spooled", "after", "after"]
+        );
+        assert_eq!(store.verify_audit().await.unwrap().unwrap(), 6);
+    }
+
+    /// Closing (a server shutting down) inserts what is spooled and lets go of the spool, so
+    /// the next server owns it.
+    #[tokio::test]
+    async fn closing_inserts_what_is_spooled_and_lets_go() {
+        let (dir, _) = embedded().await;
+        let store = serving(dir.path(), Duration::from_secs(3600)).await;
+        store.append_audit(records("last")).await.unwrap();
+        store.close().await;
+        assert_eq!(rows(dir.path()), 2);
+        let error = store.append_audit(records("late")).await.unwrap_err();
+        assert!(error.to_string().contains("closed"), "{error}");
+        drop(store);
+        let next = serving(dir.path(), Duration::ZERO).await;
+        assert!(matches!(next.appends, crate::Appends::Spooled(_)));
+    }
+
+    #[test]
+    fn frames_read_back_and_a_torn_or_altered_tail_ends_the_spool() {
+        let mut bytes = Vec::new();
+        encode(1, b"[1]", &mut bytes).unwrap();
+        encode(2, b"[2,2]", &mut bytes).unwrap();
+        let whole = bytes.len();
+        let (frames, len) = decode(&bytes);
+        assert_eq!(frames, vec![(1, &b"[1]"[..]), (2, &b"[2,2]"[..])]);
+        assert_eq!(len, whole);
+        // Torn: a third frame cut short.
+        let mut torn = bytes.clone();
+        encode(3, b"[3,3,3]", &mut torn).unwrap();
+        torn.truncate(torn.len() - 2);
+        assert_eq!(decode(&torn).1, whole);
+        // Altered: a payload byte changed.
+        let mut altered = bytes.clone();
+        *altered.last_mut().unwrap() = b'}';
+        assert_eq!(decode(&altered).0.len(), 1);
+        // Out of order: a batch numbered before the one ahead of it.
+        let mut reordered = bytes.clone();
+        encode(2, b"[]", &mut reordered).unwrap();
+        assert_eq!(decode(&reordered).1, whole);
+    }
+}
