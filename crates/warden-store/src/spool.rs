@@ -72,18 +72,24 @@ pub(crate) fn path_for(db: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// Appends one frame to `out`.
-fn encode(id: u64, payload: &[u8], out: &mut Vec<u8>) -> Result<(), StoreError> {
+/// Appends one frame to `out`: batch `id`, with `records` as its payload.
+fn encode(id: u64, records: &[NewRecord], out: &mut Vec<u8>) -> Result<(), StoreError> {
+    let start = out.len();
+    out.extend_from_slice(&[0; HEADER]);
+    serde_json::to_writer(&mut *out, records)
+        .map_err(|e| StoreError::Invalid(format!("an audit record cannot be encoded: {e}")))?;
+    let payload = out.get(start + HEADER..).unwrap_or_default();
     let len = u32::try_from(payload.len())
         .map_err(|_| StoreError::Invalid("an audit batch of more than 4 GiB".into()))?;
     let mut digest = CRC.digest();
     digest.update(&id.to_le_bytes());
     digest.update(payload);
-    out.extend_from_slice(&MAGIC);
-    out.extend_from_slice(&len.to_le_bytes());
-    out.extend_from_slice(&id.to_le_bytes());
-    out.extend_from_slice(&digest.finalize().to_le_bytes());
-    out.extend_from_slice(payload);
+    let crc = digest.finalize();
+    let (len, id, crc) = (len.to_le_bytes(), id.to_le_bytes(), crc.to_le_bytes());
+    let header = MAGIC.iter().chain(&len).chain(&id).chain(&crc);
+    for (slot, byte) in out.iter_mut().skip(start).zip(header) {
+        *slot = *byte;
+    }
     Ok(())
 }
 
@@ -242,6 +248,8 @@ struct Queue {
     batches: VecDeque<Batch>,
     /// Somebody waits for the inserts: go without gathering.
     urgent: bool,
+    /// The inserter waits for a first batch (and is to be woken when one comes).
+    idle: bool,
 }
 
 /// What the inserter has done.
@@ -308,8 +316,6 @@ impl Spool {
                 "audit records cannot be stored: {failure}"
             )));
         }
-        let payload = serde_json::to_vec(&records)
-            .map_err(|e| StoreError::Invalid(format!("an audit record cannot be encoded: {e}")))?;
         let mut file = lock(&shared.file);
         if let Some(broken) = &file.broken {
             return Err(StoreError::Unreachable(broken.clone()));
@@ -317,7 +323,7 @@ impl Spool {
         let id = shared.written.load(Ordering::Relaxed) + 1;
         let SpoolFile { file: f, buf, .. } = &mut *file;
         buf.clear();
-        encode(id, &payload, buf)?;
+        encode(id, &records, buf)?;
         if let Err(e) = f.write_all(buf) {
             let error = format!(
                 "cannot write the audit spool `{}`: {e}",
@@ -336,9 +342,14 @@ impl Spool {
         shared.written.store(id, Ordering::Release);
         let mut queue = lock(&shared.queue);
         queue.batches.push_back(Batch { id, records });
+        // Only an idle inserter is woken: one that is gathering finds the batch when its
+        // delay is up, and a wake-up per call would cost a context switch each.
+        let wake = std::mem::take(&mut queue.idle);
         drop(file);
         drop(queue);
-        shared.wake.notify_one();
+        if wake {
+            shared.wake.notify_one();
+        }
         Ok(())
     }
 
@@ -399,11 +410,13 @@ impl Shared {
                 if self.closed.load(Ordering::Acquire) {
                     return;
                 }
+                queue.idle = true;
                 queue = self
                     .wake
                     .wait(queue)
                     .unwrap_or_else(PoisonError::into_inner);
             }
+            queue.idle = false;
             let until = Instant::now() + delay;
             while !queue.urgent && !self.closed.load(Ordering::Acquire) {
                 let now = Instant::now();
@@ -577,8 +590,7 @@ mod tests {
         drop(store);
         let mut spooled = Vec::new();
         for (id, run) in [(1, "b1"), (2, "b2"), (3, "b3"), (4, "b4")] {
-            let payload = serde_json::to_vec(&records(run)).unwrap();
-            encode(id, &payload, &mut spooled).unwrap();
+            encode(id, &records(run), &mut spooled).unwrap();
         }
         spooled.truncate(spooled.len() - 5);
         let spool = path_for(&Store::sqlite_path(dir.path()));
@@ -658,15 +670,16 @@ mod tests {
     #[test]
     fn frames_read_back_and_a_torn_or_altered_tail_ends_the_spool() {
         let mut bytes = Vec::new();
-        encode(1, b"[1]", &mut bytes).unwrap();
-        encode(2, b"[2,2]", &mut bytes).unwrap();
+        encode(1, &records("a"), &mut bytes).unwrap();
+        encode(2, &[], &mut bytes).unwrap();
         let whole = bytes.len();
         let (frames, len) = decode(&bytes);
-        assert_eq!(frames, vec![(1, &b"[1]"[..]), (2, &b"[2,2]"[..])]);
+        let first = serde_json::to_vec(&records("a")).unwrap();
+        assert_eq!(frames, vec![(1, &first[..]), (2, &b"[]"[..])]);
         assert_eq!(len, whole);
         // Torn: a third frame cut short.
         let mut torn = bytes.clone();
-        encode(3, b"[3,3,3]", &mut torn).unwrap();
+        encode(3, &records("c"), &mut torn).unwrap();
         torn.truncate(torn.len() - 2);
         assert_eq!(decode(&torn).1, whole);
         // Altered: a payload byte changed.
@@ -675,7 +688,7 @@ mod tests {
         assert_eq!(decode(&altered).0.len(), 1);
         // Out of order: a batch numbered before the one ahead of it.
         let mut reordered = bytes.clone();
-        encode(2, b"[]", &mut reordered).unwrap();
+        encode(2, &[], &mut reordered).unwrap();
         assert_eq!(decode(&reordered).1, whole);
     }
 }
