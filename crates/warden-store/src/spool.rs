@@ -4,8 +4,8 @@
 //! A governed call cannot be answered before its audit records would survive a crash
 //! (AUD-1, REL-3). Committing them to SQLite — four chained, indexed rows in a WAL
 //! transaction — was about half of Warden's CPU per call at one client (docs/benchmarks.md,
-//! tenth round). With the spool, a call's records are appended to `warden.db-spool` as one
-//! framed, numbered, checksummed batch: one `write` to the file, after which a `kill -9` no
+//! tenth round). With the spool, a call's records are appended to `warden.db-spool` (or
+//! `-spool2`: the two take turns, see [`SpoolFile`]) as one framed, numbered, checksummed batch: one `write` to the file, after which a `kill -9` no
 //! longer loses them (the same guarantee as SQLite's `synchronous = NORMAL`: the page cache
 //! survives a process crash, not a power loss). The call is then answered. A thread of its
 //! own (the *inserter*) gathers the spooled batches for [`DEFAULT_INSERT_DELAY`] and inserts
@@ -31,8 +31,7 @@
 //!   (`UNAVAILABLE`). While inserting fails (another writer holds SQLite's lock for longer
 //!   than the busy timeout, a full disk), the records stay spooled and are retried every
 //!   [`RETRY`]; new appends fail closed until an insert succeeds again.
-//! - **Size.** Once everything in it is inserted and it is larger than [`CUT_BACK_AT`], the
-//!   file is emptied.
+//! - **Size.** A file is emptied once everything in it is inserted; see [`SpoolFile`].
 
 use std::collections::VecDeque;
 use std::fs::{File, OpenOptions, TryLockError};
@@ -65,11 +64,19 @@ const MAGIC: [u8; 4] = *b"WSP1";
 const HEADER: usize = 20;
 const CRC: crc::Crc<u32> = crc::Crc::<u32>::new(&crc::CRC_32_ISCSI);
 
-/// The spool file of a database file: beside it, as SQLite's `-wal` and `-shm` are.
+/// The spool of a database file: beside it, as SQLite's `-wal` and `-shm` are, two files that
+/// take turns (`-spool` and `-spool2`; see [`SpoolFile`]). The first also carries the lock.
 pub(crate) fn path_for(db: &Path) -> PathBuf {
     let mut name = db.as_os_str().to_owned();
     name.push("-spool");
     PathBuf::from(name)
+}
+
+/// The two files of the spool at `base` (from [`path_for`]).
+fn files_of(base: &Path) -> [PathBuf; 2] {
+    let mut second = base.as_os_str().to_owned();
+    second.push("2");
+    [base.to_owned(), PathBuf::from(second)]
 }
 
 /// Appends one frame to `out`: batch `id`, with `records` as its payload.
@@ -138,73 +145,97 @@ fn unreachable(path: &Path, what: &str, e: impl std::fmt::Display) -> StoreError
     ))
 }
 
-/// The spool file, locked by this process, with every batch in it inserted.
+/// The spool's files, locked by this process, with every batch in them inserted.
 #[derive(Debug)]
 pub(crate) struct Claimed {
-    file: File,
-    path: PathBuf,
+    files: [File; 2],
+    paths: [PathBuf; 2],
     /// The number of the last batch inserted (or spooled: none is left over).
     last: u64,
 }
 
-/// Takes the spool's lock and inserts what a crashed owner left in it, then empties it.
-/// `None` when another process (a live server) holds the lock.
-pub(crate) fn claim(path: &Path, appender: &SqliteAppender) -> Result<Option<Claimed>, StoreError> {
-    let mut file = OpenOptions::new()
+fn open_spool_file(path: &Path) -> Result<File, StoreError> {
+    OpenOptions::new()
         .read(true)
         .append(true)
         .create(true)
         .open(path)
-        .map_err(|e| unreachable(path, "open", e))?;
-    match file.try_lock() {
+        .map_err(|e| unreachable(path, "open", e))
+}
+
+/// Takes the spool's lock and inserts what a stopped owner left in its files, in the order of
+/// the batches' numbers, then empties them. `None` when another process (a live server) holds
+/// the lock.
+pub(crate) fn claim(base: &Path, appender: &SqliteAppender) -> Result<Option<Claimed>, StoreError> {
+    let paths = files_of(base);
+    let [first, second] = &paths;
+    let first = open_spool_file(first)?;
+    match first.try_lock() {
         Ok(()) => {}
         Err(TryLockError::WouldBlock) => return Ok(None),
-        Err(TryLockError::Error(e)) => return Err(unreachable(path, "lock", e)),
+        Err(TryLockError::Error(e)) => return Err(unreachable(base, "lock", e)),
     }
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes)
-        .map_err(|e| unreachable(path, "read", e))?;
-    let (frames, whole) = decode(&bytes);
-    if whole < bytes.len() {
-        tracing::warn!(
-            spool = %path.display(),
-            bytes = bytes.len() - whole,
-            "the audit spool ends in a batch that was being written when its server stopped; \
-             it was never acknowledged and is dropped"
-        );
-    }
+    let mut files = [first, open_spool_file(second)?];
     let inserted = appender.spool_inserted().map_err(|e| {
         StoreError::Unreachable(format!("cannot read the audit spool's state: {e}"))
     })?;
+    let mut last = inserted;
     let mut left = Vec::new();
-    for (id, payload) in frames.iter().filter(|(id, _)| *id > inserted) {
-        let records: Vec<NewRecord> = serde_json::from_slice(payload).map_err(|e| {
-            StoreError::Corrupt(format!(
-                "batch {id} of the audit spool `{}` passed its checksum but cannot be read: {e}",
-                path.display()
-            ))
-        })?;
-        left.push(Batch { id: *id, records });
+    for (file, path) in files.iter_mut().zip(&paths) {
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)
+            .map_err(|e| unreachable(path, "read", e))?;
+        let (frames, whole) = decode(&bytes);
+        if whole < bytes.len() {
+            tracing::warn!(
+                spool = %path.display(),
+                bytes = bytes.len() - whole,
+                "the audit spool ends in a batch that was being written when its server \
+                 stopped; it was never acknowledged and is dropped"
+            );
+        }
+        for (id, payload) in frames {
+            last = last.max(id);
+            if id <= inserted {
+                continue;
+            }
+            let records: Vec<NewRecord> = serde_json::from_slice(payload).map_err(|e| {
+                StoreError::Corrupt(format!(
+                    "batch {id} of the audit spool `{}` passed its checksum but cannot be \
+                     read: {e}",
+                    path.display()
+                ))
+            })?;
+            left.push(Batch { id, records });
+        }
     }
-    let last = frames.last().map_or(inserted, |(id, _)| inserted.max(*id));
+    left.sort_by_key(|b| b.id);
+    if let Some(pair) = left
+        .windows(2)
+        .find(|pair| pair.first().map(|b| b.id) == pair.last().map(|b| b.id))
+    {
+        return Err(StoreError::Corrupt(format!(
+            "batch {} is in both files of the audit spool `{}`",
+            pair.first().map_or(0, |b| b.id),
+            base.display()
+        )));
+    }
     if !left.is_empty() {
         appender
             .insert_spooled(&left)
             .map_err(|e| StoreError::Unreachable(format!("cannot replay the audit spool: {e}")))?;
         let records: usize = left.iter().map(|b| b.records.len()).sum();
         tracing::info!(
-            spool = %path.display(),
+            spool = %base.display(),
             batches = left.len(),
             records,
             "replayed the audit records a stopped server had spooled"
         );
     }
-    file.set_len(0).map_err(|e| unreachable(path, "empty", e))?;
-    Ok(Some(Claimed {
-        file,
-        path: path.to_owned(),
-        last,
-    }))
+    for (file, path) in files.iter().zip(&paths) {
+        file.set_len(0).map_err(|e| unreachable(path, "empty", e))?;
+    }
+    Ok(Some(Claimed { files, paths, last }))
 }
 
 /// A spooled batch waiting for the inserter.
@@ -224,7 +255,7 @@ pub(crate) struct Spool {
 #[derive(Debug)]
 struct Shared {
     file: Mutex<SpoolFile>,
-    /// The number of the last batch written to the file.
+    /// The number of the last batch written to the spool.
     written: AtomicU64,
     queue: Mutex<Queue>,
     wake: Condvar,
@@ -232,11 +263,20 @@ struct Shared {
     closed: AtomicBool,
 }
 
+/// The spool's two files. Appends go to the active one; once it has grown past
+/// [`CUT_BACK_AT`] and the other is empty, they go to the other. The inserter empties a file
+/// once every batch written to it is inserted (the active one only when it has grown past
+/// [`CUT_BACK_AT`]). So under continuous load, when there is never a moment with nothing left
+/// to insert, each file is emptied in turn, and the spool stays within about twice
+/// [`CUT_BACK_AT`] plus what the inserts lag behind.
 #[derive(Debug)]
 struct SpoolFile {
-    file: File,
-    path: PathBuf,
-    len: u64,
+    files: [File; 2],
+    paths: [PathBuf; 2],
+    len: [u64; 2],
+    /// The number of the last batch written to each file.
+    top: [u64; 2],
+    active: usize,
     /// Set when a failed write could not be cut back off the file: frames after it could
     /// not be read back, so nothing more is appended.
     broken: Option<String>,
@@ -277,9 +317,11 @@ impl Spool {
         });
         let shared = Arc::new(Shared {
             file: Mutex::new(SpoolFile {
-                file: claimed.file,
-                path: claimed.path,
-                len: 0,
+                files: claimed.files,
+                paths: claimed.paths,
+                len: [0; 2],
+                top: [0; 2],
+                active: 0,
                 broken: None,
                 buf: Vec::with_capacity(8 * 1024),
             }),
@@ -321,24 +363,37 @@ impl Spool {
             return Err(StoreError::Unreachable(broken.clone()));
         }
         let id = shared.written.load(Ordering::Relaxed) + 1;
-        let SpoolFile { file: f, buf, .. } = &mut *file;
-        buf.clear();
-        encode(id, &records, buf)?;
-        if let Err(e) = f.write_all(buf) {
-            let error = format!(
-                "cannot write the audit spool `{}`: {e}",
-                file.path.display()
-            );
-            let len = file.len;
-            if let Err(cut) = file.file.set_len(len) {
-                file.broken = Some(format!(
+        let spool = &mut *file;
+        spool.buf.clear();
+        encode(id, &records, &mut spool.buf)?;
+        let active = spool.active;
+        let (Some(f), Some(len), Some(path)) = (
+            spool.files.get_mut(active),
+            spool.len.get_mut(active),
+            spool.paths.get(active),
+        ) else {
+            return Err(StoreError::Unreachable(
+                "the audit spool has no such file".into(),
+            ));
+        };
+        if let Err(e) = f.write_all(&spool.buf) {
+            let error = format!("cannot write the audit spool `{}`: {e}", path.display());
+            if let Err(cut) = f.set_len(*len) {
+                spool.broken = Some(format!(
                     "{error}; cutting the partial write back failed too ({cut}), so the spool \
                      takes no more records until Warden restarts"
                 ));
             }
             return Err(StoreError::Unreachable(error));
         }
-        file.len += file.buf.len() as u64;
+        *len += spool.buf.len() as u64;
+        let full = *len >= CUT_BACK_AT;
+        if let Some(top) = spool.top.get_mut(active) {
+            *top = id;
+        }
+        if full && spool.len.get(1 - active) == Some(&0) {
+            spool.active = 1 - active;
+        }
         shared.written.store(id, Ordering::Release);
         let mut queue = lock(&shared.queue);
         queue.batches.push_back(Batch { id, records });
@@ -435,11 +490,11 @@ impl Shared {
             let last = batches.last().map_or(0, |b| b.id);
             match appender.insert_spooled(&batches) {
                 Ok(()) => {
+                    self.cut_back(last);
                     self.progress.send_modify(|p| {
                         p.inserted = last;
                         p.failure = None;
                     });
-                    self.cut_back(last);
                 }
                 Err(e) => {
                     tracing::error!(error = %e, "cannot insert spooled audit records; new calls fail until this succeeds");
@@ -460,33 +515,49 @@ impl Shared {
         }
     }
 
-    /// Empties the file when everything in it is inserted and it has grown past
-    /// [`CUT_BACK_AT`].
+    /// Empties each file whose batches are all inserted: the one appends go to only once it
+    /// has grown past [`CUT_BACK_AT`].
     fn cut_back(&self, inserted: u64) {
         let mut file = lock(&self.file);
-        if file.len < CUT_BACK_AT || self.written.load(Ordering::Acquire) != inserted {
-            return;
-        }
-        match file.file.set_len(0) {
-            Ok(()) => file.len = 0,
-            Err(e) => {
-                tracing::warn!(spool = %file.path.display(), error = %e, "cannot empty the audit spool");
+        let spool = &mut *file;
+        for (i, ((f, path), (len, top))) in spool
+            .files
+            .iter()
+            .zip(&spool.paths)
+            .zip(spool.len.iter_mut().zip(&spool.top))
+            .enumerate()
+        {
+            if *len == 0 || *top > inserted || (i == spool.active && *len < CUT_BACK_AT) {
+                continue;
+            }
+            match f.set_len(0) {
+                Ok(()) => *len = 0,
+                Err(e) => {
+                    tracing::warn!(spool = %path.display(), error = %e, "cannot empty the audit spool");
+                }
             }
         }
     }
 }
 
-/// For another process than the owner: the number of the last batch in the spool file now
+/// For another process than the owner: the number of the last batch in the spool's files now
 /// (0 when there is none). Once `meta.audit_spool_inserted` reaches it, every record that was
 /// acknowledged before this read is in the chain.
-pub(crate) async fn last_in_file(path: PathBuf) -> Result<u64, StoreError> {
+pub(crate) async fn last_in_file(base: PathBuf) -> Result<u64, StoreError> {
     tokio::task::spawn_blocking(move || -> Result<u64, StoreError> {
-        let bytes = match std::fs::read(&path) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
-            Err(e) => return Err(unreachable(&path, "read", e)),
-        };
-        Ok(decode(&bytes).0.last().map_or(0, |(id, _)| *id))
+        let mut last = 0;
+        for path in files_of(&base) {
+            let bytes = match std::fs::read(&path) {
+                Ok(bytes) => bytes,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(unreachable(&path, "read", e)),
+            };
+            last = decode(&bytes)
+                .0
+                .last()
+                .map_or(last, |(id, _)| last.max(*id));
+        }
+        Ok(last)
     })
     .await
     .map_err(|e| StoreError::Unreachable(format!("cannot read the audit spool: {e}")))?
@@ -576,37 +647,51 @@ mod tests {
     }
 
     /// REL-3: what a server that died (`kill -9`) left in its spool is inserted by the next
-    /// store to open — once: batches already inserted are skipped, and a batch cut short by
-    /// the crash (never acknowledged) is dropped. The spool is emptied.
+    /// store to open — once, in the order of the batches across both files: batches already
+    /// inserted are skipped, and a batch cut short by the crash (never acknowledged) is
+    /// dropped. The files are emptied.
     #[tokio::test]
     async fn a_dead_servers_spool_is_replayed_once_and_a_torn_tail_dropped() {
         let (dir, store) = embedded().await;
-        // Batch 1 made it into the chain before the crash; 2 and 3 did not; 4 was torn.
+        // Batch 1 made it into the chain before the crash; 2 to 4 did not; 5 was torn.
         store.append_audit(records("b1")).await.unwrap();
         store
             .execute_raw("INSERT INTO meta (key, value) VALUES ('audit_spool_inserted', '1')")
             .await
             .unwrap();
         drop(store);
-        let mut spooled = Vec::new();
-        for (id, run) in [(1, "b1"), (2, "b2"), (3, "b3"), (4, "b4")] {
-            encode(id, &records(run), &mut spooled).unwrap();
+        let mut spooled = [Vec::new(), Vec::new()];
+        for (id, run, file) in [
+            (1, "b1", 0),
+            (2, "b2", 1),
+            (3, "b3", 0),
+            (4, "b4", 1),
+            (5, "b5", 0),
+        ] {
+            encode(id, &records(run), &mut spooled[file]).unwrap();
         }
-        spooled.truncate(spooled.len() - 5);
-        let spool = path_for(&Store::sqlite_path(dir.path()));
-        std::fs::write(&spool, &spooled).unwrap();
+        let [mut first, second] = spooled;
+        first.truncate(first.len() - 5);
+        let files = files_of(&path_for(&Store::sqlite_path(dir.path())));
+        std::fs::write(&files[0], &first).unwrap();
+        std::fs::write(&files[1], &second).unwrap();
         for _ in 0..2 {
             let store = Store::open(&Location::DataDir(dir.path().into()))
                 .await
                 .unwrap();
-            assert_eq!(runs(&store).await, ["b1", "b1", "b2", "b2", "b3", "b3"]);
-            assert_eq!(store.verify_audit().await.unwrap().unwrap(), 6);
-            assert_eq!(std::fs::metadata(&spool).unwrap().len(), 0);
+            assert_eq!(
+                runs(&store).await,
+                ["b1", "b1", "b2", "b2", "b3", "b3", "b4", "b4"]
+            );
+            assert_eq!(store.verify_audit().await.unwrap().unwrap(), 8);
+            for file in &files {
+                assert_eq!(std::fs::metadata(file).unwrap().len(), 0);
+            }
         }
         // Numbering goes on after the replayed batches.
         let store = serving(dir.path(), Duration::ZERO).await;
-        store.append_audit(records("b5")).await.unwrap();
-        assert_eq!(store.verify_audit().await.unwrap().unwrap(), 8);
+        store.append_audit(records("b6")).await.unwrap();
+        assert_eq!(store.verify_audit().await.unwrap().unwrap(), 10);
         assert_eq!(
             store
                 .backend
@@ -614,8 +699,38 @@ mod tests {
                 .await
                 .unwrap()
                 .as_deref(),
-            Some("4")
+            Some("5")
         );
+    }
+
+    /// The spool's files take turns: past [`CUT_BACK_AT`] appends go to the other file, and
+    /// each file is emptied once its batches are inserted — also when new batches keep
+    /// coming, so that under continuous load the spool does not grow without bound.
+    #[tokio::test]
+    async fn the_files_take_turns_and_are_emptied_once_inserted() {
+        let (dir, _) = embedded().await;
+        let files = files_of(&path_for(&Store::sqlite_path(dir.path())));
+        let size = |i: usize| std::fs::metadata(&files[i]).unwrap().len();
+        let store = serving(dir.path(), Duration::from_secs(3600)).await;
+        let mut appended: i64 = 0;
+        while size(1) == 0 {
+            store.append_audit(records("turns")).await.unwrap();
+            appended += 2;
+        }
+        assert!(size(0) >= CUT_BACK_AT);
+        // Inserting empties the first file, not the second, which is not yet full.
+        assert_eq!(store.verify_audit().await.unwrap().unwrap(), appended);
+        assert_eq!((size(0) == 0, size(1) > 0), (true, true));
+        // The second fills up while the first is empty: appends go back to the first.
+        while size(0) == 0 {
+            store.append_audit(records("turns")).await.unwrap();
+            appended += 2;
+        }
+        assert!(size(1) >= CUT_BACK_AT);
+        store.append_audit(records("turns")).await.unwrap();
+        appended += 2;
+        assert_eq!(store.verify_audit().await.unwrap().unwrap(), appended);
+        assert_eq!((size(0) > 0, size(1)), (true, 0));
     }
 
     /// Fail closed: while the inserts fail, reads say why and new appends are refused; the
