@@ -8,7 +8,8 @@
 #   scripts/bench.sh eras       # the same call in both protocol eras
 #   scripts/bench.sh relay      # the floor of any proxy: `warden bench relay` (bytes copied, no
 #                               # HTTP) in front of the upstream, at 1 and 64 clients, against it
-#   scripts/bench.sh soak       # 64 clients without pause for 30 s (SOAK), then the WAL's size
+#   scripts/bench.sh soak       # 64 clients without pause for 30 s (SOAK), then the sizes of
+#                               # the database, its WAL and the audit spool's files
 #   scripts/bench.sh compare A B [CLIENTS] [MIX]
 #                               # two builds (warden binaries A and B) alternating, round by
 #                               # round, each with its own upstream and direct rounds; prints
@@ -191,13 +192,14 @@ eras)
 	run -c 1 --mix read=1 --era 2025-11-25 --direct "$upstream"
 	;;
 soak)
-	# Sustained load, no direct rounds in between: the audit's WAL must stay bounded while
-	# commits never stop (the checkpoint catches up with the appender paused).
+	# Sustained load, no direct rounds in between: the audit's WAL and its spool files must
+	# stay bounded while appends never stop (the checkpoint catches up with the appender
+	# paused; the spool's two files take turns and are emptied once inserted).
 	standard "$work/data"
 	echo "\$ warden bench -c 64 -d ${SOAK:-30s} --mix read=1,write=1" >&2
 	"$W" bench "$url" -c 64 -d "${SOAK:-30s}" -o "$output" --mix read=1,write=1
 	for f in "$work/data"/warden.db*; do
-		echo "$(basename "$f"): $(($(stat -c %s "$f") / 1048576)) MiB"
+		echo "$(basename "$f"): $(($(stat -c %s "$f") / 1024)) KiB"
 	done
 	;;
 perf3)

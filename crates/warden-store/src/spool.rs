@@ -5,9 +5,10 @@
 //! (AUD-1, REL-3). Committing them to SQLite — four chained, indexed rows in a WAL
 //! transaction — was about half of Warden's CPU per call at one client (docs/benchmarks.md,
 //! tenth round). With the spool, a call's records are appended to `warden.db-spool` (or
-//! `-spool2`: the two take turns, see [`SpoolFile`]) as one framed, numbered, checksummed batch: one `write` to the file, after which a `kill -9` no
-//! longer loses them (the same guarantee as SQLite's `synchronous = NORMAL`: the page cache
-//! survives a process crash, not a power loss). The call is then answered. A thread of its
+//! `-spool2`: the two take turns, see [`SpoolFile`]) as one framed, numbered, checksummed
+//! batch: one `write` to the file, after which a `kill -9` no longer loses them (the same
+//! guarantee as SQLite's `synchronous = NORMAL`: the page cache survives a process crash, not
+//! a power loss). The call is then answered. A thread of its
 //! own (the *inserter*) gathers the spooled batches for [`DEFAULT_INSERT_DELAY`] and inserts
 //! them into the audit chain in one transaction, which also records the number of the last
 //! batch it inserted (`meta.audit_spool_inserted`). So a batch is in SQLite exactly when its
@@ -15,15 +16,15 @@
 //!
 //! - **Replay.** Whoever opens the store and can take the spool's lock (an exclusive `flock`)
 //!   inserts the batches a crashed server left behind — those numbered after
-//!   `audit_spool_inserted` — and empties the file. A frame cut short or failing its checksum
-//!   ends the spool: it was being written when the process died, so it was never
-//!   acknowledged.
+//!   `audit_spool_inserted`, in number order across both files — and empties them. A frame
+//!   cut short or failing its checksum ends its file: it was being written when the process
+//!   died, so it was never acknowledged.
 //! - **Ownership.** Only a serving Warden ([`crate::Store::open_serving`]) keeps the lock and
 //!   spools; the CLI replays if it can, then lets go and appends to SQLite directly, as a
 //!   server that finds the lock taken does.
 //! - **Reads.** A trail read in the owning process first waits until everything spooled has
 //!   been inserted (the inserter goes at once when asked). Another process (the CLI beside a
-//!   live server) reads the numbers in the spool file and waits until `audit_spool_inserted`
+//!   live server) reads the numbers in the spool's files and waits until `audit_spool_inserted`
 //!   has reached them, so `warden audit` shows every call that was answered before it
 //!   started. Admin changes in the owning process wait too, so the chain keeps the order in
 //!   which things were acknowledged.
@@ -49,11 +50,15 @@ use crate::sqlite_appender::SqliteAppender;
 /// The meta key holding the number of the last spooled batch that is in the audit table.
 pub(crate) const INSERTED_KEY: &str = "audit_spool_inserted";
 /// How long the inserter gathers batches before inserting them, unless asked to go at once.
-/// Overridden (in milliseconds) by `WARDEN_AUDIT_INSERT_DELAY_MS`.
-pub(crate) const DEFAULT_INSERT_DELAY: Duration = Duration::from_millis(10);
+/// Overridden (in milliseconds) by `WARDEN_AUDIT_INSERT_DELAY_MS`. Measured at one client
+/// (docs/benchmarks.md, eleventh round): 10 ms put a burst of inserting beside the calls a
+/// hundred times a second and the added p99 went from +0.4–0.6 to +0.9 ms; 100 ms gave
+/// +0.25–0.36 ms and the lowest CPU per call; 1 ms and 1 s were no better.
+pub(crate) const DEFAULT_INSERT_DELAY: Duration = Duration::from_millis(100);
 /// How long the inserter waits before trying again after an insert failed.
 const RETRY: Duration = Duration::from_secs(1);
-/// A spool whose batches are all inserted is emptied once it is larger than this.
+/// The size at which appends move to the other file, and below which the file they go to is
+/// not emptied even when all its batches are inserted.
 const CUT_BACK_AT: u64 = 1 << 20;
 /// How long another process waits for the owner to insert what it had spooled.
 pub(crate) const BARRIER_TIMEOUT: Duration = Duration::from_secs(10);
