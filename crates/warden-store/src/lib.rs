@@ -84,7 +84,8 @@ pub struct Store {
     backend: std::sync::Arc<Backend>,
     /// Appends are group-committed — whatever is waiting goes into one transaction, so under
     /// concurrency many calls share one commit — and each is acknowledged only once that
-    /// commit is durable.
+    /// commit is durable; or, for a serving store on a database file, acknowledged once
+    /// written to the audit spool and inserted in bulk later (`spool.rs`).
     appends: Appends,
 }
 

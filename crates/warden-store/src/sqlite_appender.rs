@@ -1,6 +1,11 @@
 //! The audit appender of the embedded store: its own SQLite connection, prepared statements,
 //! and group commit led by the callers themselves.
 //!
+//! A serving Warden that owns the audit spool (`spool.rs`) does not commit per call: its
+//! inserter thread uses this connection through [`SqliteAppender::insert_spooled`]. The group
+//! commit below serves every other store on a database file — the CLI, and a server that
+//! found the spool owned by another process.
+//!
 //! The call path appends one or two records per governed call, so this is the hottest write
 //! Warden makes. Through sqlx an append went caller task → writer task → sqlx's connection
 //! thread → writer task → caller, and its statement was parsed every time: profiled in
