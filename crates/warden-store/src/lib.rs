@@ -106,6 +106,9 @@ struct PendingAppend {
     done: tokio::sync::oneshot::Sender<Result<(), StoreError>>,
 }
 
+/// How long a serving store waits for the audit spool's lock before it appends directly.
+const SPOOL_CLAIM_WAIT: Duration = Duration::from_secs(1);
+
 /// At most this many records go into one group commit.
 const GROUP_COMMIT_RECORDS: usize = 2_000;
 
@@ -231,7 +234,24 @@ impl Store {
         let backend = std::sync::Arc::new(backend);
         let appends = match leader {
             Some((appender, spool_path)) => {
-                match (spool::claim(&spool_path, &appender)?, serving) {
+                let mut claimed = spool::claim(&spool_path, &appender)?;
+                if serving.is_some() {
+                    // A CLI command holds the lock only while it opens the store: wait for it
+                    // rather than append directly for the server's whole life.
+                    let until = std::time::Instant::now() + SPOOL_CLAIM_WAIT;
+                    while claimed.is_none() && std::time::Instant::now() < until {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        claimed = spool::claim(&spool_path, &appender)?;
+                    }
+                    if claimed.is_none() {
+                        tracing::warn!(
+                            spool = %spool_path.display(),
+                            "another process owns the audit spool (another server on this data \
+                             directory?); audit records are committed to the database directly"
+                        );
+                    }
+                }
+                match (claimed, serving) {
                     (Some(claimed), Some(delay)) => {
                         Appends::Spooled(spool::Spool::start(claimed, appender, delay)?)
                     }

@@ -771,6 +771,28 @@ mod tests {
         assert_eq!(store.verify_audit().await.unwrap().unwrap(), 6);
     }
 
+    /// A server that starts while a CLI command holds the spool's lock (it does while it opens
+    /// the store) waits for it and owns the spool; one that finds it held for longer (another
+    /// server) appends directly.
+    #[tokio::test]
+    async fn a_server_waits_briefly_for_the_spool_lock() {
+        let (dir, _) = embedded().await;
+        let lock = File::open(path_for(&Store::sqlite_path(dir.path()))).unwrap();
+        lock.lock().unwrap();
+        let held = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            drop(lock);
+        });
+        let store = serving(dir.path(), Duration::ZERO).await;
+        held.join().unwrap();
+        assert!(matches!(store.appends, crate::Appends::Spooled(_)));
+        let second = serving(dir.path(), Duration::ZERO).await;
+        assert!(matches!(second.appends, crate::Appends::Leader(..)));
+        second.append_audit(records("second")).await.unwrap();
+        store.append_audit(records("first")).await.unwrap();
+        assert_eq!(store.verify_audit().await.unwrap().unwrap(), 4);
+    }
+
     /// Closing (a server shutting down) inserts what is spooled and lets go of the spool, so
     /// the next server owns it.
     #[tokio::test]
