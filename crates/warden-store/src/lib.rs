@@ -289,7 +289,12 @@ impl Store {
     async fn settle_for_read(&self) -> Result<(), StoreError> {
         match &self.appends {
             Appends::Spooled(spool) => spool.sync().await,
-            Appends::Leader(_, spool_path) => {
+            Appends::Leader(appender, spool_path) => {
+                // A server that owned the spool and stopped left its batches to whoever takes
+                // the lock: insert them now rather than wait for an owner that is gone.
+                if spool::claim(spool_path, appender)?.is_some() {
+                    return Ok(());
+                }
                 let last = spool::last_in_file(spool_path.clone()).await?;
                 let until = std::time::Instant::now() + spool::BARRIER_TIMEOUT;
                 if last == 0 {
@@ -310,8 +315,9 @@ impl Store {
                     }
                     if std::time::Instant::now() >= until {
                         return Err(StoreError::Unreachable(format!(
-                            "the server that owns the audit spool has not inserted its records \
-                             within {} s",
+                            "the server that owns the audit spool `{}` has not inserted its \
+                             records within {} s (its log says why)",
+                            spool_path.display(),
                             spool::BARRIER_TIMEOUT.as_secs()
                         )));
                     }

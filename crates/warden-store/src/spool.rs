@@ -195,8 +195,9 @@ pub(crate) fn claim(base: &Path, appender: &SqliteAppender) -> Result<Option<Cla
             tracing::warn!(
                 spool = %path.display(),
                 bytes = bytes.len() - whole,
-                "the audit spool ends in a batch that was being written when its server \
-                 stopped; it was never acknowledged and is dropped"
+                "the audit spool file ends in a batch that is cut short or fails its \
+                 checksum: one being written when its server stopped, never acknowledged, \
+                 is dropped; its bytes are not replayed"
             );
         }
         for (id, payload) in frames {
@@ -364,6 +365,11 @@ impl Spool {
             )));
         }
         let mut file = lock(&shared.file);
+        // Again under the lock: `close` sets the flag holding it, so an append either comes
+        // before (and its batch is queued before the inserter's last round) or fails.
+        if shared.closed.load(Ordering::Acquire) {
+            return Err(StoreError::Unreachable("the store is closed".into()));
+        }
         if let Some(broken) = &file.broken {
             return Err(StoreError::Unreachable(broken.clone()));
         }
@@ -399,9 +405,11 @@ impl Spool {
         if full && spool.len.get(1 - active) == Some(&0) {
             spool.active = 1 - active;
         }
-        shared.written.store(id, Ordering::Release);
+        // Queued before it counts as written, so that a reader that waits for it (`sync`) never
+        // sends the inserter off without it.
         let mut queue = lock(&shared.queue);
         queue.batches.push_back(Batch { id, records });
+        shared.written.store(id, Ordering::Release);
         // Only an idle inserter is woken: one that is gathering finds the batch when its
         // delay is up, and a wake-up per call would cost a context switch each.
         let wake = std::mem::take(&mut queue.idle);
@@ -442,10 +450,16 @@ impl Spool {
         }
     }
 
-    /// Refuses further appends, inserts what is spooled and stops the inserter (which lets
-    /// go of the spool's lock).
+    /// Refuses further appends, inserts what is spooled, empties the files and stops the
+    /// inserter. The spool's lock goes with the store, when it is dropped.
     pub(crate) fn close(&self) {
-        self.shared.closed.store(true, Ordering::Release);
+        {
+            // Under both locks: appends check the flag under the file lock, the inserter
+            // under the queue lock before it waits, so neither misses it.
+            let _file = lock(&self.shared.file);
+            let _queue = lock(&self.shared.queue);
+            self.shared.closed.store(true, Ordering::Release);
+        }
         self.shared.wake.notify_one();
         if let Some(inserter) = lock(&self.inserter).take() {
             let _ = inserter.join();
@@ -464,10 +478,14 @@ impl Shared {
     /// them), inserts them in one transaction; after a failure, keeps them and tries again
     /// after [`RETRY`]. Once closed, makes one last attempt and ends.
     fn insert_loop(&self, appender: &SqliteAppender, delay: Duration) {
+        let _stopped = Stopped(self);
         loop {
             let mut queue = lock(&self.queue);
             while queue.batches.is_empty() {
                 if self.closed.load(Ordering::Acquire) {
+                    drop(queue);
+                    // Everything is inserted: leave nothing for the next start to read.
+                    self.cut_back(self.progress.borrow().inserted, true);
                     return;
                 }
                 queue.idle = true;
@@ -495,7 +513,7 @@ impl Shared {
             let last = batches.last().map_or(0, |b| b.id);
             match appender.insert_spooled(&batches) {
                 Ok(()) => {
-                    self.cut_back(last);
+                    self.cut_back(last, false);
                     self.progress.send_modify(|p| {
                         p.inserted = last;
                         p.failure = None;
@@ -521,8 +539,8 @@ impl Shared {
     }
 
     /// Empties each file whose batches are all inserted: the one appends go to only once it
-    /// has grown past [`CUT_BACK_AT`].
-    fn cut_back(&self, inserted: u64) {
+    /// has grown past [`CUT_BACK_AT`], unless `all`.
+    fn cut_back(&self, inserted: u64, all: bool) {
         let mut file = lock(&self.file);
         let spool = &mut *file;
         for (i, ((f, path), (len, top))) in spool
@@ -532,7 +550,7 @@ impl Shared {
             .zip(spool.len.iter_mut().zip(&spool.top))
             .enumerate()
         {
-            if *len == 0 || *top > inserted || (i == spool.active && *len < CUT_BACK_AT) {
+            if *len == 0 || *top > inserted || (!all && i == spool.active && *len < CUT_BACK_AT) {
                 continue;
             }
             match f.set_len(0) {
@@ -542,6 +560,20 @@ impl Shared {
                 }
             }
         }
+    }
+}
+
+/// Marks the inserter as stopped when its thread ends, however it ends (a panic included), so
+/// that readers waiting for inserts get an error instead of waiting forever, and appends fail.
+struct Stopped<'a>(&'a Shared);
+
+impl Drop for Stopped<'_> {
+    fn drop(&mut self) {
+        self.0.progress.send_modify(|p| {
+            if p.failure.is_none() {
+                p.failure = Some("the audit inserter has stopped".into());
+            }
+        });
     }
 }
 
@@ -708,6 +740,29 @@ mod tests {
         );
     }
 
+    /// A store that is not the spool's owner (the CLI, a second server), reading after the
+    /// owner died, inserts what the owner left instead of waiting for it; and inserting the
+    /// same batches again (a retry after a `COMMIT` that failed late) chains nothing twice.
+    #[tokio::test]
+    async fn a_reader_replays_what_a_dead_owner_left_and_nothing_twice() {
+        let (_dir, store) = embedded().await;
+        let crate::Appends::Leader(appender, spool) = &store.appends else {
+            panic!("a store opened by the CLI appends directly");
+        };
+        let mut left = Vec::new();
+        for (id, run) in [(1, "d1"), (2, "d2")] {
+            encode(id, &records(run), &mut left).unwrap();
+        }
+        std::fs::write(spool, &left).unwrap();
+        assert_eq!(runs(&store).await, ["d1", "d1", "d2", "d2"]);
+        let again = vec![Batch {
+            id: 2,
+            records: records("d2"),
+        }];
+        appender.insert_spooled(&again).unwrap();
+        assert_eq!(store.verify_audit().await.unwrap().unwrap(), 4);
+    }
+
     /// The spool's files take turns: past [`CUT_BACK_AT`] appends go to the other file, and
     /// each file is emptied once its batches are inserted — also when new batches keep
     /// coming, so that under continuous load the spool does not grow without bound.
@@ -793,15 +848,19 @@ mod tests {
         assert_eq!(store.verify_audit().await.unwrap().unwrap(), 4);
     }
 
-    /// Closing (a server shutting down) inserts what is spooled and lets go of the spool, so
-    /// the next server owns it.
+    /// Closing (a server shutting down) inserts what is spooled and empties the spool's files,
+    /// so that nothing is left for the next start to read; dropped, the store lets go of the
+    /// spool and the next server owns it.
     #[tokio::test]
-    async fn closing_inserts_what_is_spooled_and_lets_go() {
+    async fn closing_inserts_what_is_spooled_and_empties_the_spool() {
         let (dir, _) = embedded().await;
         let store = serving(dir.path(), Duration::from_secs(3600)).await;
         store.append_audit(records("last")).await.unwrap();
         store.close().await;
         assert_eq!(rows(dir.path()), 2);
+        for file in files_of(&path_for(&Store::sqlite_path(dir.path()))) {
+            assert_eq!(std::fs::metadata(file).unwrap().len(), 0);
+        }
         let error = store.append_audit(records("late")).await.unwrap_err();
         assert!(error.to_string().contains("closed"), "{error}");
         drop(store);

@@ -190,12 +190,24 @@ impl SqliteAppender {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let result = conn.busy_timeout(BUSY_TIMEOUT).and_then(|()| {
             transact(&conn, || {
-                chain_and_insert(&conn, batches.iter().flat_map(|b| b.records.iter()))?;
+                // Batches already inserted are skipped: a retry after a `COMMIT` that reported
+                // an error but was durable must not chain them twice.
+                let done: u64 = conn
+                    .prepare_cached("SELECT value FROM meta WHERE key = ?1")?
+                    .query_row([spool::INSERTED_KEY], |row| row.get::<_, String>(0))
+                    .optional()?
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0);
+                let records = batches
+                    .iter()
+                    .filter(|b| b.id > done)
+                    .flat_map(|b| b.records.iter());
+                chain_and_insert(&conn, records)?;
                 conn.prepare_cached(
                     "INSERT INTO meta (key, value) VALUES (?1, ?2) \
                      ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                 )?
-                .execute(params![spool::INSERTED_KEY, last.to_string()])
+                .execute(params![spool::INSERTED_KEY, last.max(done).to_string()])
                 .map(drop)
             })
         });
