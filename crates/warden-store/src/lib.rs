@@ -302,14 +302,8 @@ impl Store {
                 }
                 loop {
                     let inserted = self.backend.meta_get(spool::INSERTED_KEY).await?;
-                    let inserted: u64 = inserted.as_deref().map_or(Ok(0), |v| {
-                        v.parse().map_err(|_| {
-                            StoreError::Corrupt(format!(
-                                "meta `{}` is `{v}`, not a batch number",
-                                spool::INSERTED_KEY
-                            ))
-                        })
-                    })?;
+                    let inserted =
+                        spool::parse_inserted(inserted.as_deref()).map_err(StoreError::Corrupt)?;
                     if inserted >= last {
                         return Ok(());
                     }
@@ -593,16 +587,11 @@ impl Store {
         if records.is_empty() {
             return Ok(());
         }
-        if let Appends::Spooled(spool) = &self.appends {
-            return spool.append(records);
-        }
-        let (done, durable) = tokio::sync::oneshot::channel();
-        let pending = PendingAppend { records, done };
-        match &self.appends {
-            // Answered above.
-            Appends::Spooled(spool) => return spool.append(pending.records),
+        let durable = match &self.appends {
+            Appends::Spooled(spool) => return spool.append(records),
             Appends::Leader(appender, _) => {
-                if let Some(lead) = appender.submit(pending)? {
+                let (done, durable) = tokio::sync::oneshot::channel();
+                if let Some(lead) = appender.submit(PendingAppend { records, done })? {
                     // Under concurrency, the calls that are ready on this thread queue their
                     // records before the commit and share it (group commit; measured in
                     // docs/benchmarks.md). Cancelled here, the lead is handed over.
@@ -611,11 +600,15 @@ impl Store {
                     }
                     lead.run();
                 }
+                durable
             }
-            Appends::Task(task) => task
-                .send(pending)
-                .map_err(|_| StoreError::Unreachable("the audit writer has stopped".into()))?,
-        }
+            Appends::Task(task) => {
+                let (done, durable) = tokio::sync::oneshot::channel();
+                task.send(PendingAppend { records, done })
+                    .map_err(|_| StoreError::Unreachable("the audit writer has stopped".into()))?;
+                durable
+            }
+        };
         durable
             .await
             .map_err(|_| StoreError::Unreachable("the audit writer has stopped".into()))?

@@ -49,6 +49,15 @@ use crate::sqlite_appender::SqliteAppender;
 
 /// The meta key holding the number of the last spooled batch that is in the audit table.
 pub(crate) const INSERTED_KEY: &str = "audit_spool_inserted";
+/// The value of [`INSERTED_KEY`] (none yet: 0). A value that is not a number is an error,
+/// never 0: read as 0 it would have every spooled batch chained again.
+pub(crate) fn parse_inserted(value: Option<&str>) -> Result<u64, String> {
+    value.map_or(Ok(0), |v| {
+        v.parse()
+            .map_err(|_| format!("meta `{INSERTED_KEY}` is `{v}`, not a batch number"))
+    })
+}
+
 /// How long the inserter gathers batches before inserting them, unless asked to go at once.
 /// Overridden (in milliseconds) by `WARDEN_AUDIT_INSERT_DELAY_MS`. Measured at one client
 /// (docs/benchmarks.md, eleventh round): 10 ms put a burst of inserting beside the calls a

@@ -192,12 +192,8 @@ impl SqliteAppender {
             transact(&conn, || {
                 // Batches already inserted are skipped: a retry after a `COMMIT` that reported
                 // an error but was durable must not chain them twice.
-                let done: u64 = conn
-                    .prepare_cached("SELECT value FROM meta WHERE key = ?1")?
-                    .query_row([spool::INSERTED_KEY], |row| row.get::<_, String>(0))
-                    .optional()?
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(0);
+                let done = spool_inserted_on(&conn)?
+                    .map_err(|e| rusqlite::Error::ToSqlConversionFailure(e.into()))?;
                 let records = batches
                     .iter()
                     .filter(|b| b.id > done)
@@ -227,25 +223,9 @@ impl SqliteAppender {
             .conn
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let value: Option<String> = conn
-            .busy_timeout(BUSY_TIMEOUT)
-            .and_then(|()| {
-                conn.query_row(
-                    "SELECT value FROM meta WHERE key = ?1",
-                    [spool::INSERTED_KEY],
-                    |row| row.get(0),
-                )
-                .optional()
-            })
-            .map_err(|e| e.to_string())?;
-        value.map_or(Ok(0), |v| {
-            v.parse().map_err(|_| {
-                format!(
-                    "meta `{}` is `{v}`, not a batch number",
-                    spool::INSERTED_KEY
-                )
-            })
-        })
+        conn.busy_timeout(BUSY_TIMEOUT)
+            .and_then(|()| spool_inserted_on(&conn))
+            .map_err(|e| e.to_string())?
     }
 
     /// Later appends fail (`UNAVAILABLE` on the call path).
@@ -437,6 +417,15 @@ fn append(conn: &Connection, batch: &[PendingAppend]) -> rusqlite::Result<()> {
     transact(conn, || {
         chain_and_insert(conn, batch.iter().flat_map(|p| p.records.iter()))
     })
+}
+
+/// [`SqliteAppender::spool_inserted`] on a connection (inside a transaction, or not).
+fn spool_inserted_on(conn: &Connection) -> rusqlite::Result<Result<u64, String>> {
+    let value: Option<String> = conn
+        .prepare_cached("SELECT value FROM meta WHERE key = ?1")?
+        .query_row([spool::INSERTED_KEY], |row| row.get(0))
+        .optional()?;
+    Ok(spool::parse_inserted(value.as_deref()))
 }
 
 /// Runs `body` in one `BEGIN IMMEDIATE` transaction: nothing is written unless all of it is.
