@@ -340,7 +340,8 @@ instructions)
 	# CALLS reads run, and the counters are dumped. Instructions per call: everything Warden
 	# executed (all threads: the serving threads, the audit commits, the checkpointer, the
 	# pool's periodic reads, which a run slowed down ~50x by valgrind over-weights), the
-	# audit commits wherever they ran, everything but those commits, and the part under
+	# audit commits (or, with the spool, its inserts) wherever they ran, everything but
+	# those, the spool's appends on the call path, and the part under
 	# `Front::call` without the commits a request led (the requests themselves; "n/a" when the
 	# build inlined `Front::call` away, as profile-guided builds do: then compare the figure
 	# without the commits).
@@ -371,15 +372,19 @@ for line in open(path):
                          ("requests", r"Front as tower_service::Service.*::call::\{\{closure\}\} \["),
                          ("led", r"sqlite_appender::Lead::run \["),
                          ("commits", r"sqlite_appender::Inner::commit \["),
+                         ("spooled", r"SqliteAppender::insert_spooled \["),
+                         ("spool", r"spool::Spool::append \["),
                          ("sha256", r"sha256::compress256 \[")):
         if re.search(pattern, name):
             found[key] = max(found.get(key, 0), n)
 per = {k: v / calls for k, v in found.items()}
 requests = (f"{per['requests'] - per.get('led', 0):,.0f}" if "requests" in per else "n/a")
 sha256 = f"{per['sha256']:,.0f}" if "sha256" in per else "n/a (inlined)"
+commits = per.get('commits', 0) + per.get('spooled', 0)
 print(f"{build}: instructions per call: {per.get('all', 0):,.0f} in all, of which the audit "
-      f"commits {per.get('commits', 0):,.0f} (how calls group into commits varies from run to "
-      f"run) and everything else {per.get('all', 0) - per.get('commits', 0):,.0f}; serving "
+      f"commits or spooled inserts {commits:,.0f} (how calls group into commits varies from "
+      f"run to run) and everything else {per.get('all', 0) - commits:,.0f}; the spool's "
+      f"appends {per.get('spool', 0):,.0f}; serving "
       f"requests without the commits they led {requests}; SHA-256, in software under "
       f"valgrind, {sha256}")
 PY

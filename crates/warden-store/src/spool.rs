@@ -42,7 +42,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use warden_core::audit::NewRecord;
+use serde::{Deserialize, Serialize};
+use warden_core::audit::{NewRecord, RecordKind};
+use warden_core::time::Millis;
 
 use crate::StoreError;
 use crate::sqlite_appender::SqliteAppender;
@@ -73,10 +75,113 @@ const CUT_BACK_AT: u64 = 1 << 20;
 pub(crate) const BARRIER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A frame: magic, payload length, batch number, CRC-32C of number and payload; then the
-/// payload (the batch's records as JSON).
-const MAGIC: [u8; 4] = *b"WSP1";
+/// payload, the batch's records in the binary form of [`Wire`] (postcard: lengths and bytes,
+/// nothing escaped). Frames written by earlier versions carry [`MAGIC_JSON`] and the records
+/// as JSON; a spool such a version left behind is still replayed.
+const MAGIC: [u8; 4] = *b"WSP2";
+/// The magic of frames whose payload is the records as JSON (written before the binary form).
+const MAGIC_JSON: [u8; 4] = *b"WSP1";
 const HEADER: usize = 20;
-const CRC: crc::Crc<u32> = crc::Crc::<u32>::new(&crc::CRC_32_ISCSI);
+/// CRC-32C, sixteen bytes per table step (the one-byte default cost about as much per call
+/// as writing the frame).
+const CRC: crc::Crc<u32, crc::Table<16>> = crc::Crc::<u32, crc::Table<16>>::new(&crc::CRC_32_ISCSI);
+
+/// A record as a frame carries it: the fields of [`NewRecord`], borrowed, with the kind in its
+/// stored form (so that the bytes do not depend on the order of [`RecordKind`]'s variants).
+/// Field order is the format: append new fields at the end, and only with a new magic.
+#[derive(Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct Wire<'a> {
+    at: i64,
+    kind: &'a str,
+    run_id: &'a str,
+    #[serde(borrow)]
+    call_id: Option<&'a str>,
+    #[serde(borrow)]
+    principal: Option<&'a str>,
+    #[serde(borrow)]
+    agent: Option<&'a str>,
+    #[serde(borrow)]
+    tool: Option<&'a str>,
+    #[serde(borrow)]
+    decision: Option<&'a str>,
+    #[serde(borrow)]
+    code: Option<&'a str>,
+    payload: &'a str,
+}
+
+impl<'a> From<&'a NewRecord> for Wire<'a> {
+    fn from(r: &'a NewRecord) -> Self {
+        Wire {
+            at: r.at.0,
+            kind: r.kind.as_str(),
+            run_id: &r.run_id,
+            call_id: r.call_id.as_deref(),
+            principal: r.principal.as_deref(),
+            agent: r.agent.as_deref(),
+            tool: r.tool.as_deref(),
+            decision: r.decision.as_deref(),
+            code: r.code.as_deref(),
+            payload: &r.payload,
+        }
+    }
+}
+
+impl Wire<'_> {
+    fn into_record(self) -> Result<NewRecord, String> {
+        let own = |s: Option<&str>| s.map(str::to_owned);
+        Ok(NewRecord {
+            at: Millis(self.at),
+            kind: RecordKind::parse(self.kind)
+                .ok_or_else(|| format!("`{}` is not a kind of audit record", self.kind))?,
+            run_id: self.run_id.to_owned(),
+            call_id: own(self.call_id),
+            principal: own(self.principal),
+            agent: own(self.agent),
+            tool: own(self.tool),
+            decision: own(self.decision),
+            code: own(self.code),
+            payload: self.payload.to_owned(),
+        })
+    }
+}
+
+/// A batch's records, written as a sequence of [`Wire`] without copying them.
+struct WireBatch<'a>(&'a [NewRecord]);
+
+impl Serialize for WireBatch<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(Wire::from))
+    }
+}
+
+/// How a frame's payload is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Format {
+    Binary,
+    Json,
+}
+
+/// A whole frame read back from a spool file.
+#[derive(Debug, PartialEq, Eq)]
+struct Frame<'a> {
+    id: u64,
+    format: Format,
+    payload: &'a [u8],
+}
+
+impl Frame<'_> {
+    /// The frame's records.
+    fn records(&self) -> Result<Vec<NewRecord>, String> {
+        match self.format {
+            Format::Binary => postcard::from_bytes::<Vec<Wire<'_>>>(self.payload)
+                .map_err(|e| e.to_string())?
+                .into_iter()
+                .map(Wire::into_record)
+                .collect(),
+            Format::Json => serde_json::from_slice(self.payload).map_err(|e| e.to_string()),
+        }
+    }
+}
 
 /// The spool of a database file: beside it, as SQLite's `-wal` and `-shm` are, two files that
 /// take turns (`-spool` and `-spool2`; see [`SpoolFile`]). The first also carries the lock.
@@ -97,7 +202,7 @@ fn files_of(base: &Path) -> [PathBuf; 2] {
 fn encode(id: u64, records: &[NewRecord], out: &mut Vec<u8>) -> Result<(), StoreError> {
     let start = out.len();
     out.extend_from_slice(&[0; HEADER]);
-    serde_json::to_writer(&mut *out, records)
+    *out = postcard::to_extend(&WireBatch(records), std::mem::take(out))
         .map_err(|e| StoreError::Invalid(format!("an audit record cannot be encoded: {e}")))?;
     let payload = out.get(start + HEADER..).unwrap_or_default();
     let len = u32::try_from(payload.len())
@@ -117,8 +222,8 @@ fn encode(id: u64, records: &[NewRecord], out: &mut Vec<u8>) -> Result<(), Store
 /// The whole frames at the start of `bytes`, in order, and how many bytes they take. Reading
 /// stops at the first frame that is cut short, fails its checksum or does not number after
 /// the one before it.
-fn decode(bytes: &[u8]) -> (Vec<(u64, &[u8])>, usize) {
-    let mut frames: Vec<(u64, &[u8])> = Vec::new();
+fn decode(bytes: &[u8]) -> (Vec<Frame<'_>>, usize) {
+    let mut frames: Vec<Frame<'_>> = Vec::new();
     let mut at = 0;
     loop {
         let frame = bytes.get(at..).unwrap_or_default();
@@ -142,11 +247,20 @@ fn decode(bytes: &[u8]) -> (Vec<(u64, &[u8])>, usize) {
         let mut digest = CRC.digest();
         digest.update(&id.to_le_bytes());
         digest.update(payload);
-        let in_order = frames.last().is_none_or(|(last, _)| id > *last);
-        if *magic != MAGIC || u32::from_le_bytes(*crc) != digest.finalize() || !in_order {
+        let in_order = frames.last().is_none_or(|last| id > last.id);
+        let format = match *magic {
+            MAGIC => Format::Binary,
+            MAGIC_JSON => Format::Json,
+            _ => break,
+        };
+        if u32::from_le_bytes(*crc) != digest.finalize() || !in_order {
             break;
         }
-        frames.push((id, payload));
+        frames.push(Frame {
+            id,
+            format,
+            payload,
+        });
         at += HEADER + len;
     }
     (frames, at)
@@ -209,12 +323,13 @@ pub(crate) fn claim(base: &Path, appender: &SqliteAppender) -> Result<Option<Cla
                  is dropped; its bytes are not replayed"
             );
         }
-        for (id, payload) in frames {
+        for frame in frames {
+            let id = frame.id;
             last = last.max(id);
             if id <= inserted {
                 continue;
             }
-            let records: Vec<NewRecord> = serde_json::from_slice(payload).map_err(|e| {
+            let records = frame.records().map_err(|e| {
                 StoreError::Corrupt(format!(
                     "batch {id} of the audit spool `{}` passed its checksum but cannot be \
                      read: {e}",
@@ -601,7 +716,7 @@ pub(crate) async fn last_in_file(base: PathBuf) -> Result<u64, StoreError> {
             last = decode(&bytes)
                 .0
                 .last()
-                .map_or(last, |(id, _)| last.max(*id));
+                .map_or(last, |frame| last.max(frame.id));
         }
         Ok(last)
     })
@@ -877,6 +992,19 @@ mod tests {
         assert!(matches!(next.appends, crate::Appends::Spooled(_)));
     }
 
+    /// A frame as versions before the binary form wrote it: the records as JSON.
+    fn encode_json(id: u64, records: &[NewRecord], out: &mut Vec<u8>) {
+        let payload = serde_json::to_vec(records).unwrap();
+        let mut digest = CRC.digest();
+        digest.update(&id.to_le_bytes());
+        digest.update(&payload);
+        out.extend_from_slice(&MAGIC_JSON);
+        out.extend_from_slice(&u32::try_from(payload.len()).unwrap().to_le_bytes());
+        out.extend_from_slice(&id.to_le_bytes());
+        out.extend_from_slice(&digest.finalize().to_le_bytes());
+        out.extend_from_slice(&payload);
+    }
+
     #[test]
     fn frames_read_back_and_a_torn_or_altered_tail_ends_the_spool() {
         let mut bytes = Vec::new();
@@ -884,9 +1012,11 @@ mod tests {
         encode(2, &[], &mut bytes).unwrap();
         let whole = bytes.len();
         let (frames, len) = decode(&bytes);
-        let first = serde_json::to_vec(&records("a")).unwrap();
-        assert_eq!(frames, vec![(1, &first[..]), (2, &b"[]"[..])]);
         assert_eq!(len, whole);
+        let ids: Vec<u64> = frames.iter().map(|f| f.id).collect();
+        assert_eq!(ids, [1, 2]);
+        assert_eq!(frames[0].records().unwrap(), records("a"));
+        assert_eq!(frames[1].records().unwrap(), []);
         // Torn: a third frame cut short.
         let mut torn = bytes.clone();
         encode(3, &records("c"), &mut torn).unwrap();
@@ -894,11 +1024,95 @@ mod tests {
         assert_eq!(decode(&torn).1, whole);
         // Altered: a payload byte changed.
         let mut altered = bytes.clone();
-        *altered.last_mut().unwrap() = b'}';
-        assert_eq!(decode(&altered).0.len(), 1);
+        encode(3, &records("c"), &mut altered).unwrap();
+        *altered.last_mut().unwrap() ^= 1;
+        assert_eq!(decode(&altered).0.len(), 2);
         // Out of order: a batch numbered before the one ahead of it.
         let mut reordered = bytes.clone();
         encode(2, &[], &mut reordered).unwrap();
         assert_eq!(decode(&reordered).1, whole);
+        // An unknown magic ends the file too.
+        let mut unknown = bytes.clone();
+        encode(3, &records("c"), &mut unknown).unwrap();
+        unknown[whole] = b'X';
+        assert_eq!(decode(&unknown).1, whole);
+    }
+
+    /// The binary form carries every field as it is — absent ones, Unicode, quotes and
+    /// control characters in a payload — and its bytes are fixed: a spool written by this
+    /// version must read back in the next one (the kind is written by name, so reordering
+    /// [`RecordKind`]'s variants changes nothing). Changing this form needs a new magic.
+    #[test]
+    fn the_binary_form_keeps_every_field_and_its_bytes_are_fixed() {
+        let record = NewRecord {
+            at: Millis(-7),
+            kind: RecordKind::Outcome,
+            run_id: "r".into(),
+            call_id: None,
+            principal: Some("user:é".into()),
+            agent: None,
+            tool: Some("p__t".into()),
+            decision: Some("executed".into()),
+            code: None,
+            payload: "{\"a\":\"\\\"\u{1}\"}".into(),
+        };
+        let mut many = records("x");
+        many.push(record.clone());
+        let mut frame = Vec::new();
+        encode(9, &many, &mut frame).unwrap();
+        let (frames, _) = decode(&frame);
+        assert_eq!(frames[0].format, Format::Binary);
+        assert_eq!(frames[0].records().unwrap(), many);
+
+        let mut one = Vec::new();
+        encode(1, std::slice::from_ref(&record), &mut one).unwrap();
+        assert_eq!(&one[..4], b"WSP2");
+        assert_eq!(
+            hex::encode(&one[HEADER..]),
+            // One record: `at` (zigzag), the kind by name, `r`, no call id, the principal,
+            // no agent, the tool, the decision, no code, the payload. Strings are a length
+            // then their bytes, a present option is 01 before it, an absent one 00.
+            "01 0d 076f7574636f6d65 0172 00 01 07757365723ac3a9 00 01 04705f5f74 \
+             01 086578656375746564 00 0b7b2261223a225c2201227d"
+                .replace(' ', "")
+        );
+        // A kind this version does not know is an error, not a guess.
+        let later = [Wire {
+            kind: "later",
+            ..Wire::from(&record)
+        }];
+        let mut unknown = postcard::to_allocvec(&later[..]).unwrap();
+        let frame = Frame {
+            id: 1,
+            format: Format::Binary,
+            payload: &unknown,
+        };
+        assert!(frame.records().unwrap_err().contains("`later`"));
+        unknown.truncate(3);
+        let cut = Frame {
+            id: 1,
+            format: Format::Binary,
+            payload: &unknown,
+        };
+        assert!(cut.records().is_err());
+    }
+
+    /// REL-3 across an upgrade: a spool that a version writing JSON frames left behind (it
+    /// crashed, then the binary was upgraded) is replayed, in order with binary frames.
+    #[tokio::test]
+    async fn a_spool_of_json_frames_from_an_earlier_version_is_replayed() {
+        let (dir, store) = embedded().await;
+        drop(store);
+        let mut first = Vec::new();
+        encode_json(1, &records("old"), &mut first);
+        encode(2, &records("new"), &mut first).unwrap();
+        let files = files_of(&path_for(&Store::sqlite_path(dir.path())));
+        std::fs::write(&files[0], &first).unwrap();
+        let store = Store::open(&Location::DataDir(dir.path().into()))
+            .await
+            .unwrap();
+        assert_eq!(runs(&store).await, ["old", "old", "new", "new"]);
+        assert_eq!(store.verify_audit().await.unwrap().unwrap(), 4);
+        assert_eq!(std::fs::metadata(&files[0]).unwrap().len(), 0);
     }
 }
