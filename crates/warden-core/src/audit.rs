@@ -106,7 +106,85 @@ pub struct AuditRecord {
     pub hash: String,
 }
 
+/// A record's fields, borrowed: what chaining and storing a record read. The audit spool
+/// inserts records straight from the bytes it spooled them as, without owning copies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecordView<'a> {
+    /// When it happened.
+    pub at: Millis,
+    /// What it is.
+    pub kind: RecordKind,
+    /// The run (or, for admin records, `admin`).
+    pub run_id: &'a str,
+    /// The call within the run.
+    pub call_id: Option<&'a str>,
+    /// The acting principal.
+    pub principal: Option<&'a str>,
+    /// The agent of the run.
+    pub agent: Option<&'a str>,
+    /// The tool called (as requested).
+    pub tool: Option<&'a str>,
+    /// `allow`, `deny`, `executed`, `failed`.
+    pub decision: Option<&'a str>,
+    /// Denial code.
+    pub code: Option<&'a str>,
+    /// Canonical JSON of the details.
+    pub payload: &'a str,
+}
+
 impl NewRecord {
+    /// The record's fields, borrowed.
+    pub fn view(&self) -> RecordView<'_> {
+        RecordView {
+            at: self.at,
+            kind: self.kind,
+            run_id: &self.run_id,
+            call_id: self.call_id.as_deref(),
+            principal: self.principal.as_deref(),
+            agent: self.agent.as_deref(),
+            tool: self.tool.as_deref(),
+            decision: self.decision.as_deref(),
+            code: self.code.as_deref(),
+            payload: &self.payload,
+        }
+    }
+
+    /// The chain hash of this record at `seq` after `prev_hash`.
+    pub fn chain_hash(&self, seq: i64, prev_hash: &str) -> String {
+        self.view().chain_hash(seq, prev_hash)
+    }
+
+    /// Sequences and chains the record.
+    pub fn chain(self, seq: i64, prev_hash: &str) -> AuditRecord {
+        let hash = self.chain_hash(seq, prev_hash);
+        AuditRecord {
+            seq,
+            record: self,
+            prev_hash: prev_hash.to_owned(),
+            hash,
+        }
+    }
+}
+
+impl From<RecordView<'_>> for NewRecord {
+    fn from(v: RecordView<'_>) -> Self {
+        let own = |s: Option<&str>| s.map(str::to_owned);
+        NewRecord {
+            at: v.at,
+            kind: v.kind,
+            run_id: v.run_id.to_owned(),
+            call_id: own(v.call_id),
+            principal: own(v.principal),
+            agent: own(v.agent),
+            tool: own(v.tool),
+            decision: own(v.decision),
+            code: own(v.code),
+            payload: v.payload.to_owned(),
+        }
+    }
+}
+
+impl RecordView<'_> {
     /// The chain hash of this record at `seq` after `prev_hash`.
     pub fn chain_hash(&self, seq: i64, prev_hash: &str) -> String {
         // The canonical form of the header object {seq, at, kind, run_id, call_id, principal,
@@ -116,16 +194,16 @@ impl NewRecord {
         // Each field's key with what precedes it, as canonical JSON writes it (keys need no
         // escape): written as constants, not through the string writer per call.
         let fields: [(&[u8], Field<'_>); 10] = [
-            (b"{\"agent\":", Field::Text(self.agent.as_deref())),
+            (b"{\"agent\":", Field::Text(self.agent)),
             (b",\"at\":", Field::Int(self.at.0)),
-            (b",\"call_id\":", Field::Text(self.call_id.as_deref())),
-            (b",\"code\":", Field::Text(self.code.as_deref())),
-            (b",\"decision\":", Field::Text(self.decision.as_deref())),
+            (b",\"call_id\":", Field::Text(self.call_id)),
+            (b",\"code\":", Field::Text(self.code)),
+            (b",\"decision\":", Field::Text(self.decision)),
             (b",\"kind\":", Field::Text(Some(self.kind.as_str()))),
-            (b",\"principal\":", Field::Text(self.principal.as_deref())),
-            (b",\"run_id\":", Field::Text(Some(&self.run_id))),
+            (b",\"principal\":", Field::Text(self.principal)),
+            (b",\"run_id\":", Field::Text(Some(self.run_id))),
             (b",\"seq\":", Field::Int(seq)),
-            (b",\"tool\":", Field::Text(self.tool.as_deref())),
+            (b",\"tool\":", Field::Text(self.tool)),
         ];
         for (key, value) in fields {
             header.extend_from_slice(key);
@@ -143,17 +221,6 @@ impl NewRecord {
         h.update(b"\n");
         h.update(self.payload.as_bytes());
         to_hex(&h.finalize())
-    }
-
-    /// Sequences and chains the record.
-    pub fn chain(self, seq: i64, prev_hash: &str) -> AuditRecord {
-        let hash = self.chain_hash(seq, prev_hash);
-        AuditRecord {
-            seq,
-            record: self,
-            prev_hash: prev_hash.to_owned(),
-            hash,
-        }
     }
 }
 
@@ -664,6 +731,12 @@ mod tests {
         h.update(canonical_json(&header).as_bytes());
         h.update(b"\n{}");
         assert_eq!(record.chain_hash(7, "prev"), hex::encode(h.finalize()));
+        // The borrowed view chains the same, and owning it again gives the record back.
+        assert_eq!(
+            record.view().chain_hash(7, "prev"),
+            record.chain_hash(7, "prev")
+        );
+        assert_eq!(NewRecord::from(record.view()), record);
     }
 
     #[test]

@@ -43,7 +43,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use warden_core::audit::{NewRecord, RecordKind};
+use warden_core::audit::{NewRecord, RecordKind, RecordView};
 use warden_core::time::Millis;
 
 use crate::StoreError;
@@ -126,23 +126,31 @@ impl<'a> From<&'a NewRecord> for Wire<'a> {
     }
 }
 
-impl Wire<'_> {
-    fn into_record(self) -> Result<NewRecord, String> {
-        let own = |s: Option<&str>| s.map(str::to_owned);
-        Ok(NewRecord {
+impl<'a> Wire<'a> {
+    fn view(self) -> Result<RecordView<'a>, String> {
+        Ok(RecordView {
             at: Millis(self.at),
             kind: RecordKind::parse(self.kind)
                 .ok_or_else(|| format!("`{}` is not a kind of audit record", self.kind))?,
-            run_id: self.run_id.to_owned(),
-            call_id: own(self.call_id),
-            principal: own(self.principal),
-            agent: own(self.agent),
-            tool: own(self.tool),
-            decision: own(self.decision),
-            code: own(self.code),
-            payload: self.payload.to_owned(),
+            run_id: self.run_id,
+            call_id: self.call_id,
+            principal: self.principal,
+            agent: self.agent,
+            tool: self.tool,
+            decision: self.decision,
+            code: self.code,
+            payload: self.payload,
         })
     }
+}
+
+/// The records of a payload in the binary form, borrowed from it.
+fn views(payload: &[u8]) -> Result<Vec<RecordView<'_>>, String> {
+    postcard::from_bytes::<Vec<Wire<'_>>>(payload)
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .map(Wire::view)
+        .collect()
 }
 
 /// A batch's records, written as a sequence of [`Wire`] without copying them.
@@ -173,11 +181,10 @@ impl Frame<'_> {
     /// The frame's records.
     fn records(&self) -> Result<Vec<NewRecord>, String> {
         match self.format {
-            Format::Binary => postcard::from_bytes::<Vec<Wire<'_>>>(self.payload)
-                .map_err(|e| e.to_string())?
+            Format::Binary => Ok(views(self.payload)?
                 .into_iter()
-                .map(Wire::into_record)
-                .collect(),
+                .map(NewRecord::from)
+                .collect()),
             Format::Json => serde_json::from_slice(self.payload).map_err(|e| e.to_string()),
         }
     }
@@ -309,6 +316,7 @@ pub(crate) fn claim(base: &Path, appender: &SqliteAppender) -> Result<Option<Cla
     })?;
     let mut last = inserted;
     let mut left = Vec::new();
+    let mut count = 0;
     for (file, path) in files.iter_mut().zip(&paths) {
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes)
@@ -329,14 +337,26 @@ pub(crate) fn claim(base: &Path, appender: &SqliteAppender) -> Result<Option<Cla
             if id <= inserted {
                 continue;
             }
-            let records = frame.records().map_err(|e| {
+            let batch = match frame.format {
+                Format::Binary => views(frame.payload).map(|records| {
+                    count += records.len();
+                    Batch {
+                        id,
+                        payload: frame.payload.to_vec(),
+                    }
+                }),
+                Format::Json => frame.records().and_then(|records| {
+                    count += records.len();
+                    Batch::of(id, &records)
+                }),
+            };
+            left.push(batch.map_err(|e| {
                 StoreError::Corrupt(format!(
                     "batch {id} of the audit spool `{}` passed its checksum but cannot be \
                      read: {e}",
                     path.display()
                 ))
-            })?;
-            left.push(Batch { id, records });
+            })?);
         }
     }
     left.sort_by_key(|b| b.id);
@@ -354,11 +374,10 @@ pub(crate) fn claim(base: &Path, appender: &SqliteAppender) -> Result<Option<Cla
         appender
             .insert_spooled(&left)
             .map_err(|e| StoreError::Unreachable(format!("cannot replay the audit spool: {e}")))?;
-        let records: usize = left.iter().map(|b| b.records.len()).sum();
         tracing::info!(
             spool = %base.display(),
             batches = left.len(),
-            records,
+            records = count,
             "replayed the audit records a stopped server had spooled"
         );
     }
@@ -368,11 +387,27 @@ pub(crate) fn claim(base: &Path, appender: &SqliteAppender) -> Result<Option<Cla
     Ok(Some(Claimed { files, paths, last }))
 }
 
-/// A spooled batch waiting for the inserter.
+/// A spooled batch waiting for the inserter: its records in the binary form, as spooled. The
+/// inserter reads them in place; the call's own records were freed on the call's thread (freed
+/// on the inserter's, each of their strings would come back to the call's thread's allocator
+/// cold from the other core).
 #[derive(Debug)]
 pub(crate) struct Batch {
     pub(crate) id: u64,
-    pub(crate) records: Vec<NewRecord>,
+    payload: Vec<u8>,
+}
+
+impl Batch {
+    /// Batch `id` of `records`.
+    fn of(id: u64, records: &[NewRecord]) -> Result<Self, String> {
+        let payload = postcard::to_allocvec(&WireBatch(records)).map_err(|e| e.to_string())?;
+        Ok(Batch { id, payload })
+    }
+
+    /// The batch's records, borrowed from it.
+    pub(crate) fn records(&self) -> Result<Vec<RecordView<'_>>, String> {
+        views(&self.payload)
+    }
 }
 
 /// The owner's spool: appends, and the inserter thread behind them.
@@ -532,7 +567,10 @@ impl Spool {
         // Queued before it counts as written, so that a reader that waits for it (`sync`) never
         // sends the inserter off without it.
         let mut queue = lock(&shared.queue);
-        queue.batches.push_back(Batch { id, records });
+        queue.batches.push_back(Batch {
+            id,
+            payload: spool.buf.get(HEADER..).unwrap_or_default().to_vec(),
+        });
         shared.written.store(id, Ordering::Release);
         // Only an idle inserter is woken: one that is gathering finds the batch when its
         // delay is up, and a wake-up per call would cost a context switch each.
@@ -879,10 +917,7 @@ mod tests {
         }
         std::fs::write(spool, &left).unwrap();
         assert_eq!(runs(&store).await, ["d1", "d1", "d2", "d2"]);
-        let again = vec![Batch {
-            id: 2,
-            records: records("d2"),
-        }];
+        let again = vec![Batch::of(2, &records("d2")).unwrap()];
         appender.insert_spooled(&again).unwrap();
         assert_eq!(store.verify_audit().await.unwrap().unwrap(), 4);
     }

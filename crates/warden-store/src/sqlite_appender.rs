@@ -49,7 +49,7 @@ use std::sync::{Arc, Mutex, TryLockError, Weak, mpsc};
 use std::time::Duration;
 
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension as _, params};
-use warden_core::audit::NewRecord;
+use warden_core::audit::{NewRecord, RecordView};
 
 use crate::spool::{self, Batch};
 use crate::{GROUP_COMMIT_RECORDS, PendingAppend, StoreError};
@@ -194,11 +194,15 @@ impl SqliteAppender {
                 // an error but was durable must not chain them twice.
                 let done = spool_inserted_on(&conn)?
                     .map_err(|e| rusqlite::Error::ToSqlConversionFailure(e.into()))?;
-                let records = batches
+                // The records are read in place from the bytes they were spooled as: no
+                // copies, and what the calls allocated was freed on their own threads.
+                let spooled = batches
                     .iter()
                     .filter(|b| b.id > done)
-                    .flat_map(|b| b.records.iter());
-                chain_and_insert(&conn, records)?;
+                    .map(Batch::records)
+                    .collect::<Result<Vec<_>, String>>()
+                    .map_err(|e| rusqlite::Error::ToSqlConversionFailure(e.into()))?;
+                chain_and_insert(&conn, spooled.into_iter().flatten())?;
                 conn.prepare_cached(
                     "INSERT INTO meta (key, value) VALUES (?1, ?2) \
                      ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -415,7 +419,12 @@ fn answer(batch: Vec<PendingAppend>, result: Result<(), String>) {
 /// `BEGIN IMMEDIATE` transaction. Nothing is written unless all of it is.
 fn append(conn: &Connection, batch: &[PendingAppend]) -> rusqlite::Result<()> {
     transact(conn, || {
-        chain_and_insert(conn, batch.iter().flat_map(|p| p.records.iter()))
+        chain_and_insert(
+            conn,
+            batch
+                .iter()
+                .flat_map(|p| p.records.iter().map(NewRecord::view)),
+        )
     })
 }
 
@@ -452,7 +461,7 @@ fn transact(
 /// The body of [`append`]'s transaction.
 fn chain_and_insert<'a>(
     tx: &Connection,
-    records: impl Iterator<Item = &'a NewRecord>,
+    records: impl Iterator<Item = RecordView<'a>>,
 ) -> rusqlite::Result<()> {
     let (mut seq, mut prev): (i64, String) = tx
         .prepare_cached("SELECT seq, hash FROM audit_head WHERE id = 1")?
