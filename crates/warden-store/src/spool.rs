@@ -211,6 +211,12 @@ fn encode(id: u64, records: &[NewRecord], out: &mut Vec<u8>) -> Result<(), Store
     out.extend_from_slice(&[0; HEADER]);
     *out = postcard::to_extend(&WireBatch(records), std::mem::take(out))
         .map_err(|e| StoreError::Invalid(format!("an audit record cannot be encoded: {e}")))?;
+    seal(out, start, MAGIC, id)
+}
+
+/// Fills in the header of the frame that starts at `start` of `out` (header space, then the
+/// payload up to the end): `magic`, the payload's length, batch `id` and the checksum.
+fn seal(out: &mut [u8], start: usize, magic: [u8; 4], id: u64) -> Result<(), StoreError> {
     let payload = out.get(start + HEADER..).unwrap_or_default();
     let len = u32::try_from(payload.len())
         .map_err(|_| StoreError::Invalid("an audit batch of more than 4 GiB".into()))?;
@@ -219,7 +225,7 @@ fn encode(id: u64, records: &[NewRecord], out: &mut Vec<u8>) -> Result<(), Store
     digest.update(payload);
     let crc = digest.finalize();
     let (len, id, crc) = (len.to_le_bytes(), id.to_le_bytes(), crc.to_le_bytes());
-    let header = MAGIC.iter().chain(&len).chain(&id).chain(&crc);
+    let header = magic.iter().chain(&len).chain(&id).chain(&crc);
     for (slot, byte) in out.iter_mut().skip(start).zip(header) {
         *slot = *byte;
     }
@@ -566,11 +572,12 @@ impl Spool {
         }
         // Queued before it counts as written, so that a reader that waits for it (`sync`) never
         // sends the inserter off without it.
-        let mut queue = lock(&shared.queue);
-        queue.batches.push_back(Batch {
+        let batch = Batch {
             id,
             payload: spool.buf.get(HEADER..).unwrap_or_default().to_vec(),
-        });
+        };
+        let mut queue = lock(&shared.queue);
+        queue.batches.push_back(batch);
         shared.written.store(id, Ordering::Release);
         // Only an idle inserter is woken: one that is gathering finds the batch when its
         // delay is up, and a wake-up per call would cost a context switch each.
@@ -1029,15 +1036,10 @@ mod tests {
 
     /// A frame as versions before the binary form wrote it: the records as JSON.
     fn encode_json(id: u64, records: &[NewRecord], out: &mut Vec<u8>) {
-        let payload = serde_json::to_vec(records).unwrap();
-        let mut digest = CRC.digest();
-        digest.update(&id.to_le_bytes());
-        digest.update(&payload);
-        out.extend_from_slice(&MAGIC_JSON);
-        out.extend_from_slice(&u32::try_from(payload.len()).unwrap().to_le_bytes());
-        out.extend_from_slice(&id.to_le_bytes());
-        out.extend_from_slice(&digest.finalize().to_le_bytes());
-        out.extend_from_slice(&payload);
+        let start = out.len();
+        out.extend_from_slice(&[0; HEADER]);
+        serde_json::to_writer(&mut *out, records).unwrap();
+        seal(out, start, MAGIC_JSON, id).unwrap();
     }
 
     #[test]
