@@ -579,6 +579,16 @@ impl Store {
         Ok(Some(token))
     }
 
+    /// Where the audit spool's two files end (their frames not yet inserted, or inserted but
+    /// not yet started over), for tests: a file that started over keeps its size.
+    #[cfg(test)]
+    pub(crate) fn spool_lens(&self) -> [u64; 2] {
+        match &self.appends {
+            Appends::Spooled(spool) => spool.lens(),
+            Appends::Leader(..) | Appends::Task(_) => [0; 2],
+        }
+    }
+
     /// Appends audit records, chained, in one transaction; returns once durable. Await it to
     /// the end or drop it: on the embedded store the call may be leading a group commit that
     /// other calls wait for (dropped, it hands that over). A serving store makes them durable

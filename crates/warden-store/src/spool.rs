@@ -32,11 +32,13 @@
 //!   (`UNAVAILABLE`). While inserting fails (another writer holds SQLite's lock for longer
 //!   than the busy timeout, a full disk), the records stay spooled and are retried every
 //!   [`RETRY`]; new appends fail closed until an insert succeeds again.
-//! - **Size.** A file is emptied once everything in it is inserted; see [`SpoolFile`].
+//! - **Size.** A file is emptied once everything in it is inserted, by starting it over: new
+//!   frames are written from its start, over inserted ones, which a reader takes for what they
+//!   are (`Shared::cut_back`); see [`SpoolFile`]. Closing cuts both files to nothing.
 
 use std::collections::VecDeque;
 use std::fs::{File, OpenOptions, TryLockError};
-use std::io::{Read as _, Write as _};
+use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -71,6 +73,9 @@ const RETRY: Duration = Duration::from_secs(1);
 /// The size at which appends move to the other file, and below which the file they go to is
 /// not emptied even when all its batches are inserted.
 const CUT_BACK_AT: u64 = 1 << 20;
+/// The size past which a file that is emptied is also cut back to nothing, rather than only
+/// started over (see `Shared::cut_back`).
+const SHRINK_PAST: u64 = 4 * CUT_BACK_AT;
 /// How long another process waits for the owner to insert what it had spooled.
 pub(crate) const BARRIER_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -279,6 +284,24 @@ fn decode(bytes: &[u8]) -> (Vec<Frame<'_>>, usize) {
     (frames, at)
 }
 
+/// Whether `rest`, the bytes after a file's whole frames, begin with a frame cut short: one
+/// being written when its writer stopped (numbered `next`, or too short to tell). Anything
+/// else there is what was left of frames written before the file started over (see
+/// `Shared::cut_back`), all inserted before it did.
+fn cut_short(rest: &[u8], next: u64) -> bool {
+    if rest.is_empty() {
+        return false;
+    }
+    let Some((magic, header)) = rest.split_first_chunk::<4>() else {
+        return true;
+    };
+    let id = header
+        .get(4..12)
+        .and_then(|b| <[u8; 8]>::try_from(b).ok())
+        .map(u64::from_le_bytes);
+    (*magic == MAGIC || *magic == MAGIC_JSON) && id.is_none_or(|id| next == 0 || id == next)
+}
+
 fn unreachable(path: &Path, what: &str, e: impl std::fmt::Display) -> StoreError {
     StoreError::Unreachable(format!(
         "cannot {what} the audit spool `{}`: {e}",
@@ -298,8 +321,9 @@ pub(crate) struct Claimed {
 fn open_spool_file(path: &Path) -> Result<File, StoreError> {
     OpenOptions::new()
         .read(true)
-        .append(true)
+        .write(true)
         .create(true)
+        .truncate(false)
         .open(path)
         .map_err(|e| unreachable(path, "open", e))
 }
@@ -328,10 +352,12 @@ pub(crate) fn claim(base: &Path, appender: &SqliteAppender) -> Result<Option<Cla
         file.read_to_end(&mut bytes)
             .map_err(|e| unreachable(path, "read", e))?;
         let (frames, whole) = decode(&bytes);
-        if whole < bytes.len() {
+        let rest = bytes.get(whole..).unwrap_or_default();
+        let next = frames.last().map_or(0, |f| f.id + 1);
+        if cut_short(rest, next) {
             tracing::warn!(
                 spool = %path.display(),
-                bytes = bytes.len() - whole,
+                bytes = rest.len(),
                 "the audit spool file ends in a batch that is cut short or fails its \
                  checksum: one being written when its server stopped, never acknowledged, \
                  is dropped; its bytes are not replayed"
@@ -387,8 +413,9 @@ pub(crate) fn claim(base: &Path, appender: &SqliteAppender) -> Result<Option<Cla
             "replayed the audit records a stopped server had spooled"
         );
     }
-    for (file, path) in files.iter().zip(&paths) {
+    for (file, path) in files.iter_mut().zip(&paths) {
         file.set_len(0).map_err(|e| unreachable(path, "empty", e))?;
+        file.rewind().map_err(|e| unreachable(path, "empty", e))?;
     }
     Ok(Some(Claimed { files, paths, last }))
 }
@@ -439,12 +466,16 @@ struct Shared {
 /// once every batch written to it is inserted (the active one only when it has grown past
 /// [`CUT_BACK_AT`]). So under continuous load, when there is never a moment with nothing left
 /// to insert, each file is emptied in turn, and the spool stays within about twice
-/// [`CUT_BACK_AT`] plus what the inserts lag behind.
+/// [`CUT_BACK_AT`] plus what the inserts lag behind (on disk at most twice [`SHRINK_PAST`]
+/// once a burst is inserted: emptying keeps a file's size up to that).
 #[derive(Debug)]
 struct SpoolFile {
     files: [File; 2],
     paths: [PathBuf; 2],
+    /// Where each file's frames end: the next frame is written there.
     len: [u64; 2],
+    /// The size of each file: `len` or more, when it was emptied by starting over.
+    size: [u64; 2],
     /// The number of the last batch written to each file.
     top: [u64; 2],
     active: usize,
@@ -491,6 +522,7 @@ impl Spool {
                 files: claimed.files,
                 paths: claimed.paths,
                 len: [0; 2],
+                size: [0; 2],
                 top: [0; 2],
                 active: 0,
                 broken: None,
@@ -553,16 +585,21 @@ impl Spool {
             ));
         };
         if let Err(e) = f.write_all(&spool.buf) {
+            // What was written of the frame fails its checksum and ends the file for a reader;
+            // the next frame is written over it.
             let error = format!("cannot write the audit spool `{}`: {e}", path.display());
-            if let Err(cut) = f.set_len(*len) {
+            if let Err(back) = f.seek(SeekFrom::Start(*len)) {
                 spool.broken = Some(format!(
-                    "{error}; cutting the partial write back failed too ({cut}), so the spool \
-                     takes no more records until Warden restarts"
+                    "{error}; going back to the end of the last whole frame failed too \
+                     ({back}), so the spool takes no more records until Warden restarts"
                 ));
             }
             return Err(StoreError::Unreachable(error));
         }
         *len += spool.buf.len() as u64;
+        if let Some(size) = spool.size.get_mut(active) {
+            *size = (*size).max(*len);
+        }
         let full = *len >= CUT_BACK_AT;
         if let Some(top) = spool.top.get_mut(active) {
             *top = id;
@@ -588,6 +625,11 @@ impl Spool {
             shared.wake.notify_one();
         }
         Ok(())
+    }
+
+    #[cfg(test)]
+    pub(crate) fn lens(&self) -> [u64; 2] {
+        lock(&self.shared.file).len
     }
 
     /// Waits until every batch spooled so far is in the audit table.
@@ -708,22 +750,44 @@ impl Shared {
     }
 
     /// Empties each file whose batches are all inserted: the one appends go to only once it
-    /// has grown past [`CUT_BACK_AT`], unless `all`.
+    /// has grown past [`CUT_BACK_AT`], unless `all` (closing: the files are then cut to
+    /// nothing). A file is emptied by starting it over: its next frame is written at its start,
+    /// into pages the system already holds, over frames that are all inserted (a reader stops at
+    /// the first frame not numbered after the one before it, see [`decode`]). Cutting it to
+    /// nothing each time had every frame's pages allocated anew: 2–3 % of Warden's CPU at 64
+    /// clients (docs/benchmarks.md, thirteenth round). A file a burst grew past
+    /// [`SHRINK_PAST`] is cut back to nothing.
     fn cut_back(&self, inserted: u64, all: bool) {
         let mut file = lock(&self.file);
         let spool = &mut *file;
-        for (i, ((f, path), (len, top))) in spool
+        for (i, ((f, path), ((len, size), top))) in spool
             .files
-            .iter()
+            .iter_mut()
             .zip(&spool.paths)
-            .zip(spool.len.iter_mut().zip(&spool.top))
+            .zip(
+                spool
+                    .len
+                    .iter_mut()
+                    .zip(spool.size.iter_mut())
+                    .zip(&spool.top),
+            )
             .enumerate()
         {
-            if *len == 0 || *top > inserted || (!all && i == spool.active && *len < CUT_BACK_AT) {
+            if *size == 0 || *top > inserted || (!all && i == spool.active && *len < CUT_BACK_AT) {
                 continue;
             }
-            match f.set_len(0) {
-                Ok(()) => *len = 0,
+            if *len == 0 && !all && *size <= SHRINK_PAST {
+                continue;
+            }
+            let shrink = all || *size > SHRINK_PAST;
+            let emptied = if shrink { f.set_len(0) } else { Ok(()) }.and_then(|()| f.rewind());
+            match emptied {
+                Ok(()) => {
+                    *len = 0;
+                    if shrink {
+                        *size = 0;
+                    }
+                }
                 Err(e) => {
                     tracing::warn!(spool = %path.display(), error = %e, "cannot empty the audit spool");
                 }
@@ -936,18 +1000,22 @@ mod tests {
     async fn the_files_take_turns_and_are_emptied_once_inserted() {
         let (dir, _) = embedded().await;
         let files = files_of(&path_for(&Store::sqlite_path(dir.path())));
-        let size = |i: usize| std::fs::metadata(&files[i]).unwrap().len();
+        let on_disk = |i: usize| std::fs::metadata(&files[i]).unwrap().len();
         let store = serving(dir.path(), Duration::from_secs(3600)).await;
+        let size = |i: usize| store.spool_lens()[i];
         let mut appended: i64 = 0;
         while size(1) == 0 {
             store.append_audit(records("turns")).await.unwrap();
             appended += 2;
         }
         assert!(size(0) >= CUT_BACK_AT);
-        // Inserting empties the first file, not the second, which is not yet full.
+        // Inserting empties the first file, not the second, which is not yet full. The
+        // first starts over: it keeps its pages.
         assert_eq!(store.verify_audit().await.unwrap().unwrap(), appended);
         assert_eq!((size(0) == 0, size(1) > 0), (true, true));
-        // The second fills up while the first is empty: appends go back to the first.
+        assert!(on_disk(0) >= CUT_BACK_AT);
+        // The second fills up while the first is empty: appends go back to the first, over
+        // its inserted frames.
         while size(0) == 0 {
             store.append_audit(records("turns")).await.unwrap();
             appended += 2;
@@ -957,6 +1025,81 @@ mod tests {
         appended += 2;
         assert_eq!(store.verify_audit().await.unwrap().unwrap(), appended);
         assert_eq!((size(0) > 0, size(1)), (true, 0));
+        assert!(on_disk(0) >= CUT_BACK_AT && on_disk(1) >= CUT_BACK_AT);
+        // Another process reading the files (the CLI) sees the first file's new frames, not
+        // the inserted ones behind them.
+        let last = last_in_file(path_for(&Store::sqlite_path(dir.path())))
+            .await
+            .unwrap();
+        assert_eq!(last, u64::try_from(appended / 2).unwrap());
+        // Closing cuts both to nothing.
+        store.close().await;
+        assert_eq!((on_disk(0), on_disk(1)), (0, 0));
+    }
+
+    /// A file that started over holds its new frames and, behind them, what is left of frames
+    /// inserted before (from a frame's start, or from anywhere inside one): replay inserts the
+    /// new ones only, once, and takes the rest for what it is, not for a batch cut short.
+    #[tokio::test]
+    async fn a_file_that_started_over_replays_its_new_frames_only() {
+        let (dir, store) = embedded().await;
+        store
+            .execute_raw("INSERT INTO meta (key, value) VALUES ('audit_spool_inserted', '4')")
+            .await
+            .unwrap();
+        drop(store);
+        let mut old = Vec::new();
+        for (id, run) in [(1, "o1"), (2, "o2"), (3, "o3"), (4, "o4")] {
+            encode(id, &records(run), &mut old).unwrap();
+        }
+        let mut new = Vec::new();
+        encode(5, &records("n5"), &mut new).unwrap();
+        encode(6, &records("n6"), &mut new).unwrap();
+        let mut newer = Vec::new();
+        encode(7, &records("n7"), &mut newer).unwrap();
+        // Where the old frames end: new frames end at the start of one, or inside one.
+        let ends: Vec<usize> = decode(&old)
+            .0
+            .iter()
+            .scan(0, |at, f| {
+                *at += HEADER + f.payload.len();
+                Some(*at)
+            })
+            .collect();
+        let mut first = new.clone();
+        first.extend_from_slice(&old[ends[1]..]);
+        let mut second = newer.clone();
+        second.extend_from_slice(&old[ends[0] + 7..]);
+        for (file, ids, next) in [(&first, [5, 6].as_slice(), 7), (&second, &[7], 8)] {
+            let (frames, whole) = decode(file);
+            assert_eq!(frames.iter().map(|f| f.id).collect::<Vec<_>>(), ids);
+            assert!(whole < file.len());
+            assert!(!cut_short(&file[whole..], next));
+        }
+        let files = files_of(&path_for(&Store::sqlite_path(dir.path())));
+        std::fs::write(&files[0], &first).unwrap();
+        std::fs::write(&files[1], &second).unwrap();
+        for _ in 0..2 {
+            let store = Store::open(&Location::DataDir(dir.path().into()))
+                .await
+                .unwrap();
+            assert_eq!(runs(&store).await, ["n5", "n5", "n6", "n6", "n7", "n7"]);
+            assert_eq!(store.verify_audit().await.unwrap().unwrap(), 6);
+        }
+    }
+
+    /// What follows a file's whole frames is a frame cut short only when it is numbered next
+    /// (or too short to tell).
+    #[test]
+    fn only_the_next_frame_is_taken_for_one_cut_short() {
+        let mut frames = Vec::new();
+        encode(7, &records("r"), &mut frames).unwrap();
+        let torn = &frames[..frames.len() - 3];
+        assert!(cut_short(torn, 7));
+        assert!(cut_short(&torn[..10], 7));
+        assert!(!cut_short(torn, 9), "an older frame left over");
+        assert!(!cut_short(&torn[5..], 7), "the inside of an older frame");
+        assert!(!cut_short(&[], 7));
     }
 
     /// Fail closed: while the inserts fail, reads say why and new appends are refused; the
