@@ -24,6 +24,13 @@
 #                               # call of the load generator, Warden and the upstream (/proc and
 #                               # bash's `time`); on shared cores throughput is the cores divided
 #                               # by their sum, and at one client latency is about that sum
+#   scripts/bench.sh kernel A B [CLIENTS]
+#                               # two builds alternating, ROUNDS times, as `cpu`, counting what
+#                               # Warden asks of the kernel per governed call with `perf stat -p`
+#                               # (its threads at the start of the run): page allocations, the
+#                               # system calls that write (`write` is the audit spool, `writev`
+#                               # the sockets, `pwrite64` SQLite), `ftruncate`, `futex`, context
+#                               # switches; figures the machine's speed does not move; needs perf
 #   scripts/bench.sh instructions A B [CALLS]
 #                               # two builds under valgrind's callgrind: instructions Warden
 #                               # executes per governed call (CALLS reads, 4 clients, default
@@ -51,13 +58,16 @@ die() {
 	exit 2
 }
 case "$scenario" in
-perf1 | perf2 | perf3 | perf4 | eras | relay | soak | split | compare | cpu | instructions) ;;
-*) die "usage: $0 perf1|perf2|perf3|perf4 N|eras|relay|soak|split [CLIENTS]|compare A B [CLIENTS] [MIX]|cpu A B [CLIENTS]|instructions A B [CALLS]" ;;
+perf1 | perf2 | perf3 | perf4 | eras | relay | soak | split | compare | cpu | kernel | instructions) ;;
+*) die "usage: $0 perf1|perf2|perf3|perf4 N|eras|relay|soak|split [CLIENTS]|compare A B [CLIENTS] [MIX]|cpu A B [CLIENTS]|kernel A B [CLIENTS]|instructions A B [CALLS]" ;;
 esac
 
-if [[ "$scenario" == compare || "$scenario" == cpu || "$scenario" == instructions ]]; then
+if [[ "$scenario" == compare || "$scenario" == cpu || "$scenario" == kernel || "$scenario" == instructions ]]; then
 	[[ -x "${2:-}" && -x "${3:-}" ]] || die "$scenario needs two warden binaries: $scenario A B …"
 	WARDEN_BIN="$2"
+fi
+if [[ "$scenario" == kernel ]]; then
+	command -v perf >/dev/null || die "kernel needs perf (e.g. apt-get install linux-perf)"
 fi
 if [[ "$scenario" == instructions ]]; then
 	command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null ||
@@ -329,6 +339,43 @@ round_, build, wt, hz = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv
 t = json.loads(os.environ["REPORT"])["gateway"]["total"]
 print(f"round {round_} {build}: {t['rps']:.0f} calls/s, p50 {t['p50_ms']:.3f} ms, "
       f"Warden's CPU per call {wt * 1e6 / hz / max(t['requests'], 1):.1f} us")
+PY
+			kill "$warden_pid" "${pids[-2]}" 2>/dev/null || true
+			wait "$warden_pid" "${pids[-2]}" 2>/dev/null || true
+		done
+	done
+	;;
+kernel)
+	# As `cpu`, with `perf stat` attached to Warden for the measured run (stopped with SIGINT,
+	# which makes it write its counts). Tracepoints count every event, not a sample.
+	clients="${4:-64}"
+	events="kmem:mm_page_alloc,syscalls:sys_enter_write,syscalls:sys_enter_writev"
+	events+=",syscalls:sys_enter_pwrite64,syscalls:sys_enter_ftruncate,syscalls:sys_enter_futex"
+	events+=",context-switches"
+	for round in $(seq 1 "$rounds"); do
+		for build in 0 1; do
+			W="${*:2+build:1}"
+			standard "$work/data$round$build"
+			"$W" bench "$url" -c "$clients" -d 1s --warmup 0s --mix read=1 --rounds 1 >/dev/null
+			perf stat -x, -e "$events" -p "$warden_pid" -o "$work/stat$round$build" &
+			stat_pid=$!
+			sleep 0.2
+			report="$("$W" bench "$url" -c "$clients" -d "$duration" --warmup 0s --mix read=1 \
+				--rounds 1 -o json)"
+			kill -INT "$stat_pid"
+			wait "$stat_pid" 2>/dev/null || true
+			REPORT="$report" python3 - "$round" "$W" "$work/stat$round$build" <<'PY'
+import json, os, sys
+round_, build, path = sys.argv[1:4]
+t = json.loads(os.environ["REPORT"])["gateway"]["total"]
+calls = max(t["requests"], 1)
+counts = {}
+for line in open(path):
+    fields = line.strip().split(",")
+    if len(fields) > 2 and fields[0].replace(".", "").isdigit():
+        counts[fields[2].split(":")[-1].replace("sys_enter_", "")] = float(fields[0])
+shown = ", ".join(f"{k} {v / calls:.3g}" for k, v in counts.items())
+print(f"round {round_} {build}: {t['rps']:.0f} calls/s; per call: {shown}")
 PY
 			kill "$warden_pid" "${pids[-2]}" 2>/dev/null || true
 			wait "$warden_pid" "${pids[-2]}" 2>/dev/null || true
