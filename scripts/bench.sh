@@ -172,6 +172,21 @@ standard() { # DATA_DIR
 	wait_for_tools 3
 }
 
+# `cpu` and `kernel`: a fresh Warden and upstream for a build, warmed up for a second at
+# CLIENTS outside the reading; then the measured reads (their JSON report on stdout); then
+# both stopped.
+fresh_build() { # DATA_DIR CLIENTS
+	standard "$1"
+	"$W" bench "$url" -c "$2" -d 1s --warmup 0s --mix read=1 --rounds 1 >/dev/null
+}
+measured_reads() { # CLIENTS
+	"$W" bench "$url" -c "$1" -d "$duration" --warmup 0s --mix read=1 --rounds 1 -o json
+}
+stop_build() {
+	kill "$warden_pid" "${pids[-2]}" 2>/dev/null || true
+	wait "$warden_pid" "${pids[-2]}" 2>/dev/null || true
+}
+
 case "$scenario" in
 perf1)
 	standard "$work/data"
@@ -327,11 +342,9 @@ cpu)
 	for round in $(seq 1 "$rounds"); do
 		for build in 0 1; do
 			W="${*:2+build:1}"
-			standard "$work/data$round$build"
-			"$W" bench "$url" -c "$clients" -d 1s --warmup 0s --mix read=1 --rounds 1 >/dev/null
+			fresh_build "$work/data$round$build" "$clients"
 			w0="$(cpu_ticks "$warden_pid")"
-			report="$("$W" bench "$url" -c "$clients" -d "$duration" --warmup 0s --mix read=1 \
-				--rounds 1 -o json)"
+			report="$(measured_reads "$clients")"
 			w1="$(cpu_ticks "$warden_pid")"
 			REPORT="$report" python3 - "$round" "$W" "$((w1 - w0))" "$hz" <<'PY'
 import json, os, sys
@@ -340,8 +353,7 @@ t = json.loads(os.environ["REPORT"])["gateway"]["total"]
 print(f"round {round_} {build}: {t['rps']:.0f} calls/s, p50 {t['p50_ms']:.3f} ms, "
       f"Warden's CPU per call {wt * 1e6 / hz / max(t['requests'], 1):.1f} us")
 PY
-			kill "$warden_pid" "${pids[-2]}" 2>/dev/null || true
-			wait "$warden_pid" "${pids[-2]}" 2>/dev/null || true
+			stop_build
 		done
 	done
 	;;
@@ -355,13 +367,11 @@ kernel)
 	for round in $(seq 1 "$rounds"); do
 		for build in 0 1; do
 			W="${*:2+build:1}"
-			standard "$work/data$round$build"
-			"$W" bench "$url" -c "$clients" -d 1s --warmup 0s --mix read=1 --rounds 1 >/dev/null
+			fresh_build "$work/data$round$build" "$clients"
 			perf stat -x, -e "$events" -p "$warden_pid" -o "$work/stat$round$build" &
 			stat_pid=$!
 			sleep 0.2
-			report="$("$W" bench "$url" -c "$clients" -d "$duration" --warmup 0s --mix read=1 \
-				--rounds 1 -o json)"
+			report="$(measured_reads "$clients")"
 			kill -INT "$stat_pid"
 			wait "$stat_pid" 2>/dev/null || true
 			REPORT="$report" python3 - "$round" "$W" "$work/stat$round$build" <<'PY'
@@ -377,8 +387,7 @@ for line in open(path):
 shown = ", ".join(f"{k} {v / calls:.3g}" for k, v in counts.items())
 print(f"round {round_} {build}: {t['rps']:.0f} calls/s; per call: {shown}")
 PY
-			kill "$warden_pid" "${pids[-2]}" 2>/dev/null || true
-			wait "$warden_pid" "${pids[-2]}" 2>/dev/null || true
+			stop_build
 		done
 	done
 	;;

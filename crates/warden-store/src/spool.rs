@@ -942,9 +942,7 @@ mod tests {
         }
         let [mut first, second] = spooled;
         first.truncate(first.len() - 5);
-        let files = files_of(&path_for(&Store::sqlite_path(dir.path())));
-        std::fs::write(&files[0], &first).unwrap();
-        std::fs::write(&files[1], &second).unwrap();
+        let files = leave_spool(dir.path(), &first, &second);
         for _ in 0..2 {
             let store = Store::open(&Location::DataDir(dir.path().into()))
                 .await
@@ -991,6 +989,14 @@ mod tests {
         let again = vec![Batch::of(2, &records("d2")).unwrap()];
         appender.insert_spooled(&again).unwrap();
         assert_eq!(store.verify_audit().await.unwrap().unwrap(), 4);
+    }
+
+    /// Writes the spool's two files as a stopped server would have left them; their paths.
+    fn leave_spool(dir: &Path, first: &[u8], second: &[u8]) -> [PathBuf; 2] {
+        let files = files_of(&path_for(&Store::sqlite_path(dir)));
+        std::fs::write(&files[0], first).unwrap();
+        std::fs::write(&files[1], second).unwrap();
+        files
     }
 
     /// The spool's files take turns: past [`CUT_BACK_AT`] appends go to the other file, and
@@ -1076,9 +1082,7 @@ mod tests {
             assert!(whole < file.len());
             assert!(!cut_short(&file[whole..], next));
         }
-        let files = files_of(&path_for(&Store::sqlite_path(dir.path())));
-        std::fs::write(&files[0], &first).unwrap();
-        std::fs::write(&files[1], &second).unwrap();
+        leave_spool(dir.path(), &first, &second);
         for _ in 0..2 {
             let store = Store::open(&Location::DataDir(dir.path().into()))
                 .await
