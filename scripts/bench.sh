@@ -43,7 +43,10 @@
 # starts `warden bench relay` in front of the upstream instead of Warden).
 #
 # Environment: WARDEN_BIN (default: `cargo build --release -p warden`), DURATION (default
-# 10s per round), ROUNDS (default 3), OUTPUT (table or json; default table).
+# 10s per round), ROUNDS (default 3), OUTPUT (table or json; default table), WARDEN_PREFIX (a
+# command run before `warden serve`, as `perf record -F 2999 -g -o perf.data --` to profile
+# the server; it is stopped with SIGTERM and must stop the server with it: `perf record` does,
+# `perf stat` leaves it running — for counts use `kernel`).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
