@@ -402,6 +402,7 @@ fn serving_thread(index: usize, listener: std::net::TcpListener, app: Front, rep
         }
     };
     let result = runtime.block_on(async {
+        tokio::spawn(timer_anchor());
         let result = match TcpListener::from_std(listener) {
             Ok(listener) => serve_listener(listener, app, report.stop.clone()).await,
             Err(e) => Err(e.into()),
@@ -414,6 +415,24 @@ fn serving_thread(index: usize, listener: std::net::TcpListener, app: Front, rep
     runtime.shutdown_timeout(RUNTIME_DRAIN);
     report.send(result);
 }
+
+/// Keeps a timer at most [`TIMER_ANCHOR`] ahead in a serving runtime's timer wheel, for as long
+/// as the runtime runs. Tokio's timer driver wakes its own thread (an `eventfd` write, then a
+/// turn of the event loop to read it) whenever a timer is set to expire before every other
+/// one; with one client that was every call's upstream timeout, then the only timer of its
+/// thread: three `write`s per governed call where the spool's two are all that is needed
+/// (`scripts/bench.sh kernel BEFORE NOW 1`, docs/benchmarks.md thirteenth round). Behind a
+/// timer due within a second, the timeouts (seconds to minutes) never come first.
+async fn timer_anchor() {
+    let mut tick = tokio::time::interval(TIMER_ANCHOR);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    loop {
+        tick.tick().await;
+    }
+}
+
+/// How far ahead [`timer_anchor`] keeps its timer: one wake-up a second per serving thread.
+const TIMER_ANCHOR: Duration = Duration::from_secs(1);
 
 /// What a serving thread tells the others and the caller, also when it ends unexpectedly
 /// (a panic): then it stops the others and reports an error.
