@@ -374,6 +374,11 @@ kernel)
 			perf stat -x, -e "$events" -p "$warden_pid" -o "$work/stat$round$build" &
 			stat_pid=$!
 			sleep 0.2
+			if ! kill -0 "$stat_pid" 2>/dev/null; then
+				cat "$work/stat$round$build" >&2 2>/dev/null || true
+				stop_build
+				die "perf stat could not attach to Warden (pid $warden_pid; see above: perf_event_paranoid, permissions)"
+			fi
 			report="$(measured_reads "$clients")"
 			kill -INT "$stat_pid"
 			wait "$stat_pid" 2>/dev/null || true
@@ -387,6 +392,8 @@ for line in open(path):
     fields = line.strip().split(",")
     if len(fields) > 2 and fields[0].replace(".", "").isdigit():
         counts[fields[2].split(":")[-1].replace("sys_enter_", "")] = float(fields[0])
+if not counts:
+    sys.exit(f"bench.sh: perf stat counted nothing for {build}; its output:\n{open(path).read()}")
 shown = ", ".join(f"{k} {v / calls:.3g}" for k, v in counts.items())
 print(f"round {round_} {build}: {t['rps']:.0f} calls/s; per call: {shown}")
 PY
