@@ -8,6 +8,11 @@
 #   scripts/bench.sh eras       # the same call in both protocol eras
 #   scripts/bench.sh relay      # the floor of any proxy: `warden bench relay` (bytes copied, no
 #                               # HTTP) in front of the upstream, at 1 and 64 clients, against it
+#   scripts/bench.sh others     # PERF-2's other gateways: Warden, FastMCP's proxy (a fresh
+#                               # upstream session per request, then one shared) and IBM's
+#                               # ContextForge, each in front of the same upstream and measured
+#                               # as perf1 measures Warden, in the 2025-11-25 era (installs them
+#                               # into OTHERS_DIR; needs python3, curl and PyPI)
 #   scripts/bench.sh soak       # 64 clients without pause for 30 s (SOAK), then the sizes of
 #                               # the database, its WAL and the audit spool's files
 #   scripts/bench.sh compare A B [CLIENTS] [MIX]
@@ -46,8 +51,14 @@
 # 10s per round), ROUNDS (default 3), OUTPUT (table or json; default table), WARDEN_PREFIX (a
 # command run before `warden serve`, as `perf record -F 2999 -g -o perf.data --` to profile
 # the server; it is stopped with SIGTERM and must stop the server with it: `perf record` does,
-# `perf stat` leaves it running — for counts use `kernel`).
+# `perf stat` leaves it running — for counts use `kernel`), OTHERS_DIR (where `others` keeps
+# the other gateways' Python virtual environments; default: bench-others in the cargo target
+# directory).
 set -euo pipefail
+
+# The versions of the other gateways the `others` scenario measures (docs/benchmarks.md).
+FASTMCP_VERSION=4.2.3
+CONTEXTFORGE_VERSION=1.0.7.post20260921
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/.." && pwd)"
@@ -61,8 +72,8 @@ die() {
 	exit 2
 }
 case "$scenario" in
-perf1 | perf2 | perf3 | perf4 | eras | relay | soak | split | compare | cpu | kernel | instructions) ;;
-*) die "usage: $0 perf1|perf2|perf3|perf4 N|eras|relay|soak|split [CLIENTS]|compare A B [CLIENTS] [MIX]|cpu A B [CLIENTS]|kernel A B [CLIENTS]|instructions A B [CALLS]" ;;
+perf1 | perf2 | perf3 | perf4 | eras | relay | others | soak | split | compare | cpu | kernel | instructions) ;;
+*) die "usage: $0 perf1|perf2|perf3|perf4 N|eras|relay|others|soak|split [CLIENTS]|compare A B [CLIENTS] [MIX]|cpu A B [CLIENTS]|kernel A B [CLIENTS]|instructions A B [CALLS]" ;;
 esac
 
 if [[ "$scenario" == compare || "$scenario" == cpu || "$scenario" == kernel || "$scenario" == instructions ]]; then
@@ -213,6 +224,61 @@ relay)
 	unset WARDEN_TOKEN
 	run -c 1 --mix read=1 --read-tool read --direct "$upstream"
 	run -c 64 --mix read=1 --read-tool read --direct "$upstream"
+	;;
+others)
+	# PERF-2's "ahead of other MCP gateways measured the same way": Warden, FastMCP's proxy
+	# (scripts/fastmcp-proxy.py; with a fresh upstream session per request, its default, then
+	# with one shared session) and IBM's ContextForge (scripts/contextforge-gateway.sh), one at
+	# a time in front of the same upstream, each measured as perf1 measures Warden (reads, 1 and
+	# 64 clients, rounds alternating with the direct call) in the era all three speak,
+	# 2025-11-25. Each is installed into a virtual environment of its own under OTHERS_DIR on
+	# first use.
+	others="${OTHERS_DIR:-${CARGO_TARGET_DIR:-$root/target}/bench-others}"
+	install_other() { # NAME MODULE PACKAGE==VERSION
+		if ! "$others/$1/bin/python" -c "import $2" 2>/dev/null; then
+			echo "installing $3 into $others/$1" >&2
+			{ python3 -m venv "$others/$1" && "$others/$1/bin/pip" install -q "$3"; } >&2 ||
+				die "could not install $3 into $others/$1 (needs python3 and PyPI)"
+		fi
+	}
+	install_other fastmcp fastmcp "fastmcp==$FASTMCP_VERSION"
+	install_other contextforge mcpgateway "mcp-contextforge-gateway==$CONTEXTFORGE_VERSION"
+	free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+	both() { # ARGS…: 1 and 64 clients, reads, against the upstream directly
+		run -c 1 --mix read=1 --era 2025-11-25 --direct "$upstream" "$@"
+		run -c 64 --mix read=1 --era 2025-11-25 --direct "$upstream" "$@"
+	}
+
+	standard "$work/data"
+	echo "# Warden $("$W" --version | cut -d' ' -f2)" >&2
+	both
+	kill "$warden_pid"
+	wait "$warden_pid" 2>/dev/null || true
+	unset WARDEN_TOKEN
+
+	for mode in fresh shared; do
+		port="$(free_port)"
+		"$others/fastmcp/bin/python" "$root/scripts/fastmcp-proxy.py" "$upstream" "$port" "$mode" >"$work/fastmcp.out" 2>&1 &
+		pids+=($!)
+		for _ in $(seq 1 300); do
+			(: >"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+			kill -0 "${pids[-1]}" 2>/dev/null || die "FastMCP's proxy did not start: $(cat "$work/fastmcp.out")"
+			sleep 0.1
+		done
+		url="http://127.0.0.1:$port/mcp"
+		echo "# FastMCP $FASTMCP_VERSION (create_proxy; upstream session: $mode)" >&2
+		both --read-tool read
+		kill "${pids[-1]}"
+		wait "${pids[-1]}" 2>/dev/null || true
+	done
+
+	"$root/scripts/contextforge-gateway.sh" "$others/contextforge" "$upstream" "$(free_port)" "$work/contextforge" >"$work/cf.out" ||
+		die "ContextForge did not start (above)"
+	pids+=("$(sed -n 's/^pid: //p' "$work/cf.out")")
+	url="$(sed -n 's/^url: //p' "$work/cf.out")"
+	echo "# ContextForge $CONTEXTFORGE_VERSION (stateful sessions, no rate limit: scripts/contextforge-gateway.sh)" >&2
+	read_tool="$(sed -n 's/^read-tool: //p' "$work/cf.out")" # `<gateway>-read`
+	WARDEN_TOKEN="$(sed -n 's/^token: //p' "$work/cf.out")" both --read-tool "$read_tool" --direct-prefix "${read_tool%read}"
 	;;
 eras)
 	standard "$work/data"

@@ -28,6 +28,9 @@ pub struct BenchOptions {
     pub token: Option<String>,
     /// The upstream, measured directly in the same run.
     pub direct: Option<String>,
+    /// What the endpoint puts before the upstream's tool names, taken off them for the direct
+    /// rounds; `None`: everything up to the first `__` (Warden's `<prefix>__`).
+    pub direct_prefix: Option<String>,
     /// The era to speak.
     pub era: Era,
     /// Clients, duration or request count, warm-up.
@@ -42,12 +45,15 @@ pub struct BenchOptions {
     pub rss_pid: Option<u32>,
 }
 
-/// The tool names at the upstream: catalog names lose their `<prefix>__`.
-fn direct_tools(tools: &Tools) -> Tools {
+/// The tool names at the upstream: catalog names lose `prefix`, or without one their
+/// `<prefix>__`.
+fn direct_tools(tools: &Tools, prefix: Option<&str>) -> Tools {
     let strip = |name: &str| {
-        name.split_once("__")
-            .map_or(name, |(_, rest)| rest)
-            .to_owned()
+        match prefix {
+            Some(p) => name.strip_prefix(p).unwrap_or(name),
+            None => name.split_once("__").map_or(name, |(_, rest)| rest),
+        }
+        .to_owned()
     };
     Tools {
         read: strip(&tools.read),
@@ -72,7 +78,10 @@ pub async fn run(options: BenchOptions) -> Result<Report, String> {
                 token: None,
                 era: options.era,
             }),
-            Arc::new(direct_tools(&options.tools)),
+            Arc::new(direct_tools(
+                &options.tools,
+                options.direct_prefix.as_deref(),
+            )),
         )
     });
     // The upstream denies nothing: a direct round runs the rest of the mix.
@@ -103,6 +112,7 @@ pub async fn run(options: BenchOptions) -> Result<Report, String> {
     let config = json!({
         "url": options.url,
         "direct": options.direct,
+        "direct_prefix": options.direct_prefix,
         "era": options.era,
         "amount": options.amount,
         "rounds": options.rounds.max(1),
@@ -112,4 +122,33 @@ pub async fn run(options: BenchOptions) -> Result<Report, String> {
     });
     let rss = options.rss_pid.and_then(seed::rss_mib);
     Ok(Report::new(config, gateway_report, direct_report, rss))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tools(read: &str, write: &str) -> Tools {
+        Tools {
+            read: read.into(),
+            write: write.into(),
+            denied: "bench__tool_0000".into(),
+            arguments: json!({}),
+        }
+    }
+
+    #[test]
+    fn direct_rounds_call_the_upstreams_own_names() {
+        let t = direct_tools(&tools("bench__read", "x__y__write"), None);
+        assert_eq!((t.read.as_str(), t.write.as_str()), ("read", "y__write"));
+        assert_eq!(t.denied, "tool_0000");
+        // Another gateway's naming (ContextForge's `<gateway>-<tool>`).
+        let t = direct_tools(&tools("bench-read", "bench__write"), Some("bench-"));
+        assert_eq!(
+            (t.read.as_str(), t.write.as_str()),
+            ("read", "bench__write")
+        );
+        let t = direct_tools(&tools("read", "write"), Some(""));
+        assert_eq!((t.read.as_str(), t.write.as_str()), ("read", "write"));
+    }
 }

@@ -181,7 +181,7 @@ impl Report {
             "{:<8} {:<7} {:>9} {:>7} {:>10} {:>9} {:>9} {:>9} {:>9}",
             "target", "op", "requests", "errors", "req/s", "p50 ms", "p90 ms", "p99 ms", "max ms"
         );
-        let mut rows = vec![("warden", &self.gateway)];
+        let mut rows = vec![("gateway", &self.gateway)];
         if let Some(d) = &self.direct {
             rows.push(("direct", d));
         }
@@ -202,7 +202,7 @@ impl Report {
         if !self.ratios.is_empty() {
             let _ = writeln!(
                 out,
-                "\nwarden/direct  throughput  added p50 ms  added p99 ms  p99 ratio"
+                "\ngateway/direct throughput  added p50 ms  added p99 ms  p99 ratio"
             );
             for (op, r) in &self.ratios {
                 let _ = writeln!(

@@ -1,6 +1,6 @@
 //! `warden bench`: the load generator and the helpers of the benchmark scenarios.
 
-use warden_bench::{Amount, BenchOptions, Era, Mix, Tools};
+use warden_bench::{Amount, BenchOptions, Era, Mix, Op, Tools};
 
 use crate::cli::{BenchArgs, BenchCommand, Output};
 use crate::{location, open, serve, usage};
@@ -109,10 +109,23 @@ async fn load(args: BenchArgs) -> anyhow::Result<()> {
         .ok()
         .map(|t| t.trim().to_owned())
         .filter(|t| !t.is_empty());
+    if let Some(prefix) = &args.direct_prefix {
+        for (op, flag, name) in [
+            (Op::Read, "--read-tool", &args.read_tool),
+            (Op::Write, "--write-tool", &args.write_tool),
+        ] {
+            if mix.0.get(&op).is_some_and(|w| *w > 0) && !name.starts_with(prefix.as_str()) {
+                return Err(usage(format!(
+                    "{flag} `{name}` does not start with --direct-prefix `{prefix}`"
+                )));
+            }
+        }
+    }
     let options = BenchOptions {
         url: args.url,
         token,
         direct: args.direct.clone(),
+        direct_prefix: args.direct_prefix.clone(),
         era,
         amount: Amount {
             clients: usize::from(args.clients),

@@ -178,9 +178,16 @@ pub struct BenchArgs {
     pub token: Option<String>,
 
     /// Also measure this upstream URL directly, alternating rounds with the endpoint; tool
-    /// names lose their `<prefix>__` there, and `denied` calls are left out.
+    /// names lose their `<prefix>__` there (or `--direct-prefix`), and `denied` calls are left
+    /// out.
     #[arg(long, value_name = "URL")]
     pub direct: Option<String>,
+
+    /// With `--direct`: what the endpoint puts before the upstream's tool names (e.g.
+    /// `bench-` for a gateway that calls `read` `bench-read`), taken off the read and write
+    /// tools' names for the direct rounds [default: everything up to the first `__`].
+    #[arg(long, value_name = "PREFIX", requires = "direct")]
+    pub direct_prefix: Option<String>,
 
     /// Protocol era: `2026-07-28` (stateless) or `2025-11-25` (sessions).
     #[arg(long, default_value = "2026-07-28", value_parser = ["2026-07-28", "2025-11-25"])]

@@ -39,6 +39,7 @@ fn options(url: String, token: String, direct: Option<String>, era: Era) -> Benc
         url,
         token: Some(token),
         direct,
+        direct_prefix: None,
         era,
         amount: Amount {
             clients: 4,

@@ -106,6 +106,25 @@ async fn usage_errors_exit_2_and_runtime_errors_exit_1() {
         "{}",
         stderr(&out)
     );
+    // A direct prefix the tools do not carry is refused before anything is called (`bench`
+    // takes no store).
+    let out = Command::new(WARDEN)
+        .args([
+            "bench",
+            "http://127.0.0.1:9/mcp",
+            "--direct",
+            "http://127.0.0.1:9/mcp",
+            "--direct-prefix",
+            "bench-",
+        ])
+        .env_remove("WARDEN_TOKEN")
+        .output()
+        .expect("run warden");
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr(&out),
+        "error: --read-tool `bench__read` does not start with --direct-prefix `bench-`\n"
+    );
 }
 
 #[tokio::test]
