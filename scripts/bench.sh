@@ -260,11 +260,8 @@ others)
 		port="$(free_port)"
 		"$others/fastmcp/bin/python" "$root/scripts/fastmcp-proxy.py" "$upstream" "$port" "$mode" >"$work/fastmcp.out" 2>&1 &
 		pids+=($!)
-		for _ in $(seq 1 300); do
-			(: >"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
-			kill -0 "${pids[-1]}" 2>/dev/null || die "FastMCP's proxy did not start: $(cat "$work/fastmcp.out")"
-			sleep 0.1
-		done
+		[[ -n "$(wait_for "$work/fastmcp.out" 's/.*Uvicorn running on //p' "${pids[-1]}")" ]] ||
+			die "FastMCP's proxy did not start: $(cat "$work/fastmcp.out")"
 		url="http://127.0.0.1:$port/mcp"
 		echo "# FastMCP $FASTMCP_VERSION (create_proxy; upstream session: $mode)" >&2
 		both --read-tool read
@@ -442,7 +439,6 @@ kernel)
 			sleep 0.2
 			if ! kill -0 "$stat_pid" 2>/dev/null; then
 				cat "$work/stat$round$build" >&2 2>/dev/null || true
-				stop_build
 				die "perf stat could not attach to Warden (pid $warden_pid; see above: perf_event_paranoid, permissions)"
 			fi
 			report="$(measured_reads "$clients")"
