@@ -1,40 +1,130 @@
 //! Approvals and staged actions (APR-1..APR-5): what the pipeline parks at step 7, and how a
 //! parked action's requester is resolved again when it is decided or runs.
 
+use std::fmt;
 use std::future::Future;
-use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::authority::{Authority, resolve};
 use crate::decision::{Denial, DenyCode};
+use crate::error::EnvError;
 use crate::name::Name;
-use crate::pipeline::EnvError;
 use crate::policy::Policy;
 use crate::principal::{Credential, Principal, PrincipalRef, Provenance};
 use crate::time::Millis;
 
-/// Default time an approval waits for a decision.
-pub const DEFAULT_APPROVAL_TTL: Duration = Duration::from_secs(3600);
-
 /// What kind of parked action.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum ParkKind {
+pub enum ApprovalKind {
     /// Waits for a human decision (L1, dangerous at L2).
     Approval,
     /// Runs after a veto window unless vetoed (dangerous at L3).
     Staged,
 }
 
-impl ParkKind {
+impl ApprovalKind {
     /// The stored form.
     pub fn as_str(self) -> &'static str {
         match self {
-            ParkKind::Approval => "approval",
-            ParkKind::Staged => "staged",
+            ApprovalKind::Approval => "approval",
+            ApprovalKind::Staged => "staged",
         }
+    }
+
+    /// Parses the stored form.
+    pub fn parse(s: &str) -> Option<Self> {
+        [ApprovalKind::Approval, ApprovalKind::Staged]
+            .into_iter()
+            .find(|k| k.as_str() == s)
+    }
+
+    /// The status a parked action of this kind starts in.
+    pub fn initial_status(self) -> ApprovalStatus {
+        match self {
+            ApprovalKind::Approval => ApprovalStatus::Pending,
+            ApprovalKind::Staged => ApprovalStatus::Staged,
+        }
+    }
+}
+
+impl fmt::Display for ApprovalKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where a parked action stands. It moves forward only, each step taken by exactly one
+/// writer (APR-6):
+///
+/// ```text
+/// approval: pending ─► approved ─► executing ─► executed | failed
+///           pending ─► rejected | expired;      approved ─► failed
+/// staged:   staged ─► executing ─► executed | failed;       staged ─► vetoed
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalStatus {
+    /// Waiting for a decision.
+    Pending,
+    /// Approved, not yet executing.
+    Approved,
+    /// Rejected by a decider.
+    Rejected,
+    /// Expired undecided.
+    Expired,
+    /// Staged: runs when its veto window ends.
+    Staged,
+    /// Vetoed before its window ended.
+    Vetoed,
+    /// Claimed for execution.
+    Executing,
+    /// Executed.
+    Executed,
+    /// Refused or failed at execution time.
+    Failed,
+}
+
+impl ApprovalStatus {
+    /// Every status.
+    pub const ALL: [ApprovalStatus; 9] = [
+        ApprovalStatus::Pending,
+        ApprovalStatus::Approved,
+        ApprovalStatus::Rejected,
+        ApprovalStatus::Expired,
+        ApprovalStatus::Staged,
+        ApprovalStatus::Vetoed,
+        ApprovalStatus::Executing,
+        ApprovalStatus::Executed,
+        ApprovalStatus::Failed,
+    ];
+
+    /// The stored form.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalStatus::Pending => "pending",
+            ApprovalStatus::Approved => "approved",
+            ApprovalStatus::Rejected => "rejected",
+            ApprovalStatus::Expired => "expired",
+            ApprovalStatus::Staged => "staged",
+            ApprovalStatus::Vetoed => "vetoed",
+            ApprovalStatus::Executing => "executing",
+            ApprovalStatus::Executed => "executed",
+            ApprovalStatus::Failed => "failed",
+        }
+    }
+
+    /// Parses the stored form.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|st| st.as_str() == s)
+    }
+}
+
+impl fmt::Display for ApprovalStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -43,7 +133,7 @@ impl ParkKind {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Parked {
     /// Approval or staged.
-    pub kind: ParkKind,
+    pub kind: ApprovalKind,
     /// The run.
     pub run_id: String,
     /// The call within the run.

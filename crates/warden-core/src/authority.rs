@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::capability::{Capability, Grant};
 use crate::name::Name;
-use crate::policy::Policy;
+use crate::policy::{Actor, Policy};
 use crate::principal::{Credential, Principal};
 
 /// How a run's authority was derived.
@@ -77,6 +77,15 @@ pub enum AuthorityError {
 }
 
 impl Authority {
+    /// Who this run acts as, for matching the policy's subjects.
+    pub fn actor(&self) -> Actor<'_> {
+        Actor {
+            principal: &self.principal,
+            agent: self.agent.as_ref(),
+            intent: self.intent.as_deref(),
+        }
+    }
+
     /// Whether the run holds the concrete capability `cap`.
     pub fn holds(&self, cap: &str) -> bool {
         self.withheld.is_none()

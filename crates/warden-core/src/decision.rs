@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 
 use crate::authority::Authority;
 use crate::policy::{AutonomyLevel, Policy};
-use crate::tool::{Catalog, Governance, Risk, ToolDescriptor};
+use crate::tool::{Catalog, GovernanceStatus, Risk, ToolDescriptor};
 
 /// Why a call was refused: a closed, documented set (GOV-4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -35,8 +35,6 @@ pub enum DenyCode {
     WriteBudget,
     /// Autonomy level 0: no side effects (step 7).
     AutonomyShadow,
-    /// The mutation needs a human approval; interim code until approvals are built (step 7).
-    ApprovalRequired,
     /// A human rejected the approval.
     ApprovalRejected,
     /// The approval expired undecided.
@@ -61,7 +59,7 @@ pub enum DenyCode {
 
 impl DenyCode {
     /// Every code, in the order of GOV-4.
-    pub const ALL: [DenyCode; 19] = [
+    pub const ALL: [DenyCode; 18] = [
         DenyCode::KillSwitch,
         DenyCode::Validation,
         DenyCode::UnknownTool,
@@ -70,7 +68,6 @@ impl DenyCode {
         DenyCode::RateLimited,
         DenyCode::WriteBudget,
         DenyCode::AutonomyShadow,
-        DenyCode::ApprovalRequired,
         DenyCode::ApprovalRejected,
         DenyCode::ApprovalExpired,
         DenyCode::Vetoed,
@@ -94,7 +91,6 @@ impl DenyCode {
             DenyCode::RateLimited => "RATE_LIMITED",
             DenyCode::WriteBudget => "WRITE_BUDGET",
             DenyCode::AutonomyShadow => "AUTONOMY_SHADOW",
-            DenyCode::ApprovalRequired => "APPROVAL_REQUIRED",
             DenyCode::ApprovalRejected => "APPROVAL_REJECTED",
             DenyCode::ApprovalExpired => "APPROVAL_EXPIRED",
             DenyCode::Vetoed => "VETOED",
@@ -315,13 +311,15 @@ pub fn kill_switch(
     authority: &Authority,
     tool: &ToolDescriptor,
 ) -> Option<Denial> {
-    policy.kill_switch_for(authority, tool).map(|(key, k)| {
-        Denial::new(
-            DenyCode::KillSwitch,
-            format!("kill-switch:{key}"),
-            format!("`{}` is frozen by a kill switch: {}", tool.name, k.reason),
-        )
-    })
+    policy
+        .kill_switch_for(authority.actor(), tool)
+        .map(|(key, k)| {
+            Denial::new(
+                DenyCode::KillSwitch,
+                format!("kill-switch:{key}"),
+                format!("`{}` is frozen by a kill switch: {}", tool.name, k.reason),
+            )
+        })
 }
 
 /// GOV-2 step 2: schema validation.
@@ -338,7 +336,7 @@ pub fn validate(tool: &ToolDescriptor, args: Option<&Map<String, Value>>) -> Opt
 /// GOV-2 step 5, static part: governance status and explicit refusals.
 pub fn tool_policy(tool: &ToolDescriptor) -> Option<Denial> {
     match &tool.governance {
-        Governance::Unmapped => {
+        GovernanceStatus::Unmapped => {
             return Some(Denial::new(
                 DenyCode::Ungoverned,
                 "governance:unmapped",
@@ -348,7 +346,7 @@ pub fn tool_policy(tool: &ToolDescriptor) -> Option<Denial> {
                 ),
             ));
         }
-        Governance::Ungoverned { reason } => {
+        GovernanceStatus::Ungoverned { reason } => {
             return Some(Denial::new(
                 DenyCode::Ungoverned,
                 format!(
@@ -361,7 +359,7 @@ pub fn tool_policy(tool: &ToolDescriptor) -> Option<Denial> {
                 ),
             ));
         }
-        Governance::Read | Governance::Governed { .. } => {}
+        GovernanceStatus::Read | GovernanceStatus::Governed { .. } => {}
     }
     tool.deny.as_ref().map(|reason| {
         Denial::new(
@@ -454,7 +452,7 @@ mod tests {
             risk,
             rate_limit_per_minute: None,
             deny: None,
-            governance: Governance::Read,
+            governance: GovernanceStatus::Read,
             policy: None,
             project_arguments: Vec::new(),
         }

@@ -127,7 +127,7 @@ pub fn explain(
         None => steps.push(pass("tool-policy", None)),
     }
     if tool.is_mutation() {
-        let budgets = policy.write_budgets_for(authority, "<run>");
+        let budgets = policy.write_budgets_for(authority.actor(), "<run>");
         if budgets.is_empty() {
             steps.push(pass("write-budget", None));
         }
@@ -140,7 +140,7 @@ pub fn explain(
             });
         }
     }
-    let level = policy.autonomy_for(authority, tool);
+    let level = policy.autonomy_for(authority.actor(), tool);
     match decision::autonomy_gate(tool, &level) {
         Gate::Execute { rule } => {
             steps.push(pass("autonomy", Some(rule.clone())));

@@ -17,6 +17,7 @@ pub mod config;
 pub mod contract;
 pub mod cron;
 pub mod decision;
+pub mod error;
 pub mod explain;
 pub mod memory;
 pub mod name;

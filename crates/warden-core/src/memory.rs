@@ -7,7 +7,8 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 use crate::audit::{AuditRecord, GENESIS_HASH, NewRecord};
 use crate::contract::ToolOutput;
-use crate::pipeline::{AuditLog, Clock, Counters, EnvError, ExecError, Execution, Executor};
+use crate::error::{EnvError, ExecError};
+use crate::pipeline::{AuditLog, Clock, Counters, Execution, Executor};
 use crate::policy::CounterSpec;
 use crate::time::Millis;
 
@@ -118,7 +119,9 @@ impl EchoExecutor {
 }
 
 impl Executor for EchoExecutor {
-    async fn execute(&self, call: Execution<'_>) -> Result<ToolOutput, ExecError> {
+    type Context = ();
+
+    async fn execute(&self, call: Execution<'_, ()>) -> Result<ToolOutput, ExecError> {
         if let Ok(mut e) = self.executed.lock() {
             e.push(call.tool.name.to_string());
         }

@@ -5,7 +5,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::authority::Authority;
 use crate::capability::Capability;
 use crate::config::{
     AgentSpec, AutonomySpec, AutonomySubject, BudgetPer, BudgetSubject, Config, KillScope,
@@ -21,6 +20,21 @@ pub const DEFAULT_AUTONOMY_LEVEL: u8 = 2;
 
 /// Default veto window of level 3.
 pub const DEFAULT_VETO_WINDOW: Duration = Duration::from_secs(600);
+
+/// Default time an approval waits for a decision (levels 1 and 2).
+pub const DEFAULT_APPROVAL_TTL: Duration = Duration::from_secs(3600);
+
+/// Who a run acts as, as the policy's subjects (kill switches, autonomy, budgets) match it:
+/// the principal, the agent of the run and the intent it serves.
+#[derive(Clone, Copy, Debug)]
+pub struct Actor<'a> {
+    /// The principal.
+    pub principal: &'a Principal,
+    /// The agent, for a run of an agent.
+    pub agent: Option<&'a Name>,
+    /// The intent served, for agent-role work.
+    pub intent: Option<&'a str>,
+}
 
 /// A compiled, immutable policy.
 #[derive(Debug, Default)]
@@ -136,7 +150,7 @@ impl Policy {
     /// The first kill switch that freezes this call, if any (GOV-2 step 1).
     pub fn kill_switch_for(
         &self,
-        authority: &Authority,
+        actor: Actor<'_>,
         tool: &ToolDescriptor,
     ) -> Option<(&str, &KillSwitchSpec)> {
         self.kill_switches
@@ -144,9 +158,9 @@ impl Policy {
             .find(|(_, k)| match &k.scope {
                 KillScope::All(all) => *all,
                 KillScope::Project(p) => tool.project.as_ref() == Some(p),
-                KillScope::Agent(a) => authority.agent.as_ref() == Some(a),
+                KillScope::Agent(a) => actor.agent == Some(a),
                 KillScope::Tool(pattern) => glob_match(pattern, &tool.name),
-                KillScope::Principal(subject) => self.subject_covers(subject, &authority.principal),
+                KillScope::Principal(subject) => self.subject_covers(subject, actor.principal),
             })
             .map(|(key, k)| (key.as_str(), k))
     }
@@ -165,17 +179,17 @@ impl Policy {
     }
 
     /// The most restrictive autonomy level applicable to a call (APR-1), L2 when none.
-    pub fn autonomy_for(&self, authority: &Authority, tool: &ToolDescriptor) -> AutonomyLevel {
+    pub fn autonomy_for(&self, actor: Actor<'_>, tool: &ToolDescriptor) -> AutonomyLevel {
         let applicable = self.autonomy.iter().filter(|(_, a)| match &a.subject {
-            AutonomySubject::Agent(n) => authority.agent.as_ref() == Some(n),
+            AutonomySubject::Agent(n) => actor.agent == Some(n),
             AutonomySubject::User(n) => {
-                matches!(&authority.principal, Principal::User { name } if name == n)
+                matches!(actor.principal, Principal::User { name } if name == n)
             }
             AutonomySubject::ServiceAccount(n) => {
-                matches!(&authority.principal, Principal::ServiceAccount { name } if name == n)
+                matches!(actor.principal, Principal::ServiceAccount { name } if name == n)
             }
             AutonomySubject::Project(p) => tool.project.as_ref() == Some(p),
-            AutonomySubject::Intent(i) => authority.intent.as_deref() == Some(i.as_str()),
+            AutonomySubject::Intent(i) => actor.intent == Some(i.as_str()),
         });
         applicable
             .min_by_key(|(_, a)| a.level)
@@ -183,30 +197,28 @@ impl Policy {
                 level: a.level,
                 rule: format!("autonomy:{key}"),
                 veto_window: a.veto_window.unwrap_or(DEFAULT_VETO_WINDOW),
-                approval_ttl: a
-                    .approval_ttl
-                    .unwrap_or(crate::approval::DEFAULT_APPROVAL_TTL),
+                approval_ttl: a.approval_ttl.unwrap_or(DEFAULT_APPROVAL_TTL),
             })
             .unwrap_or(AutonomyLevel {
                 level: DEFAULT_AUTONOMY_LEVEL,
                 rule: "autonomy:default".into(),
                 veto_window: DEFAULT_VETO_WINDOW,
-                approval_ttl: crate::approval::DEFAULT_APPROVAL_TTL,
+                approval_ttl: DEFAULT_APPROVAL_TTL,
             })
     }
 
     /// The write budgets a mutation by this run must fit in (GOV-2 step 6).
-    pub fn write_budgets_for(&self, authority: &Authority, run_id: &str) -> Vec<CounterSpec> {
+    pub fn write_budgets_for(&self, actor: Actor<'_>, run_id: &str) -> Vec<CounterSpec> {
         self.budgets
             .iter()
             .filter(|(_, b)| match &b.subject {
                 BudgetSubject::All(all) => *all,
-                BudgetSubject::Agent(n) => authority.agent.as_ref() == Some(n),
+                BudgetSubject::Agent(n) => actor.agent == Some(n),
                 BudgetSubject::User(n) => {
-                    matches!(&authority.principal, Principal::User { name } if name == n)
+                    matches!(actor.principal, Principal::User { name } if name == n)
                 }
                 BudgetSubject::ServiceAccount(n) => {
-                    matches!(&authority.principal, Principal::ServiceAccount { name } if name == n)
+                    matches!(actor.principal, Principal::ServiceAccount { name } if name == n)
                 }
             })
             .map(|(key, b)| CounterSpec {

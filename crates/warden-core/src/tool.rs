@@ -54,7 +54,7 @@ pub enum ClassSource {
 /// listed as ungoverned with a reason; anything else is refused at runtime.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "camelCase")]
-pub enum Governance {
+pub enum GovernanceStatus {
     /// A read: never gated by autonomy.
     Read,
     /// A mutation with a governance decision (a ToolPolicy, or a built-in contract).
@@ -105,7 +105,7 @@ pub struct ToolDescriptor {
     /// If set, every call is refused (`TOOL_POLICY`) with this reason.
     pub deny: Option<String>,
     /// Governance status.
-    pub governance: Governance,
+    pub governance: GovernanceStatus,
     /// The ToolPolicy that applied, by key.
     pub policy: Option<String>,
     /// JSON pointers of arguments naming projects (RUN-3).
@@ -193,16 +193,16 @@ impl ToolDescriptor {
             (None, None) => (ToolClass::Mutation, ClassSource::Default),
         };
         let governance = match (class, policy) {
-            (ToolClass::Read, _) => Governance::Read,
+            (ToolClass::Read, _) => GovernanceStatus::Read,
             (ToolClass::Mutation, Some((_, p))) if p.ungoverned.is_some() => {
-                Governance::Ungoverned {
+                GovernanceStatus::Ungoverned {
                     reason: p.ungoverned.clone().unwrap_or_default(),
                 }
             }
-            (ToolClass::Mutation, Some((key, _))) => Governance::Governed {
+            (ToolClass::Mutation, Some((key, _))) => GovernanceStatus::Governed {
                 by: format!("ToolPolicy {key}"),
             },
-            (ToolClass::Mutation, None) => Governance::Unmapped,
+            (ToolClass::Mutation, None) => GovernanceStatus::Unmapped,
         };
         Ok(Self {
             name: Arc::from(catalog_name),

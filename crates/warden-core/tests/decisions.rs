@@ -19,7 +19,7 @@ use warden_core::contract::Verdict;
 use warden_core::decision::{Purpose, decide};
 use warden_core::memory::{EchoExecutor, ManualClock, MemoryAudit, MemoryCounters};
 use warden_core::name::Name;
-use warden_core::pipeline::{CallRequest, Pipeline, RunState};
+use warden_core::pipeline::{CallRequest, Governance, Pipeline, RunState};
 use warden_core::policy::Policy;
 use warden_core::principal::{Credential, CredentialKind, Principal};
 use warden_core::time::Millis;
@@ -252,6 +252,8 @@ fn run_fixture(text: &str) -> Vec<CaseResult> {
                         call_id: format!("call_{i}_{n}"),
                         name: tool,
                         args: case.args.clone(),
+                        governance: Governance::On,
+                        context: (),
                     },
                 ));
                 let records = audit.records();

@@ -377,6 +377,7 @@ impl Gateway {
                     tool: &approval.tool,
                     args: parse_args(approval.args.as_deref()),
                     decided_by: decided_by.as_deref(),
+                    context: (),
                 },
             )
             .await;

@@ -9,12 +9,12 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use warden_core::authority::Authority;
 use warden_core::contract::ToolOutput;
+use warden_core::error::ExecError;
 use warden_core::name::Name;
-use warden_core::pipeline::ExecError;
 use warden_core::policy::Policy;
 use warden_core::schema::{InputSchema, schema_for};
 use warden_core::tool::{
-    Catalog, ClassSource, Governance, Risk, ToolClass, ToolDescriptor, ToolSource,
+    Catalog, ClassSource, GovernanceStatus, Risk, ToolClass, ToolDescriptor, ToolSource,
 };
 
 /// The name of the built-in tool set (reserved as an upstream name and prefix).
@@ -63,7 +63,7 @@ fn descriptor(tool: &str, description: &str, schema: Map<String, Value>) -> Opti
         risk: Risk::Ordinary,
         rate_limit_per_minute: None,
         deny: None,
-        governance: Governance::Read,
+        governance: GovernanceStatus::Read,
         policy: None,
         project_arguments: Vec::new(),
     })

@@ -20,8 +20,9 @@ use warden_core::config::{Config, Kind, Resource, UpstreamSpec};
 use warden_core::contract::{CallOutcome, ToolOutput, Verdict};
 
 use crate::upstream::UpstreamAnswer;
+use warden_core::error::ExecError;
 use warden_core::pipeline::{
-    CallRequest, Clock, ExecError, Execution, Executor, Pipeline, RunState,
+    CallRequest, Clock, Execution, Executor, Governance, Pipeline, RunState,
 };
 use warden_core::policy::Policy;
 use warden_core::principal::{Credential, CredentialRejection, TokenHash, looks_like_token};
@@ -599,26 +600,15 @@ impl Gateway {
         self.snapshot.load().catalog.iter().cloned().collect()
     }
 
-    /// One `tools/call`: governed (GOV-2), or executed directly and still recorded when
-    /// `direct` (governance `off`, GOV-6).
+    /// One `tools/call`: governed (GOV-2), or executed without decisions and still recorded
+    /// (governance `off`, GOV-6).
     pub async fn call(
         &self,
         authority: &Authority,
         run: &RunState,
         name: &str,
         args: Option<Map<String, Value>>,
-    ) -> CallOutcome {
-        self.call_with(authority, run, name, args, false).await
-    }
-
-    /// See [`Gateway::call`].
-    pub async fn call_with(
-        &self,
-        authority: &Authority,
-        run: &RunState,
-        name: &str,
-        args: Option<Map<String, Value>>,
-        direct: bool,
+        governance: Governance,
     ) -> CallOutcome {
         let started = Instant::now();
         let snapshot = self.snapshot.load_full();
@@ -638,16 +628,12 @@ impl Gateway {
             call_id,
             name,
             args,
+            governance,
+            context: (),
         };
-        let outcome = if direct {
-            pipeline
-                .direct(&snapshot.policy, &snapshot.catalog, authority, run, request)
-                .await
-        } else {
-            pipeline
-                .call(&snapshot.policy, &snapshot.catalog, authority, run, request)
-                .await
-        };
+        let outcome = pipeline
+            .call(&snapshot.policy, &snapshot.catalog, authority, run, request)
+            .await;
         record_metrics(&outcome, started.elapsed());
         if let Verdict::Denied(d) = &outcome.verdict {
             tracing::info!(
@@ -827,7 +813,9 @@ impl Snapshot {
 }
 
 impl Executor for GatewayExecutor<'_> {
-    async fn execute(&self, call: Execution<'_>) -> Result<ToolOutput, ExecError> {
+    type Context = ();
+
+    async fn execute(&self, call: Execution<'_, ()>) -> Result<ToolOutput, ExecError> {
         match &call.tool.source {
             ToolSource::Builtin { tool, .. } => builtin::execute(
                 tool,

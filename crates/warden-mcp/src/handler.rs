@@ -15,7 +15,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use warden_core::authority::{Authority, AuthorityError};
-use warden_core::pipeline::RunState;
+use warden_core::pipeline::{Governance, RunState};
 use warden_core::principal::Credential;
 
 use crate::gateway::Gateway;
@@ -46,7 +46,7 @@ pub struct McpHandler {
     agent: Option<String>,
     run: Arc<OnceLock<Arc<RunState>>>,
     owner: Arc<OnceLock<(String, Option<String>)>>,
-    direct: bool,
+    governance: Governance,
 }
 
 impl McpHandler {
@@ -58,14 +58,14 @@ impl McpHandler {
             agent,
             run: Arc::new(OnceLock::new()),
             owner: Arc::new(OnceLock::new()),
-            direct: false,
+            governance: Governance::On,
         }
     }
 
-    /// Direct execution without decisions, still recorded (governance `off`, GOV-6). Only
-    /// `warden stdio` offers it.
-    pub fn direct(mut self) -> Self {
-        self.direct = true;
+    /// Governance off (GOV-6): calls execute without decisions, still recorded, and
+    /// `tools/list` shows every tool. Only `warden stdio` offers it.
+    pub fn with_governance(mut self, governance: Governance) -> Self {
+        self.governance = governance;
         self
     }
 
@@ -140,17 +140,16 @@ impl McpHandler {
         self.gateway.list_wire_json(&tools)
     }
 
-    /// The tools `tools/list` shows this request: all of them with direct execution, else
+    /// The tools `tools/list` shows this request: all of them with governance off, else
     /// those the run's authority sees.
     fn listed_tools(
         &self,
         ctx: &RequestContext<RoleServer>,
     ) -> Result<Vec<Arc<warden_core::tool::ToolDescriptor>>, McpError> {
         let authority = self.authority(ctx)?;
-        Ok(if self.direct {
-            self.gateway.all_tools()
-        } else {
-            self.gateway.list_tools(&authority)
+        Ok(match self.governance {
+            Governance::Off => self.gateway.all_tools(),
+            Governance::On => self.gateway.list_tools(&authority),
         })
     }
 
@@ -357,12 +356,12 @@ impl ServerHandler for McpHandler {
         let outcome = crate::relay::DOWNSTREAM
             .scope(
                 downstream,
-                self.gateway.call_with(
+                self.gateway.call(
                     &authority,
                     &run,
                     &request.name,
                     request.arguments,
-                    self.direct,
+                    self.governance,
                 ),
             )
             .await;

@@ -32,8 +32,8 @@ use tokio::io::AsyncBufReadExt as _;
 use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 use warden_core::config::UpstreamSpec;
+use warden_core::error::ExecError;
 use warden_core::name::Name;
-use warden_core::pipeline::ExecError;
 use warden_core::schema::SchemaText;
 use warden_core::tool::UpstreamTool;
 

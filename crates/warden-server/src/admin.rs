@@ -13,7 +13,7 @@ use warden_core::authority::Authority;
 use warden_core::name::Name;
 use warden_core::principal::{Credential, CredentialKind, Principal};
 use warden_core::time::Millis;
-use warden_core::tool::{Governance, ToolSource};
+use warden_core::tool::{GovernanceStatus, ToolSource};
 use warden_mcp::Authenticated;
 
 use crate::AppState;
@@ -412,10 +412,10 @@ pub fn inventory_row(t: &warden_core::tool::ToolDescriptor) -> InventoryRow<'_> 
         ToolSource::Upstream { upstream, .. } => ("upstream", upstream.as_str()),
     };
     let (governance, reason) = match &t.governance {
-        Governance::Read => ("read", None),
-        Governance::Governed { by } => ("governed", Some(by.as_str().into())),
-        Governance::Ungoverned { reason } => ("ungoverned", Some(reason.as_str().into())),
-        Governance::Unmapped => (
+        GovernanceStatus::Read => ("read", None),
+        GovernanceStatus::Governed { by } => ("governed", Some(by.as_str().into())),
+        GovernanceStatus::Ungoverned { reason } => ("ungoverned", Some(reason.as_str().into())),
+        GovernanceStatus::Unmapped => (
             "ungoverned",
             Some("no ToolPolicy classifies this mutation: calls are refused (UNGOVERNED)".into()),
         ),

@@ -4,8 +4,8 @@
 //! among racing deciders or replicas, exactly one wins, on SQLite and PostgreSQL alike.
 
 use serde::{Deserialize, Serialize};
-use warden_core::approval::{ApprovalQueue, ParkKind, Parked};
-use warden_core::pipeline::EnvError;
+use warden_core::approval::{ApprovalQueue, Parked};
+use warden_core::error::EnvError;
 
 use crate::{Store, StoreError};
 
@@ -136,11 +136,7 @@ impl ApprovalQueue for Store {
         let row = Approval {
             id: id.clone(),
             kind: p.kind.as_str().into(),
-            status: match p.kind {
-                ParkKind::Approval => "pending",
-                ParkKind::Staged => "staged",
-            }
-            .into(),
+            status: p.kind.initial_status().as_str().into(),
             run_id: p.run_id.clone(),
             call_id: p.call_id.clone(),
             tool: p.tool.clone(),

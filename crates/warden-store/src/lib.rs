@@ -24,8 +24,9 @@ use warden_core::audit::{
 };
 use warden_core::capability::CapabilitySet;
 use warden_core::config::{Config, ConfigError, Kind, Located, Resource, Source};
+use warden_core::error::EnvError;
 use warden_core::name::Name;
-use warden_core::pipeline::{AuditLog, Counters, EnvError};
+use warden_core::pipeline::{AuditLog, Counters};
 use warden_core::policy::CounterSpec;
 use warden_core::principal::{Credential, CredentialKind, Principal, TokenHash, format_token};
 use warden_core::time::Millis;

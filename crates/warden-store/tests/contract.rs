@@ -22,7 +22,7 @@ use warden_core::contract::Verdict;
 use warden_core::decision::DenyCode;
 use warden_core::memory::{EchoExecutor, ManualClock};
 use warden_core::name::Name;
-use warden_core::pipeline::{CallRequest, Pipeline, RunState};
+use warden_core::pipeline::{CallRequest, Governance, Pipeline, RunState};
 use warden_core::policy::{CounterSpec, Policy};
 use warden_core::principal::{CredentialKind, CredentialRejection, Principal};
 use warden_core::time::Millis;
@@ -164,6 +164,8 @@ impl Call<'_> {
                     call_id: "c1".into(),
                     name: tool,
                     args,
+                    governance: Governance::On,
+                    context: (),
                 },
             )
             .await
@@ -438,6 +440,8 @@ async fn a_store_error_during_a_call_is_unavailable_and_never_an_execution() {
                     call_id: "c1".into(),
                     name: "ledger__refund",
                     args: Some(Map::from_iter([("amount".to_owned(), json!(1))])),
+                    governance: Governance::On,
+                    context: (),
                 },
             )
             .await;

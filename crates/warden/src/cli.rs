@@ -410,8 +410,8 @@ pub struct StdioArgs {
     /// `--remote`, fall back to direct execution on the local configuration when the remote
     /// cannot be reached, saying so on stderr — a convenience, not a security property.
     /// `off`: direct execution on the local configuration, still audited.
-    #[arg(long, value_enum, default_value_t = Governance::On)]
-    pub governance: Governance,
+    #[arg(long, value_enum, default_value_t = GovernanceMode::On)]
+    pub governance: GovernanceMode,
 
     /// The credential, from the environment only (never a flag, so it stays out of process
     /// listings).
@@ -429,7 +429,7 @@ pub struct StdioArgs {
 
 /// Governance modes (GOV-6).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Governance {
+pub enum GovernanceMode {
     /// Every call governed; refused when governance is unavailable.
     On,
     /// Governed; falls back to direct execution when the remote is unavailable.

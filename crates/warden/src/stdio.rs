@@ -5,11 +5,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::ServiceExt as _;
+use warden_core::pipeline::Governance;
 use warden_mcp::bridge::{self, Bridge};
 use warden_mcp::{Gateway, GatewayOptions, McpHandler, SessionAuth};
 use warden_store::Location;
 
-use crate::cli::{Governance, StdioArgs};
+use crate::cli::{GovernanceMode, StdioArgs};
 use crate::{location, open, usage};
 
 pub(crate) async fn run(args: StdioArgs) -> anyhow::Result<()> {
@@ -32,12 +33,12 @@ pub(crate) async fn run(args: StdioArgs) -> anyhow::Result<()> {
                 }
             };
             let fallback = match mode {
-                Governance::On => None,
-                Governance::Auto | Governance::Off => {
-                    Some(local_handler(&args, &token, true).await?)
+                GovernanceMode::On => None,
+                GovernanceMode::Auto | GovernanceMode::Off => {
+                    Some(local_handler(&args, &token, Governance::Off).await?)
                 }
             };
-            if mode == Governance::Off {
+            if mode == GovernanceMode::Off {
                 eprintln!(
                     "warden stdio: WARNING: governance is off: calls execute directly on the local configuration, without decisions"
                 );
@@ -46,20 +47,26 @@ pub(crate) async fn run(args: StdioArgs) -> anyhow::Result<()> {
             }
             serve(Bridge::new(url, remote.as_ref(), fallback)).await
         }
-        (None, Governance::On) => serve(local_handler(&args, &token, false).await?).await,
-        (None, Governance::Off) => {
+        (None, GovernanceMode::On) => {
+            serve(local_handler(&args, &token, Governance::On).await?).await
+        }
+        (None, GovernanceMode::Off) => {
             eprintln!(
                 "warden stdio: WARNING: governance is off: calls execute directly, without decisions (still audited)"
             );
-            serve(local_handler(&args, &token, true).await?).await
+            serve(local_handler(&args, &token, Governance::Off).await?).await
         }
-        (None, Governance::Auto) => Err(usage(
+        (None, GovernanceMode::Auto) => Err(usage(
             "--governance auto needs --remote (locally, governance is always available)",
         )),
     }
 }
 
-async fn local_handler(args: &StdioArgs, token: &str, direct: bool) -> anyhow::Result<McpHandler> {
+async fn local_handler(
+    args: &StdioArgs,
+    token: &str,
+    governance: Governance,
+) -> anyhow::Result<McpHandler> {
     let location = location(&args.store)?;
     let store = Arc::new(open(&location).await?);
     let secrets_dir = args.secrets_dir.clone().or_else(|| match &location {
@@ -84,7 +91,7 @@ async fn local_handler(args: &StdioArgs, token: &str, direct: bool) -> anyhow::R
         SessionAuth::Token(Arc::from(token)),
         args.agent.clone(),
     );
-    Ok(if direct { handler.direct() } else { handler })
+    Ok(handler.with_governance(governance))
 }
 
 async fn serve<H: rmcp::ServerHandler>(handler: H) -> anyhow::Result<()> {
