@@ -18,6 +18,7 @@ use warden_core::authority::{Authority, AuthorityError};
 use warden_core::pipeline::{Governance, RunState};
 use warden_core::principal::Credential;
 
+use crate::client::{ClientContext, Retry};
 use crate::gateway::Gateway;
 use crate::wire;
 
@@ -337,7 +338,7 @@ impl ServerHandler for McpHandler {
     ) -> Result<CallToolResponse, McpError> {
         let authority = self.authority(&ctx)?;
         let run = self.run_state(&authority);
-        let downstream = crate::relay::Downstream {
+        let client = ClientContext {
             peer: ctx.peer.clone(),
             progress_token: ctx.meta.get_progress_token(),
             cancel: ctx.ct.clone(),
@@ -348,21 +349,20 @@ impl ServerHandler for McpHandler {
             retry: request
                 .input_responses
                 .clone()
-                .map(|input_responses| crate::relay::Retry {
+                .map(|input_responses| Retry {
                     input_responses,
                     request_state: request.request_state.clone(),
                 }),
         };
-        let outcome = crate::relay::DOWNSTREAM
-            .scope(
-                downstream,
-                self.gateway.call(
-                    &authority,
-                    &run,
-                    &request.name,
-                    request.arguments,
-                    self.governance,
-                ),
+        let outcome = self
+            .gateway
+            .call(
+                &authority,
+                &run,
+                &request.name,
+                request.arguments,
+                self.governance,
+                Some(client),
             )
             .await;
         // A tool the run can see may declare an output schema; a hidden or unknown one cannot.

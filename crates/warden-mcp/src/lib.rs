@@ -8,22 +8,20 @@
 //! - [`wire`]: the one mapping from outcomes to MCP results.
 //! - [`fixture`]: a small real MCP server (the demo tool set and the tests' upstream).
 
-pub mod approvals;
 pub mod bridge;
 pub mod builtin;
+pub mod client;
+pub mod clock;
 pub mod conformance;
-mod direct;
 pub mod fixture;
 pub mod gateway;
-mod h1;
 pub mod handler;
 pub mod http_client;
 pub mod knowledge;
-pub mod relay;
 pub mod secrets;
 pub mod upstream;
 pub mod wire;
 
 pub use gateway::{Gateway, GatewayOptions};
-pub use h1::serving_thread;
 pub use handler::{AgentRoute, Authenticated, McpHandler, SessionAuth};
+pub use upstream::http::serving_thread;

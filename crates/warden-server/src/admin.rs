@@ -121,7 +121,7 @@ async fn decide_approval(
     axum::extract::Path((id, verb)): axum::extract::Path<(String, String)>,
     body: Option<Json<DecideBody>>,
 ) -> Result<Response, ApiError> {
-    use warden_mcp::approvals::{DecideError, Verb};
+    use warden_mcp::gateway::{DecideError, Verb};
     let verb = match verb.as_str() {
         "approve" => Verb::Approve,
         "reject" => Verb::Reject,

@@ -23,7 +23,7 @@ use warden_core::pipeline::Clock as _;
 use warden_core::principal::{CredentialKind, Principal, Provenance};
 use warden_core::time::Millis;
 use warden_mcp::Gateway;
-use warden_mcp::gateway::SystemClock;
+use warden_mcp::clock::SystemClock;
 use warden_mcp::secrets::Secrets;
 use warden_store::{AgentRun, TokenRequest};
 

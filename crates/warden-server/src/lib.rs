@@ -243,7 +243,7 @@ async fn metrics(State(state): State<Arc<AppState>>) -> Response {
             0.0
         });
         metrics::gauge!("warden_upstream_tools", "upstream" => u.spec.name.to_string())
-            .set(u.tools().len() as f64);
+            .set(u.offer().tools.len() as f64);
     }
     match metrics_handle() {
         Some(h) => (

@@ -1,4 +1,5 @@
-//! The direct path for `tools/call` to a Streamable HTTP upstream that speaks 2026-07-28.
+//! The HTTP exit: `tools/call` to a Streamable HTTP upstream that speaks 2026-07-28, sent by
+//! the calling task itself.
 //!
 //! That era is stateless: a call is one `POST` whose answer is a JSON body or an SSE stream
 //! carrying the call's own notifications and then its result; no session, no server-to-client
@@ -12,12 +13,15 @@
 //!
 //! The request is the one rmcp would send: the same `_meta` (protocol version, client info
 //! and capabilities, progress token) and the same standard headers (`MCP-Protocol-Version`,
-//! `Mcp-Method`, `Mcp-Name`). A tool whose input schema asks for `x-mcp-header` parameters,
-//! or whose name cannot travel as a bare header value, keeps going through rmcp, which
-//! implements those encodings.
+//! `Mcp-Method`, `Mcp-Name`). An upstream with a tool whose input schema asks for
+//! `x-mcp-header` parameters, or whose name cannot travel as a bare header value, keeps its
+//! calls on rmcp, which implements those encodings ([`HttpExit::new`] says no).
+//!
+//! For a plain `http://` URL the request goes over HTTP/1.1 on the calling task ([`pool`]);
+//! reqwest carries it otherwise.
 
 use std::borrow::Cow;
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -28,11 +32,19 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResult, InputRequiredResult, InputResponses, JsonObject,
     ProgressToken, ProtocolVersion, RequestMetaObject, ServerResult,
 };
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::value::RawValue;
+use warden_core::config::HttpSpec;
 use warden_core::tool::UpstreamTool;
 
-use crate::h1::H1Upstream;
-use crate::relay::{Downstream, Relay};
+use crate::client::{ClientContext, Relay, perform};
+use crate::secrets::Secrets;
+
+mod pool;
+
+use pool::H1Pool;
+pub use pool::serving_thread;
 
 /// Largest JSON answer read (the same bound as rmcp's client).
 const MAX_JSON_RESPONSE: usize = 16 * 1024 * 1024;
@@ -41,14 +53,14 @@ const MAX_SSE_RESPONSE: usize = 64 * 1024 * 1024;
 /// Largest error body read for its message.
 const MAX_ERROR_RESPONSE: usize = 64 * 1024;
 
-/// How an upstream is reached directly.
+/// How calls reach an HTTP upstream without rmcp.
 #[derive(Debug)]
-pub(crate) struct DirectHttp {
+pub(crate) struct HttpExit {
     client: reqwest::Client,
     url: reqwest::Url,
     /// The same upstream over HTTP/1.1 on the calling task, for a plain `http://` URL (see
-    /// [`crate::h1`]); reqwest otherwise.
-    h1: Option<H1Upstream>,
+    /// [`pool`]); reqwest otherwise.
+    h1: Option<H1Pool>,
     /// Configured headers plus the fixed ones of a `tools/call`.
     headers: HeaderMap,
     /// The `_meta` entries every request carries (protocol version, client info and
@@ -56,18 +68,47 @@ pub(crate) struct DirectHttp {
     meta: RequestMetaObject,
     /// [`Self::meta`] as JSON, written once: the `_meta` of every call that adds nothing to it.
     meta_json: Box<RawValue>,
-    /// Tools that must go through rmcp (see the module documentation).
-    via_rmcp: HashSet<String>,
     ids: AtomicU64,
 }
 
-/// Why a direct call produced no result.
+/// Why a call produced no result.
 #[derive(Debug)]
-pub(crate) enum DirectError {
+pub(crate) enum HttpCallError {
     /// The upstream answered with a JSON-RPC error: it executed the request and refused it.
     Refused(String),
     /// The upstream could not be reached or answered something that is not an answer.
     Transport(String),
+}
+
+/// The configured headers of an HTTP upstream, secrets resolved.
+pub(super) fn configured_headers(
+    http: &HttpSpec,
+    secrets: &Secrets,
+) -> Result<HashMap<HeaderName, HeaderValue>, String> {
+    let mut headers = HashMap::new();
+    for (k, v) in &http.headers {
+        let value = secrets.resolve(v)?;
+        let name = HeaderName::from_bytes(k.as_bytes())
+            .map_err(|_| format!("`{k}` is not a valid header name"))?;
+        let value = HeaderValue::from_str(&value)
+            .map_err(|_| format!("the value of header `{k}` is not valid"))?;
+        headers.insert(name, value);
+    }
+    Ok(headers)
+}
+
+/// rmcp's Streamable HTTP client for an upstream (connecting, listing, everything but the
+/// calls of this exit), on the process's pooled client ([`crate::http_client`]).
+pub(super) fn rmcp_transport(
+    http: &HttpSpec,
+    secrets: &Secrets,
+) -> Result<StreamableHttpClientTransport<reqwest::Client>, String> {
+    let config = StreamableHttpClientTransportConfig::with_uri(http.url.clone())
+        .custom_headers(configured_headers(http, secrets)?);
+    Ok(StreamableHttpClientTransport::with_client(
+        crate::http_client::shared()?,
+        config,
+    ))
 }
 
 /// Whether a tool name can be sent as a bare `Mcp-Name` value (rmcp base64-wraps the others).
@@ -83,18 +124,23 @@ fn mentions_param_headers(tool: &UpstreamTool) -> bool {
     tool.input_schema.as_str().contains("x-mcp-header")
 }
 
-impl DirectHttp {
-    /// The direct path for an upstream at `url` that negotiated `protocol`, or `None` when
-    /// that protocol needs rmcp (sessions: anything before 2026-07-28).
+impl HttpExit {
+    /// The exit for an upstream at `url` that negotiated `protocol` and offers `tools`, or
+    /// `None` when its calls need rmcp: a protocol with sessions (anything before 2026-07-28),
+    /// or a tool whose name or parameters need an encoding (see the module documentation).
     pub(crate) fn new(
         client: reqwest::Client,
         url: &str,
-        custom: &std::collections::HashMap<HeaderName, HeaderValue>,
+        custom: &HashMap<HeaderName, HeaderValue>,
         protocol: ProtocolVersion,
         info: &rmcp::model::ClientConfig,
         tools: &[UpstreamTool],
     ) -> Option<Self> {
-        if protocol < ProtocolVersion::V_2026_07_28 {
+        if protocol < ProtocolVersion::V_2026_07_28
+            || tools
+                .iter()
+                .any(|t| !bare_header_value(&t.name) || mentions_param_headers(t))
+        {
             return None;
         }
         let url = reqwest::Url::parse(url).ok()?;
@@ -122,27 +168,16 @@ impl DirectHttp {
         meta.set_protocol_version(protocol);
         meta.set_client_info(info.client_info.clone());
         meta.set_client_capabilities(info.capabilities.clone());
-        let via_rmcp = tools
-            .iter()
-            .filter(|t| !bare_header_value(&t.name) || mentions_param_headers(t))
-            .map(|t| t.name.to_string())
-            .collect();
         let meta_json = serde_json::value::to_raw_value(&meta).ok()?;
         Some(Self {
             client,
-            h1: H1Upstream::for_url(&url),
+            h1: H1Pool::for_url(&url),
             url,
             headers,
             meta,
             meta_json,
-            via_rmcp,
             ids: AtomicU64::new(1),
         })
-    }
-
-    /// Whether `tool` goes this way.
-    pub(crate) fn serves(&self, tool: &str) -> bool {
-        !self.via_rmcp.contains(tool) && bare_header_value(tool)
     }
 
     /// A new request id for this upstream.
@@ -156,18 +191,18 @@ impl DirectHttp {
         &self,
         id: u64,
         params: &CallToolRequestParams,
-        downstream: Option<&Downstream>,
-    ) -> Result<ServerResult, DirectError> {
-        let progress = downstream.and_then(|d| d.progress_token.as_ref()).map(|_| {
+        client: Option<&ClientContext>,
+    ) -> Result<ServerResult, HttpCallError> {
+        let progress = client.and_then(|c| c.progress_token.as_ref()).map(|_| {
             ProgressToken(rmcp::model::NumberOrString::String(
                 format!("warden-{id}").into(),
             ))
         });
         let encode = |e: serde_json::Error| {
-            DirectError::Transport(format!("cannot encode the request: {e}"))
+            HttpCallError::Transport(format!("cannot encode the request: {e}"))
         };
         let name = HeaderValue::from_str(&params.name)
-            .map_err(|_| DirectError::Transport("the tool name is not a valid header".into()))?;
+            .map_err(|_| HttpCallError::Transport("the tool name is not a valid header".into()))?;
         let body = serde_json::to_vec(&Envelope {
             jsonrpc: "2.0",
             id,
@@ -187,21 +222,21 @@ impl DirectHttp {
                 error: Some(error), ..
             }) = serde_json::from_slice::<Message>(&body)
             {
-                return Err(DirectError::Refused(error.message.into()));
+                return Err(HttpCallError::Refused(error.message.into()));
             }
-            return Err(DirectError::Transport(format!("HTTP {status}")));
+            return Err(HttpCallError::Transport(format!("HTTP {status}")));
         }
         match content_type.as_str() {
             "application/json" => {
                 let body = read_limited(answer, MAX_JSON_RESPONSE)
                     .await
-                    .map_err(DirectError::Transport)?;
+                    .map_err(HttpCallError::Transport)?;
                 let message: Message = serde_json::from_slice(&body).map_err(|e| {
-                    DirectError::Transport(format!("the answer is not JSON-RPC: {e}"))
+                    HttpCallError::Transport(format!("the answer is not JSON-RPC: {e}"))
                 })?;
-                message
-                    .answer(id)
-                    .unwrap_or_else(|_| Err(DirectError::Transport("no answer to the call".into())))
+                message.answer(id).unwrap_or_else(|_| {
+                    Err(HttpCallError::Transport("no answer to the call".into()))
+                })
             }
             "text/event-stream" => {
                 let mut seen = 0usize;
@@ -219,7 +254,7 @@ impl DirectHttp {
                 let mut events = sse_stream::SseStream::from_bytes_stream(bytes);
                 while let Some(event) = events.next().await {
                     let event = event.map_err(|e| {
-                        DirectError::Transport(format!("the answer stream failed: {e}"))
+                        HttpCallError::Transport(format!("the answer stream failed: {e}"))
                     })?;
                     let Some(data) = event.data.filter(|d| !d.trim().is_empty()) else {
                         continue;
@@ -231,15 +266,15 @@ impl DirectHttp {
                     match message.answer(id) {
                         Ok(answer) => return answer,
                         Err(message) => {
-                            relay_notification(*message, progress.as_ref(), downstream).await;
+                            relay_notification(*message, progress.as_ref(), client).await;
                         }
                     }
                 }
-                Err(DirectError::Transport(
+                Err(HttpCallError::Transport(
                     "the answer stream ended before the result".into(),
                 ))
             }
-            other => Err(DirectError::Transport(format!(
+            other => Err(HttpCallError::Transport(format!(
                 "unexpected answer of type `{other}` (HTTP {status})"
             ))),
         }
@@ -272,7 +307,7 @@ impl DirectHttp {
         &self,
         name: HeaderValue,
         body: Bytes,
-    ) -> Result<(StatusCode, String, Answer<'_>), DirectError> {
+    ) -> Result<(StatusCode, String, Answer<'_>), HttpCallError> {
         let headers = || {
             let mut headers = self.headers.clone();
             headers.insert(HeaderName::from_static("mcp-name"), name.clone());
@@ -282,7 +317,7 @@ impl DirectHttp {
             let (status, answer_headers, stream) = h1
                 .post(headers(), body.clone())
                 .await
-                .map_err(DirectError::Transport)?;
+                .map_err(HttpCallError::Transport)?;
             let repeat = matches!(
                 status,
                 StatusCode::TEMPORARY_REDIRECT | StatusCode::PERMANENT_REDIRECT
@@ -298,7 +333,7 @@ impl DirectHttp {
             .body(body)
             .send()
             .await
-            .map_err(|e| DirectError::Transport(transport_error(&e)))?;
+            .map_err(|e| HttpCallError::Transport(transport_error(&e)))?;
         let status = response.status();
         let content_type = content_type(response.headers());
         let stream = response.bytes_stream().map(|chunk| {
@@ -341,7 +376,7 @@ fn transport_error(e: &reqwest::Error) -> String {
     text
 }
 
-/// An answer's body, from reqwest or from [`crate::h1`].
+/// An answer's body, from reqwest or from [`pool`].
 type Answer<'a> = Pin<Box<dyn Stream<Item = Result<Bytes, String>> + Send + 'a>>;
 
 /// The media type of an answer, lowercase, without parameters.
@@ -425,7 +460,7 @@ struct Message {
 
 impl Message {
     /// The answer to request `id`, when this message is it (else the message itself).
-    fn answer(self, id: u64) -> Result<Result<ServerResult, DirectError>, Box<Self>> {
+    fn answer(self, id: u64) -> Result<Result<ServerResult, HttpCallError>, Box<Self>> {
         if self.method.is_some() || self.id.as_ref().and_then(serde_json::Value::as_u64) != Some(id)
         {
             // A JSON-RPC error without an id answers the request it could not read.
@@ -435,15 +470,15 @@ impl Message {
                     id: None,
                     error: Some(error),
                     ..
-                } => Ok(Err(DirectError::Refused(error.message.into()))),
+                } => Ok(Err(HttpCallError::Refused(error.message.into()))),
                 other => Err(Box::new(other)),
             };
         }
         if let Some(error) = self.error {
-            return Ok(Err(DirectError::Refused(error.message.into())));
+            return Ok(Err(HttpCallError::Refused(error.message.into())));
         }
         let Some(result) = self.result else {
-            return Ok(Err(DirectError::Transport(
+            return Ok(Err(HttpCallError::Transport(
                 "the answer has neither a result nor an error".into(),
             )));
         };
@@ -454,11 +489,11 @@ impl Message {
         Ok(if input_required {
             serde_json::from_value::<InputRequiredResult>(result)
                 .map(ServerResult::InputRequiredResult)
-                .map_err(|e| DirectError::Transport(format!("not an input_required result: {e}")))
+                .map_err(|e| HttpCallError::Transport(format!("not an input_required result: {e}")))
         } else {
             serde_json::from_value::<CallToolResult>(result)
                 .map(ServerResult::CallToolResult)
-                .map_err(|e| DirectError::Transport(format!("not a tools/call result: {e}")))
+                .map_err(|e| HttpCallError::Transport(format!("not a tools/call result: {e}")))
         })
     }
 }
@@ -472,7 +507,7 @@ impl Message {
 async fn relay_notification(
     message: Message,
     progress: Option<&ProgressToken>,
-    downstream: Option<&Downstream>,
+    client: Option<&ClientContext>,
 ) {
     let (Some(method), Some(params)) = (message.method, message.params) else {
         return;
@@ -496,7 +531,7 @@ async fn relay_notification(
         }
         _ => return,
     };
-    crate::relay::perform(downstream, relay).await;
+    perform(client, relay).await;
 }
 
 #[cfg(test)]
@@ -512,6 +547,40 @@ mod tests {
         assert!(!bare_header_value("caf\u{e9}"));
         assert!(!bare_header_value("=?base64?abc?="));
         assert!(!bare_header_value(""));
+    }
+
+    /// The exit is chosen per upstream: one tool that needs rmcp's encodings keeps every call
+    /// of its upstream on rmcp, as does a protocol with sessions.
+    #[test]
+    fn an_upstream_with_a_tool_that_needs_an_encoding_gets_no_http_exit() {
+        let tool = |name: &str, schema: serde_json::Value| UpstreamTool {
+            name: name.to_owned(),
+            title: None,
+            description: None,
+            input_schema: warden_core::schema::SchemaText::new(schema.as_object().unwrap()),
+            output_schema: None,
+            annotations: None,
+        };
+        let plain = tool("read", serde_json::json!({"type": "object"}));
+        let exit = |protocol: ProtocolVersion, tools: &[UpstreamTool]| {
+            HttpExit::new(
+                reqwest::Client::new(),
+                "http://127.0.0.1:1/mcp",
+                &HashMap::new(),
+                protocol,
+                &rmcp::model::ClientConfig::default(),
+                tools,
+            )
+        };
+        assert!(exit(ProtocolVersion::V_2026_07_28, std::slice::from_ref(&plain)).is_some());
+        assert!(exit(ProtocolVersion::V_2025_11_25, std::slice::from_ref(&plain)).is_none());
+        let named = tool("caf\u{e9}", serde_json::json!({"type": "object"}));
+        assert!(exit(ProtocolVersion::V_2026_07_28, &[plain.clone(), named]).is_none());
+        let headed = tool(
+            "find",
+            serde_json::json!({"type": "object", "properties": {"q": {"type": "string", "x-mcp-header": "Query"}}}),
+        );
+        assert!(exit(ProtocolVersion::V_2026_07_28, &[plain, headed]).is_none());
     }
 
     #[test]
@@ -539,14 +608,14 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"bad"}}"#,
         )
         .unwrap();
-        assert!(matches!(refused.answer(7), Ok(Err(DirectError::Refused(m))) if m == "bad"));
+        assert!(matches!(refused.answer(7), Ok(Err(HttpCallError::Refused(m))) if m == "bad"));
         let unreadable: Message = serde_json::from_str(
             r#"{"jsonrpc":"2.0","error":{"code":-32700,"message":"parse error"}}"#,
         )
         .unwrap();
         assert!(matches!(
             unreadable.answer(7),
-            Ok(Err(DirectError::Refused(_)))
+            Ok(Err(HttpCallError::Refused(_)))
         ));
         let note: Message = serde_json::from_str(
             r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1}}"#,
@@ -559,7 +628,7 @@ mod tests {
     /// call with the fixed entries merged in (the form this path had before), in every case.
     #[test]
     fn call_params_are_what_rmcp_writes() {
-        let direct = DirectHttp::new(
+        let exit = HttpExit::new(
             reqwest::Client::new(),
             "http://127.0.0.1:1/mcp",
             &std::collections::HashMap::new(),
@@ -581,11 +650,11 @@ mod tests {
         let token = ProgressToken(rmcp::model::NumberOrString::String("warden-3".into()));
         for params in [&bare, &full, &own_meta] {
             for progress in [None, Some(&token)] {
-                let written = direct.call_meta(params, progress).unwrap();
+                let written = exit.call_meta(params, progress).unwrap();
                 let ours = serde_json::to_value(CallParams::new(params, &written)).unwrap();
                 let mut theirs = params.clone();
                 let mut meta = theirs.meta.take().unwrap_or_default();
-                meta.extend(direct.meta.clone());
+                meta.extend(exit.meta.clone());
                 if let Some(token) = progress {
                     meta.set_progress_token(token.clone());
                 }
@@ -637,8 +706,8 @@ mod redirects {
         (url, hits)
     }
 
-    fn direct(url: &str) -> DirectHttp {
-        let direct = DirectHttp::new(
+    fn exit(url: &str) -> HttpExit {
+        let exit = HttpExit::new(
             crate::http_client::upstream_http_client().unwrap(),
             url,
             &std::collections::HashMap::new(),
@@ -648,32 +717,32 @@ mod redirects {
         )
         .unwrap();
         assert!(
-            direct.h1.is_some(),
-            "a plain http:// upstream goes through h1"
+            exit.h1.is_some(),
+            "a plain http:// upstream goes through the pool"
         );
-        direct
+        exit
     }
 
     #[tokio::test]
     async fn a_307_is_repeated_by_reqwest_and_any_other_redirect_is_the_answer() {
         // 307: not executed, to be repeated: reqwest repeats it and follows it.
         let (url, hits) = upstream(Status::TEMPORARY_REDIRECT).await;
-        let answer = direct(&url)
+        let answer = exit(&url)
             .call(1, &CallToolRequestParams::new("t"), None)
             .await;
         assert!(matches!(answer, Ok(ServerResult::CallToolResult(_))));
         assert_eq!(
             hits.load(Ordering::SeqCst),
             2,
-            "once by h1, once by reqwest"
+            "once by the pool, once by reqwest"
         );
         // 303: the upstream may have executed it; it is not sent again.
         let (url, hits) = upstream(Status::SEE_OTHER).await;
-        let answer = direct(&url)
+        let answer = exit(&url)
             .call(1, &CallToolRequestParams::new("t"), None)
             .await;
         assert!(
-            matches!(&answer, Err(DirectError::Transport(m)) if m == "HTTP 303 See Other"),
+            matches!(&answer, Err(HttpCallError::Transport(m)) if m == "HTTP 303 See Other"),
             "{answer:?}"
         );
         assert_eq!(hits.load(Ordering::SeqCst), 1);

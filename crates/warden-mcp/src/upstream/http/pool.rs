@@ -7,6 +7,16 @@
 //! waits for its answer, so the socket's readiness wakes the caller directly. hyper does all
 //! the HTTP; this module only owns the idle connections and polls them.
 //!
+//! Why not hyper-util's pool: its legacy `Client` runs every connection on a task of its own —
+//! the hand-off this module exists to avoid. Its composable `client::pool::Cache` (0.1.21,
+//! feature `client-pool`) could hold connections like these, but it keeps no idle timeout yet
+//! (`on_idle` is a to-do in its source), and while a caller waits for an idle connection it
+//! races a new connect, handing the loser to an executor: more connections and a task hop
+//! where this module has neither. What is left to own here is small: a list of idle
+//! connections per serving thread (a connection's socket is registered with the runtime of the
+//! thread that opened it), their idle timeout, and reuse only after an answer was read to its
+//! end.
+//!
 //! A connection is reused only after its answer was read to the end; one whose answer was
 //! abandoned (a cancelled call) is closed. A request is retried on another connection only
 //! when hyper hands it back unsent (the pooled connection turned out closed), never once it
@@ -100,7 +110,7 @@ impl Link {
 }
 
 /// The idle connections to one `http://` upstream.
-pub(crate) struct H1Upstream {
+pub(super) struct H1Pool {
     /// `host:port`, to connect to.
     address: String,
     /// The `Host` header.
@@ -112,9 +122,9 @@ pub(crate) struct H1Upstream {
     idle: Mutex<Vec<VecDeque<(Link, Instant)>>>,
 }
 
-impl std::fmt::Debug for H1Upstream {
+impl std::fmt::Debug for H1Pool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("H1Upstream")
+        f.debug_struct("H1Pool")
             .field("address", &self.address)
             .field("target", &self.target)
             .finish_non_exhaustive()
@@ -128,10 +138,10 @@ fn proxy_configured() -> bool {
         .any(|k| std::env::var_os(k).is_some_and(|v| !v.is_empty()))
 }
 
-impl H1Upstream {
+impl H1Pool {
     /// For a plain `http://` URL without credentials when no proxy is configured; `None`
     /// otherwise (reqwest then carries the calls).
-    pub(crate) fn for_url(url: &reqwest::Url) -> Option<Self> {
+    pub(super) fn for_url(url: &reqwest::Url) -> Option<Self> {
         if url.scheme() != "http"
             || !url.username().is_empty()
             || url.password().is_some()
@@ -214,11 +224,11 @@ impl H1Upstream {
 
     /// `POST`s `body` with `headers` and returns the answer's status, headers and body. The
     /// body must be read to its end for the connection to be reused.
-    pub(crate) async fn post(
+    pub(super) async fn post(
         &self,
         mut headers: HeaderMap,
         body: Bytes,
-    ) -> Result<(StatusCode, HeaderMap, H1Body<'_>), String> {
+    ) -> Result<(StatusCode, HeaderMap, PooledBody<'_>), String> {
         // A `Host` of the upstream's configured headers is kept, as reqwest keeps it.
         headers
             .entry(http::header::HOST)
@@ -249,7 +259,7 @@ impl H1Upstream {
                     return Ok((
                         parts.status,
                         parts.headers,
-                        H1Body {
+                        PooledBody {
                             link: Some(link),
                             incoming,
                             upstream: self,
@@ -267,13 +277,13 @@ impl H1Upstream {
 
 /// An answer's body, read on the calling task; its connection goes back to the idle ones
 /// when the body was read to the end.
-pub(crate) struct H1Body<'a> {
+pub(super) struct PooledBody<'a> {
     link: Option<Link>,
     incoming: Incoming,
-    upstream: &'a H1Upstream,
+    upstream: &'a H1Pool,
 }
 
-impl Stream for H1Body<'_> {
+impl Stream for PooledBody<'_> {
     type Item = Result<Bytes, String>;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
@@ -374,7 +384,7 @@ mod tests {
         (reqwest::Url::parse(&url).unwrap(), accepted, closed)
     }
 
-    async fn post(upstream: &H1Upstream) -> String {
+    async fn post(upstream: &H1Pool) -> String {
         let (status, _, mut body) = upstream
             .post(HeaderMap::new(), Bytes::from_static(b"{}"))
             .await
@@ -390,7 +400,7 @@ mod tests {
     #[tokio::test]
     async fn a_connection_read_to_the_end_is_reused() {
         let (url, accepted, _) = server(10).await;
-        let upstream = H1Upstream::for_url(&url).unwrap();
+        let upstream = H1Pool::for_url(&url).unwrap();
         for _ in 0..3 {
             assert_eq!(post(&upstream).await, "hello");
         }
@@ -400,7 +410,7 @@ mod tests {
     #[tokio::test]
     async fn a_pooled_connection_the_upstream_closed_is_replaced_unsent() {
         let (url, accepted, closed) = server(1).await;
-        let upstream = H1Upstream::for_url(&url).unwrap();
+        let upstream = H1Pool::for_url(&url).unwrap();
         assert_eq!(post(&upstream).await, "hello");
         // Wait until the server closed it (on loopback its FIN is here when `close` returns).
         while closed.load(Ordering::SeqCst) == 0 {
@@ -413,7 +423,7 @@ mod tests {
     #[tokio::test]
     async fn an_abandoned_answer_closes_its_connection() {
         let (url, accepted, _) = server(10).await;
-        let upstream = H1Upstream::for_url(&url).unwrap();
+        let upstream = H1Pool::for_url(&url).unwrap();
         let (_, _, body) = upstream
             .post(HeaderMap::new(), Bytes::from_static(b"{}"))
             .await
@@ -426,10 +436,10 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_serving_thread_reuses_only_the_connections_it_opened() {
         let (url, accepted, _) = server(10).await;
-        let upstream = H1Upstream::for_url(&url).unwrap();
+        let upstream = H1Pool::for_url(&url).unwrap();
         let count = accepted.clone();
         // Two serving threads, each with its own runtime; the server runs on this one.
-        let call = |upstream: &H1Upstream, runtime: &tokio::runtime::Runtime| {
+        let call = |upstream: &H1Pool, runtime: &tokio::runtime::Runtime| {
             assert_eq!(runtime.block_on(post(upstream)), "hello");
         };
         let runtime = || {
@@ -483,14 +493,14 @@ mod tests {
     #[test]
     fn only_plain_http_without_credentials_goes_this_way() {
         let url = |u: &str| reqwest::Url::parse(u).unwrap();
-        let plain = H1Upstream::for_url(&url("http://localhost/mcp")).unwrap();
+        let plain = H1Pool::for_url(&url("http://localhost/mcp")).unwrap();
         assert_eq!(plain.address, "localhost:80");
         assert_eq!(plain.host, "localhost");
-        let v6 = H1Upstream::for_url(&url("http://[::1]:8080/a/b")).unwrap();
+        let v6 = H1Pool::for_url(&url("http://[::1]:8080/a/b")).unwrap();
         assert_eq!(v6.address, "[::1]:8080");
         assert_eq!(v6.host, "[::1]:8080");
         assert_eq!(v6.target, "/a/b");
-        assert!(H1Upstream::for_url(&url("https://localhost/mcp")).is_none());
-        assert!(H1Upstream::for_url(&url("http://u:p@localhost/mcp")).is_none());
+        assert!(H1Pool::for_url(&url("https://localhost/mcp")).is_none());
+        assert!(H1Pool::for_url(&url("http://u:p@localhost/mcp")).is_none());
     }
 }

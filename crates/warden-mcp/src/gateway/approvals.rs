@@ -19,11 +19,14 @@ use warden_core::authority::Authority;
 use warden_core::capability::APPROVALS_DECIDE;
 use warden_core::contract::{ToolOutput, Verdict};
 use warden_core::decision::{Decision, Purpose, decide};
-use warden_core::pipeline::{ApprovedCall, Clock as _, Pipeline};
+use warden_core::pipeline::{ApprovedCall, Clock as _};
 use warden_core::principal::{Credential, PrincipalRef, Provenance};
 use warden_store::{Approval, ApprovalFilter, Transition};
 
-use crate::gateway::{Gateway, GatewayExecutor, SystemClock};
+use super::authority::Authorities;
+use super::execution::GatewayExecutor;
+use super::live::Live;
+use crate::clock::SystemClock;
 
 /// A decision on a parked call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,9 +92,32 @@ fn reference_of(credential: &Credential) -> String {
 /// by replicas).
 const EXECUTION_LEASE: Duration = Duration::from_secs(120);
 
-impl Gateway {
+/// Deciding and executing parked calls, over the live snapshot.
+#[derive(Debug)]
+pub(super) struct Approvals<'a> {
+    pub(super) live: &'a Live,
+    pub(super) authorities: &'a Authorities,
+}
+
+impl Approvals<'_> {
+    fn authority(
+        &self,
+        credential: &Credential,
+    ) -> Result<std::sync::Arc<Authority>, warden_core::authority::AuthorityError> {
+        self.authorities
+            .authority(&self.live.snapshot(), credential, None)
+    }
+
+    fn store(&self) -> &std::sync::Arc<warden_store::Store> {
+        &self.live.store
+    }
+
+    fn snapshot(&self) -> std::sync::Arc<super::live::Snapshot> {
+        self.live.snapshot()
+    }
+
     /// Decides a parked call as `decider`.
-    pub async fn decide_approval(
+    pub(super) async fn decide(
         &self,
         id: &str,
         decider: &Credential,
@@ -99,7 +125,7 @@ impl Gateway {
         reason: Option<String>,
     ) -> Result<Approval, DecideError> {
         let authority = self
-            .authority(decider, None)
+            .authority(decider)
             .map_err(|e| DecideError::Forbidden(e.to_string()))?;
         if !authority.holds(APPROVALS_DECIDE) {
             return Err(DecideError::Forbidden(format!(
@@ -320,7 +346,7 @@ impl Gateway {
                 .await;
                 return;
             }
-            (Ok(requester), Some(decider)) => match self.authority(decider, None) {
+            (Ok(requester), Some(decider)) => match self.authority(decider) {
                 Ok(d) => requester.intersect(&d),
                 Err(e) => {
                     let _ = store
@@ -354,16 +380,10 @@ impl Gateway {
             return;
         }
         let executor = GatewayExecutor {
-            gateway: self,
+            live: self.live,
             snapshot: &snapshot,
         };
-        let pipeline = Pipeline {
-            audit: store.as_ref(),
-            counters: store.as_ref(),
-            clock: &SystemClock,
-            executor: &executor,
-            approvals: store.as_ref(),
-        };
+        let pipeline = self.live.pipeline(&executor);
         let decided_by = decider.map(|d| d.principal.to_string());
         let outcome = pipeline
             .execute_approved(
@@ -377,7 +397,7 @@ impl Gateway {
                     tool: &approval.tool,
                     args: parse_args(approval.args.as_deref()),
                     decided_by: decided_by.as_deref(),
-                    context: (),
+                    context: None,
                 },
             )
             .await;
@@ -422,7 +442,7 @@ impl Gateway {
     /// veto window passed, resume approved actions whose decider stopped before executing,
     /// and mark executions interrupted by a crash as failed. `startup` treats every execution
     /// in progress as interrupted (an embedded store has one server).
-    pub async fn sweep_approvals(&self, startup: bool) {
+    pub(super) async fn sweep(&self, startup: bool) {
         let store = self.store();
         let now = SystemClock.now().0;
         let due = |status: &str, due_before: Option<i64>| ApprovalFilter {

@@ -1,0 +1,112 @@
+//! The calling client's side of a call (XPORT-4): where what an upstream sends while the call
+//! runs — progress, log messages, elicitation and sampling requests — goes, and the client's
+//! cancellation.
+//!
+//! The handler builds a [`ClientContext`] for every `tools/call` and it travels with the call
+//! as a value: in the pipeline's request, to the execution, to the upstream's exit. Relays are
+//! performed by the call's own task, so that on Streamable HTTP they ride the stream of the
+//! request that caused them.
+
+// Sampling and logging are deprecated for the 2026 protocol but still part of 2025-11-25,
+// which most clients and servers speak.
+#![allow(deprecated, reason = "relaying 2025-11-25 sampling and logging")]
+
+use rmcp::RoleServer;
+use rmcp::model::{
+    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
+    InputResponses, LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken,
+};
+use rmcp::service::Peer;
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+/// The calling client's side of one call.
+#[derive(Clone, Debug)]
+pub struct ClientContext {
+    /// The client.
+    pub peer: Peer<RoleServer>,
+    /// The client's progress token for this call, if it asked for progress.
+    pub progress_token: Option<ProgressToken>,
+    /// Fires when the client cancels the call.
+    pub cancel: CancellationToken,
+    /// The run, for the audit trail of relays.
+    pub run_id: String,
+    /// The client speaks 2026-07-28 (stateless): it takes `input_required` results and cannot
+    /// be sent server-to-client requests.
+    pub stateless: bool,
+    /// The client's answers to an earlier `input_required` result (2026-07-28 retry).
+    pub retry: Option<Retry>,
+}
+
+/// A 2026-07-28 retry of a call that needed input: the client's answers and the upstream's
+/// opaque state, passed to the upstream as they came.
+#[derive(Clone, Debug)]
+pub struct Retry {
+    /// `inputResponses`.
+    pub input_responses: InputResponses,
+    /// `requestState`.
+    pub request_state: Option<String>,
+}
+
+/// Something an upstream sends during a call, for the calling client.
+#[derive(Debug)]
+pub enum Relay {
+    /// `notifications/progress`.
+    Progress(ProgressNotificationParam),
+    /// `notifications/message`.
+    Log(LoggingMessageNotificationParam),
+    /// `elicitation/create`.
+    Elicit(
+        ElicitRequestParams,
+        oneshot::Sender<Result<ElicitResult, rmcp::ErrorData>>,
+    ),
+    /// `sampling/createMessage`.
+    Sample(
+        Box<CreateMessageRequestParams>,
+        oneshot::Sender<Result<CreateMessageResult, rmcp::ErrorData>>,
+    ),
+}
+
+/// Performs a relay on the client side of the call (in the call's own task); with no client
+/// attached, notifications are dropped and requests refused.
+pub async fn perform(client: Option<&ClientContext>, relay: Relay) {
+    match relay {
+        Relay::Progress(mut p) => {
+            if let Some(c) = client
+                && let Some(token) = &c.progress_token
+            {
+                p.progress_token = token.clone();
+                let _ = c.peer.notify_progress(p).await;
+            }
+        }
+        Relay::Log(l) => {
+            if let Some(c) = client {
+                let _ = c.peer.notify_logging_message(l).await;
+            }
+        }
+        Relay::Elicit(params, reply) => {
+            let answer = match client {
+                Some(c) => c.peer.create_elicitation(params).await.map_err(|e| {
+                    rmcp::ErrorData::internal_error(
+                        format!("the client did not answer the elicitation: {e}"),
+                        None,
+                    )
+                }),
+                None => Err(rmcp::ErrorData::internal_error("no client to ask", None)),
+            };
+            let _ = reply.send(answer);
+        }
+        Relay::Sample(params, reply) => {
+            let answer = match client {
+                Some(c) => c.peer.create_message(*params).await.map_err(|e| {
+                    rmcp::ErrorData::internal_error(
+                        format!("the client did not answer the sampling request: {e}"),
+                        None,
+                    )
+                }),
+                None => Err(rmcp::ErrorData::internal_error("no client to ask", None)),
+            };
+            let _ = reply.send(answer);
+        }
+    }
+}

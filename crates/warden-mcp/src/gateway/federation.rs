@@ -1,0 +1,212 @@
+//! Read-only federation (FED-2): the prompts, resources and completions a run may read — the
+//! knowledge of its projects and what the upstreams of the projects whose tools it may use
+//! offer — routed to the upstream that owns each. Unknown and unreadable names answer alike.
+
+#![allow(
+    deprecated,
+    reason = "logging is still part of the 2025-11-25 protocol"
+)]
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResponse, Prompt,
+    ReadResourceRequestParams, ReadResourceResponse, Reference, Resource, ResourceTemplate,
+    SetLevelRequestParams,
+};
+use serde_json::{Map, Value};
+use warden_core::authority::Authority;
+use warden_core::tool::catalog_name;
+
+use super::live::{Live, prefix};
+use crate::knowledge;
+use crate::upstream::UpstreamSlot;
+
+impl Live {
+    /// Upstreams whose prompts and resources the run may read: those of projects whose tools
+    /// it may use (the same project authority).
+    fn readable_upstreams(&self, authority: &Authority) -> Vec<Arc<UpstreamSlot>> {
+        if authority.withheld.is_some() {
+            return Vec::new();
+        }
+        self.upstreams
+            .all()
+            .into_iter()
+            .filter(|u| authority.projects.contains_key(&u.spec.project))
+            .collect()
+    }
+
+    /// `prompts/list`: the knowledge projects' prompts (`<project>/<prompt>`) and the prompts
+    /// of readable upstreams (`<upstream>__<prompt>`).
+    pub(super) fn prompts(&self, authority: &Authority) -> Vec<Prompt> {
+        let mut prompts = knowledge::project_prompts(&self.peek().policy, authority);
+        for slot in self.readable_upstreams(authority) {
+            let prefix = prefix(&slot.spec);
+            prompts.extend(slot.offer().prompts.iter().map(|p| {
+                let mut p = p.clone();
+                p.name = catalog_name(&prefix, &p.name);
+                p
+            }));
+        }
+        prompts
+    }
+
+    /// `prompts/get`.
+    pub(super) async fn get_prompt(
+        &self,
+        authority: &Authority,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+    ) -> Result<GetPromptResponse, rmcp::ErrorData> {
+        if let Some(p) = knowledge::project_prompt(&self.peek().policy, authority, name) {
+            return Ok(p.into());
+        }
+        for slot in self.readable_upstreams(authority) {
+            let prefix = prefix(&slot.spec);
+            let own = slot
+                .offer()
+                .prompts
+                .iter()
+                .find(|p| catalog_name(&prefix, &p.name) == name)
+                .map(|p| p.name.clone());
+            if let Some(own) = own {
+                let mut params = GetPromptRequestParams::new(own);
+                if let Some(args) = arguments {
+                    params = params.with_arguments(args);
+                }
+                return slot.get_prompt(params).await;
+            }
+        }
+        Err(rmcp::ErrorData::invalid_params(
+            format!("unknown prompt `{name}`"),
+            None,
+        ))
+    }
+
+    /// `resources/list`: the knowledge projects' documents and the resources of readable
+    /// upstreams.
+    pub(super) fn resources(&self, authority: &Authority) -> Vec<Resource> {
+        let mut resources = knowledge::project_documents(&self.peek().policy, authority);
+        for slot in self.readable_upstreams(authority) {
+            resources.extend(slot.offer().resources.iter().cloned());
+        }
+        resources
+    }
+
+    /// `resources/read`.
+    pub(super) async fn read_resource(
+        &self,
+        authority: &Authority,
+        uri: &str,
+    ) -> Result<ReadResourceResponse, rmcp::ErrorData> {
+        if let Some(r) = knowledge::project_document(&self.peek().policy, authority, uri) {
+            return Ok(r.into());
+        }
+        match self.resource_owner(authority, uri) {
+            Some(slot) => {
+                slot.read_resource(ReadResourceRequestParams::new(uri.to_owned()))
+                    .await
+            }
+            None => Err(rmcp::ErrorData::resource_not_found(
+                format!("unknown resource `{uri}`"),
+                None,
+            )),
+        }
+    }
+
+    /// The readable upstream a resource URI belongs to: one that lists it, else one whose
+    /// template it matches.
+    fn resource_owner(&self, authority: &Authority, uri: &str) -> Option<Arc<UpstreamSlot>> {
+        let readable = self.readable_upstreams(authority);
+        readable
+            .iter()
+            .find(|s| s.offer().resources.iter().any(|r| r.uri == uri))
+            .or_else(|| readable.iter().find(|s| s.owns(uri)))
+            .cloned()
+    }
+
+    /// `resources/templates/list`: the templates of readable upstreams.
+    pub(super) fn resource_templates(&self, authority: &Authority) -> Vec<ResourceTemplate> {
+        self.readable_upstreams(authority)
+            .iter()
+            .flat_map(|s| s.offer().templates.clone())
+            .collect()
+    }
+
+    /// `resources/subscribe`: the session hears `notifications/resources/updated` for `uri`.
+    pub(super) async fn subscribe(
+        &self,
+        authority: &Authority,
+        uri: &str,
+        session: &str,
+        client: rmcp::service::Peer<rmcp::RoleServer>,
+    ) -> Result<(), rmcp::ErrorData> {
+        match self.resource_owner(authority, uri) {
+            Some(slot) => slot.subscribe(uri, session, client).await,
+            None => Err(rmcp::ErrorData::resource_not_found(
+                format!("unknown resource `{uri}`"),
+                None,
+            )),
+        }
+    }
+
+    /// `resources/unsubscribe`.
+    pub(super) async fn unsubscribe(
+        &self,
+        authority: &Authority,
+        uri: &str,
+        session: &str,
+    ) -> Result<(), rmcp::ErrorData> {
+        match self.resource_owner(authority, uri) {
+            Some(slot) => slot.unsubscribe(uri, session).await,
+            None => Ok(()),
+        }
+    }
+
+    /// `completion/complete`, forwarded to the readable upstream that owns the prompt or the
+    /// resource template; project prompts and unknown references complete to nothing.
+    pub(super) async fn complete(
+        &self,
+        authority: &Authority,
+        mut params: CompleteRequestParams,
+    ) -> Result<CompleteResult, rmcp::ErrorData> {
+        let owner = match &mut params.r#ref {
+            Reference::Prompt(prompt) => {
+                self.readable_upstreams(authority)
+                    .into_iter()
+                    .find_map(|slot| {
+                        let prefix = prefix(&slot.spec);
+                        let own = slot
+                            .offer()
+                            .prompts
+                            .iter()
+                            .find(|p| catalog_name(&prefix, &p.name) == prompt.name)
+                            .map(|p| p.name.clone())?;
+                        prompt.name = own;
+                        Some(slot)
+                    })
+            }
+            Reference::Resource(template) => {
+                self.readable_upstreams(authority).into_iter().find(|slot| {
+                    slot.offer()
+                        .templates
+                        .iter()
+                        .any(|t| t.uri_template == template.uri)
+                })
+            }
+            // A kind of reference this build does not know: nothing to complete.
+            _ => None,
+        };
+        match owner {
+            Some(slot) => slot.complete(params).await,
+            None => Ok(CompleteResult::default()),
+        }
+    }
+
+    /// `logging/setLevel`, forwarded to the upstreams whose tools the run may use.
+    pub(super) async fn set_log_level(&self, authority: &Authority, params: SetLevelRequestParams) {
+        for slot in self.readable_upstreams(authority) {
+            slot.set_log_level(params.clone()).await;
+        }
+    }
+}

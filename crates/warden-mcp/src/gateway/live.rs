@@ -1,0 +1,274 @@
+//! What the gateway knows now, kept live: the policy, the federated catalog and the credential
+//! table in one immutable [`Snapshot`], replaced whole.
+//!
+//! A watcher polls the store's revision (every 250 ms by default) and swaps in a new snapshot
+//! when another process — the CLI with `--data-dir`, another replica — changed configuration
+//! or credentials (STORE-1b); upstream events (a tool list changed, an upstream went down)
+//! rebuild the catalog. When the store cannot be reached, runs keep their knowledge and get no
+//! tools (RUN-4).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use arc_swap::ArcSwap;
+use tokio::sync::{broadcast, mpsc};
+use tokio_util::sync::CancellationToken;
+use warden_core::config::{Config, Kind, Resource, UpstreamSpec};
+use warden_core::policy::Policy;
+use warden_core::principal::{Credential, TokenHash};
+use warden_core::tool::{Catalog, ToolDescriptor, catalog_name, matching_policy};
+use warden_store::{Store, StoreError};
+
+use crate::upstream::{UpstreamEvent, UpstreamStatus, Upstreams};
+
+/// What the gateway knows at one instant. Immutable; replaced whole.
+#[derive(Debug)]
+pub struct Snapshot {
+    /// The store revision it was built from.
+    pub revision: u64,
+    /// The policy.
+    pub policy: Arc<Policy>,
+    /// The federated catalog.
+    pub catalog: Arc<Catalog>,
+    pub(super) credentials: Arc<HashMap<TokenHash, Credential>>,
+    /// Whether the store answered the last poll; when not, runs get no tools (RUN-4).
+    pub store_ok: bool,
+    /// Whether a configuration was ever loaded; when not, runs get no tools (RUN-4).
+    pub loaded: bool,
+}
+
+impl Snapshot {
+    fn empty() -> Self {
+        Self {
+            revision: 0,
+            policy: Arc::new(Policy::default()),
+            catalog: Arc::new(Catalog::default()),
+            credentials: Arc::new(HashMap::new()),
+            store_ok: false,
+            loaded: false,
+        }
+    }
+
+    /// A credential by its public id (revoked and expired ones included), for resolving the
+    /// requester of a parked call.
+    pub fn credential_by_id(&self, id: &str) -> Option<Credential> {
+        self.credentials.values().find(|c| c.id == id).cloned()
+    }
+
+    /// A credential by the hash of its secret.
+    pub(super) fn credential(&self, hash: &TokenHash) -> Option<&Credential> {
+        self.credentials.get(hash)
+    }
+}
+
+/// The live snapshot, its sources (the store, the upstreams, the built-in tools) and whoever
+/// listens for catalog changes.
+#[derive(Debug)]
+pub(super) struct Live {
+    pub(super) store: Arc<Store>,
+    snapshot: ArcSwap<Snapshot>,
+    pub(super) upstreams: Upstreams,
+    builtins: Vec<ToolDescriptor>,
+    catalog_changed: broadcast::Sender<()>,
+}
+
+impl Live {
+    /// Nothing known yet; `upstreams` report their events to the watcher.
+    pub(super) fn new(
+        store: Arc<Store>,
+        upstreams: Upstreams,
+        builtins: Vec<ToolDescriptor>,
+    ) -> Self {
+        Self {
+            store,
+            snapshot: ArcSwap::from_pointee(Snapshot::empty()),
+            upstreams,
+            builtins,
+            catalog_changed: broadcast::channel(16).0,
+        }
+    }
+
+    /// The current snapshot.
+    pub(super) fn snapshot(&self) -> Arc<Snapshot> {
+        self.snapshot.load_full()
+    }
+
+    /// The current snapshot, without taking a reference count (for a lookup).
+    pub(super) fn peek(&self) -> arc_swap::Guard<Arc<Snapshot>> {
+        self.snapshot.load()
+    }
+
+    /// Notified whenever the catalog changes.
+    pub(super) fn subscribe_catalog(&self) -> broadcast::Receiver<()> {
+        self.catalog_changed.subscribe()
+    }
+
+    /// Waits until every upstream has connected, or failed twice in a row (a first failure
+    /// is often a child still starting on a loaded machine), bounded by `timeout`; then builds
+    /// the catalog, so that the first `tools/list` sees every tool known by then.
+    pub(super) async fn wait_for_upstreams(&self, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            let pending = self.upstreams.all().iter().any(|u| match u.status() {
+                UpstreamStatus::Starting => true,
+                UpstreamStatus::Down { failures, .. } => failures < 2,
+                UpstreamStatus::Up { .. } => false,
+            });
+            if !pending {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // The watcher rebuilds on upstream events too, but maybe not yet.
+        self.rebuild_catalog();
+    }
+
+    /// Loads configuration and credentials from the store now.
+    pub(super) async fn reload(&self) {
+        let loaded = async {
+            let (config, revision) = self.store.load_config().await?;
+            let credentials = self.store.credential_hashes().await?;
+            Ok::<_, StoreError>((config, revision, credentials))
+        }
+        .await;
+        match loaded {
+            Ok((config, revision, credentials)) => {
+                let upstream_specs = upstream_specs(&config);
+                let policy = Arc::new(Policy::compile(config, revision));
+                self.upstreams.reconcile(&upstream_specs);
+                let catalog = Arc::new(self.build_catalog(&policy));
+                self.snapshot.store(Arc::new(Snapshot {
+                    revision,
+                    policy,
+                    catalog,
+                    credentials: Arc::new(credentials.into_iter().collect()),
+                    store_ok: true,
+                    loaded: true,
+                }));
+                let _ = self.catalog_changed.send(());
+                tracing::debug!(revision, "configuration loaded");
+            }
+            Err(e) => self.mark_store(false, Some(&e.to_string())),
+        }
+    }
+
+    fn mark_store(&self, ok: bool, error: Option<&str>) {
+        let current = self.snapshot.load_full();
+        if current.store_ok == ok {
+            return;
+        }
+        match error {
+            Some(e) => {
+                tracing::error!(error = %e, "the store cannot be reached: runs get no tools until it answers")
+            }
+            None => tracing::info!("the store answers again"),
+        }
+        self.snapshot.store(Arc::new(Snapshot {
+            revision: current.revision,
+            policy: current.policy.clone(),
+            catalog: current.catalog.clone(),
+            credentials: current.credentials.clone(),
+            store_ok: ok,
+            loaded: current.loaded,
+        }));
+    }
+
+    fn rebuild_catalog(&self) {
+        let current = self.snapshot.load_full();
+        let catalog = Arc::new(self.build_catalog(&current.policy));
+        self.snapshot.store(Arc::new(Snapshot {
+            revision: current.revision,
+            policy: current.policy.clone(),
+            catalog,
+            credentials: current.credentials.clone(),
+            store_ok: current.store_ok,
+            loaded: current.loaded,
+        }));
+        let _ = self.catalog_changed.send(());
+    }
+
+    fn build_catalog(&self, policy: &Policy) -> Catalog {
+        let mut tools: Vec<ToolDescriptor> = self.builtins.clone();
+        // The catalog being replaced: a tool whose schema text did not change keeps its
+        // compiled schema (no recompilation).
+        let previous = self.snapshot.load().catalog.clone();
+        for slot in self.upstreams.all() {
+            let spec = &slot.spec;
+            let prefix = prefix(spec);
+            // The descriptors share the slot's schema texts and annotations (PERF-3).
+            for raw in &slot.offer().tools {
+                let name = catalog_name(&prefix, &raw.name);
+                let matched = matching_policy(policy.tool_policies(), &spec.project, &name);
+                match ToolDescriptor::for_upstream_after(
+                    &spec.project,
+                    &spec.name,
+                    &name,
+                    raw,
+                    matched,
+                    previous.get(&name).map(AsRef::as_ref),
+                ) {
+                    Ok(d) => tools.push(d),
+                    Err(e) => {
+                        tracing::warn!(upstream = %spec.name, tool = %name, error = %e, "tool skipped")
+                    }
+                }
+            }
+        }
+        let (catalog, conflicts) = Catalog::new(tools);
+        for c in conflicts {
+            tracing::warn!(name = %c.name, kept = %c.kept, dropped = %c.dropped, "two tools want the same catalog name; set a `prefix` on one upstream");
+        }
+        catalog
+    }
+}
+
+/// The prefix of an upstream's catalog names: its own, else its name.
+pub(super) fn prefix(spec: &UpstreamSpec) -> String {
+    spec.prefix.clone().unwrap_or_else(|| spec.name.to_string())
+}
+
+fn upstream_specs(config: &Config) -> Vec<UpstreamSpec> {
+    config
+        .of_kind(Kind::Upstream)
+        .filter_map(|r| match r {
+            Resource::Upstream(u) => Some(u.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Keeps `live` up to date until `cancel`: polls the store's revision every `poll`, and
+/// rebuilds the catalog on upstream events (a burst of them once).
+pub(super) async fn watch(
+    live: Weak<Live>,
+    mut events: mpsc::UnboundedReceiver<UpstreamEvent>,
+    poll: Duration,
+    cancel: CancellationToken,
+) {
+    let mut timer = tokio::time::interval(poll);
+    timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            () = cancel.cancelled() => return,
+            _ = timer.tick() => {
+                let Some(live) = live.upgrade() else { return };
+                match live.store.revision().await {
+                    Ok(revision) => {
+                        let current = live.snapshot.load();
+                        if revision != current.revision || !current.store_ok || !current.loaded {
+                            live.reload().await;
+                        }
+                    }
+                    Err(e) => live.mark_store(false, Some(&e.to_string())),
+                }
+            }
+            event = events.recv() => {
+                let Some(_event) = event else { return };
+                while events.try_recv().is_ok() {}
+                let Some(live) = live.upgrade() else { return };
+                live.rebuild_catalog();
+            }
+        }
+    }
+}

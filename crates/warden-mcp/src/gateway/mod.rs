@@ -1,0 +1,303 @@
+//! The governed gateway, one instance shared by every transport (GOV-8), made of four parts:
+//!
+//! - [`live`]: the live snapshot — policy, catalog, credentials — and the upstreams it is
+//!   built from, kept up to date by a watcher;
+//! - [`authority`]: who calls (bearer tokens) and what their run may do;
+//! - [`federation`]: the prompts, resources and completions a run may read, routed to the
+//!   upstream that owns each;
+//! - [`execution`]: the governed call, executed by a built-in tool set or an upstream's exit;
+//!
+//! and [`approvals`]: deciding and executing parked calls (APR-1..APR-6). [`Gateway`] holds
+//! the parts and is what the handler and the server talk to.
+
+#![allow(
+    deprecated,
+    reason = "logging is still part of the 2025-11-25 protocol"
+)]
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use tokio::sync::{broadcast, mpsc};
+use tokio_util::sync::CancellationToken;
+use warden_core::authority::{Authority, AuthorityError};
+use warden_core::contract::CallOutcome;
+use warden_core::pipeline::{Governance, RunState};
+use warden_core::principal::{Credential, CredentialRejection};
+use warden_core::tool::ToolDescriptor;
+use warden_store::{Approval, Store};
+
+use crate::builtin;
+use crate::client::ClientContext;
+use crate::secrets::Secrets;
+use crate::upstream::Upstreams;
+
+mod approvals;
+mod authority;
+mod execution;
+mod federation;
+mod listing;
+mod live;
+
+pub use approvals::{DecideError, Verb};
+pub use live::Snapshot;
+
+use approvals::Approvals;
+use authority::Authorities;
+use listing::WireCache;
+use live::Live;
+
+/// Options of the gateway.
+#[derive(Clone, Debug)]
+pub struct GatewayOptions {
+    /// Where `${secret:NAME}` files live.
+    pub secrets_dir: Option<PathBuf>,
+    /// How often the store's revision is polled.
+    pub poll_interval: Duration,
+}
+
+impl Default for GatewayOptions {
+    fn default() -> Self {
+        Self {
+            secrets_dir: None,
+            poll_interval: Duration::from_millis(250),
+        }
+    }
+}
+
+/// The gateway.
+#[derive(Debug)]
+pub struct Gateway {
+    live: Arc<Live>,
+    authorities: Authorities,
+    wire: WireCache,
+    cancel: CancellationToken,
+}
+
+impl Gateway {
+    /// Loads configuration and credentials, starts the upstreams and the watcher.
+    pub async fn start(store: Arc<Store>, options: GatewayOptions) -> Arc<Self> {
+        let (events_tx, events_rx) = mpsc::unbounded_channel();
+        let upstreams = Upstreams::new(
+            events_tx,
+            Secrets::new(options.secrets_dir.clone()),
+            Some(store.clone()),
+        );
+        let live = Arc::new(Live::new(store, upstreams, builtin::descriptors()));
+        let gateway = Arc::new(Self {
+            live: live.clone(),
+            authorities: Authorities::default(),
+            wire: WireCache::default(),
+            cancel: CancellationToken::new(),
+        });
+        live.reload().await;
+        tokio::spawn(live::watch(
+            Arc::downgrade(&live),
+            events_rx,
+            options.poll_interval,
+            gateway.cancel.clone(),
+        ));
+        gateway
+    }
+
+    /// Stops the watcher and every upstream.
+    pub fn shutdown(&self) {
+        self.cancel.cancel();
+        self.live.upstreams.shutdown();
+    }
+
+    /// The current snapshot.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.live.snapshot()
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<Store> {
+        &self.live.store
+    }
+
+    /// The upstreams.
+    pub fn upstreams(&self) -> &Upstreams {
+        &self.live.upstreams
+    }
+
+    /// Notified whenever the catalog changes (for `notifications/tools/list_changed`).
+    pub fn subscribe_catalog(&self) -> broadcast::Receiver<()> {
+        self.live.subscribe_catalog()
+    }
+
+    /// Waits until every upstream has connected, or failed twice in a row, bounded by
+    /// `timeout`; then builds the catalog, so that the first `tools/list` sees every tool
+    /// known by then.
+    pub async fn wait_for_upstreams(&self, timeout: Duration) {
+        self.live.wait_for_upstreams(timeout).await;
+    }
+
+    /// Reloads configuration and credentials now, instead of at the next poll.
+    pub async fn refresh(&self) {
+        self.live.reload().await;
+    }
+
+    /// Verifies a bearer token against the in-memory credential table (a hash lookup).
+    pub fn authenticate(&self, token: &str) -> Result<Credential, CredentialRejection> {
+        authority::authenticate(&self.live.peek(), token)
+    }
+
+    /// The authority of a run, re-resolved from the current policy (RUN-8). Without a
+    /// loaded policy or a reachable store, the run keeps its knowledge and gets no tools.
+    pub fn authority(
+        &self,
+        credential: &Credential,
+        agent: Option<&str>,
+    ) -> Result<Arc<Authority>, AuthorityError> {
+        self.authorities
+            .authority(&self.live.peek(), credential, agent)
+    }
+
+    /// The tools `tools/list` shows this run: exactly those the decision function lets it see.
+    pub fn list_tools(&self, authority: &Authority) -> Vec<Arc<ToolDescriptor>> {
+        // `visible` is the scope step of `decide(…, Purpose::List)`, through the catalog's
+        // project index: no pass over the tools of other projects.
+        warden_core::decision::visible(authority, &self.live.peek().catalog)
+    }
+
+    /// Every tool of the catalog (governance `off`).
+    pub fn all_tools(&self) -> Vec<Arc<ToolDescriptor>> {
+        self.live.peek().catalog.iter().cloned().collect()
+    }
+
+    /// `tools/list` in MCP form, each tool converted once per catalog (PERF-3).
+    pub fn list_wire_tools(&self, tools: &[Arc<ToolDescriptor>]) -> Vec<rmcp::model::Tool> {
+        self.wire.tools(&self.live.peek().catalog, tools)
+    }
+
+    /// [`Gateway::list_wire_tools`] as a JSON array, each tool written once per catalog, so
+    /// that an answer costs a copy of its bytes (PERF-3). `None` when a tool cannot be
+    /// serialized.
+    pub fn list_wire_json(&self, tools: &[Arc<ToolDescriptor>]) -> Option<Vec<u8>> {
+        self.wire.json(&self.live.peek().catalog, tools)
+    }
+
+    /// The server instructions of a run (RUN-1, RUN-5).
+    pub fn instructions(&self, authority: &Authority) -> String {
+        crate::knowledge::instructions(&self.live.peek().policy, authority)
+    }
+
+    /// `prompts/list`.
+    pub fn prompts(&self, authority: &Authority) -> Vec<rmcp::model::Prompt> {
+        self.live.prompts(authority)
+    }
+
+    /// `prompts/get`.
+    pub async fn get_prompt(
+        &self,
+        authority: &Authority,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+    ) -> Result<rmcp::model::GetPromptResponse, rmcp::ErrorData> {
+        self.live.get_prompt(authority, name, arguments).await
+    }
+
+    /// `resources/list`.
+    pub fn resources(&self, authority: &Authority) -> Vec<rmcp::model::Resource> {
+        self.live.resources(authority)
+    }
+
+    /// `resources/read`.
+    pub async fn read_resource(
+        &self,
+        authority: &Authority,
+        uri: &str,
+    ) -> Result<rmcp::model::ReadResourceResponse, rmcp::ErrorData> {
+        self.live.read_resource(authority, uri).await
+    }
+
+    /// `resources/templates/list`.
+    pub fn resource_templates(&self, authority: &Authority) -> Vec<rmcp::model::ResourceTemplate> {
+        self.live.resource_templates(authority)
+    }
+
+    /// `resources/subscribe`.
+    pub async fn subscribe(
+        &self,
+        authority: &Authority,
+        uri: &str,
+        session: &str,
+        client: rmcp::service::Peer<rmcp::RoleServer>,
+    ) -> Result<(), rmcp::ErrorData> {
+        self.live.subscribe(authority, uri, session, client).await
+    }
+
+    /// `resources/unsubscribe`.
+    pub async fn unsubscribe(
+        &self,
+        authority: &Authority,
+        uri: &str,
+        session: &str,
+    ) -> Result<(), rmcp::ErrorData> {
+        self.live.unsubscribe(authority, uri, session).await
+    }
+
+    /// `completion/complete`.
+    pub async fn complete(
+        &self,
+        authority: &Authority,
+        params: rmcp::model::CompleteRequestParams,
+    ) -> Result<rmcp::model::CompleteResult, rmcp::ErrorData> {
+        self.live.complete(authority, params).await
+    }
+
+    /// `logging/setLevel`.
+    pub async fn set_log_level(
+        &self,
+        authority: &Authority,
+        params: rmcp::model::SetLevelRequestParams,
+    ) {
+        self.live.set_log_level(authority, params).await;
+    }
+
+    /// One `tools/call`: governed (GOV-2), or executed without decisions and still recorded
+    /// (governance `off`, GOV-6); `client` is the calling client's side of the call, for what
+    /// the upstream sends meanwhile and for cancellation (none when no client waits).
+    pub async fn call(
+        &self,
+        authority: &Authority,
+        run: &RunState,
+        name: &str,
+        args: Option<Map<String, Value>>,
+        governance: Governance,
+        client: Option<ClientContext>,
+    ) -> CallOutcome {
+        self.live
+            .call(authority, run, name, args, governance, client)
+            .await
+    }
+
+    fn approvals(&self) -> Approvals<'_> {
+        Approvals {
+            live: &self.live,
+            authorities: &self.authorities,
+        }
+    }
+
+    /// Decides a parked call as `decider` (APR-4, APR-6).
+    pub async fn decide_approval(
+        &self,
+        id: &str,
+        decider: &Credential,
+        verb: Verb,
+        reason: Option<String>,
+    ) -> Result<Approval, DecideError> {
+        self.approvals().decide(id, decider, verb, reason).await
+    }
+
+    /// One pass of the approvals sweeper: expire undecided approvals, run staged actions whose
+    /// veto window passed, resume approved actions whose decider stopped before executing,
+    /// and mark executions interrupted by a crash as failed. `startup` treats every execution
+    /// in progress as interrupted (an embedded store has one server).
+    pub async fn sweep_approvals(&self, startup: bool) {
+        self.approvals().sweep(startup).await;
+    }
+}

@@ -1,0 +1,72 @@
+//! How an upstream's `tools/call` leaves Warden: one exit per upstream, chosen when it
+//! connects (and again when its tool list changes), never per call.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, ServerResult};
+use tokio_util::sync::CancellationToken;
+
+use super::failure::CallError;
+use super::http::{HttpCallError, HttpExit};
+use super::peer::PeerExit;
+use crate::client::ClientContext;
+
+/// The exit of a connected upstream.
+#[derive(Clone, Debug)]
+pub(super) enum Exit {
+    /// Through rmcp's client ([`super::peer`]): stdio, 2025-11-25, and upstreams with a tool
+    /// whose name or parameters need rmcp's encodings.
+    Peer(PeerExit),
+    /// Straight over HTTP from the calling task ([`super::http`]): a Streamable HTTP upstream
+    /// that speaks 2026-07-28.
+    Http(Arc<HttpExit>),
+}
+
+impl Exit {
+    /// One `tools/call` round trip within `timeout`, relaying to `client` what the upstream
+    /// sends meanwhile and passing on its cancellation.
+    pub(super) async fn call(
+        &self,
+        params: &CallToolRequestParams,
+        client: Option<&ClientContext>,
+        timeout: Duration,
+    ) -> Result<ServerResult, CallError> {
+        match self {
+            Exit::Peer(peer) => peer.call(params.clone(), client, timeout).await,
+            Exit::Http(http) => call_http(http, params, client, timeout).await,
+        }
+    }
+}
+
+/// A round trip through the HTTP exit, bounded by `timeout` and the client's cancellation.
+async fn call_http(
+    http: &Arc<HttpExit>,
+    params: &CallToolRequestParams,
+    client: Option<&ClientContext>,
+    timeout: Duration,
+) -> Result<ServerResult, CallError> {
+    let id = http.next_id();
+    let never = CancellationToken::new();
+    let cancelled = client.map_or(&never, |c| &c.cancel);
+    let tell_upstream = || {
+        let http = http.clone();
+        tokio::spawn(async move { http.cancel(id).await });
+    };
+    let answer = tokio::select! {
+        answer = tokio::time::timeout(timeout, http.call(id, params, client)) => answer,
+        () = cancelled.cancelled() => {
+            tell_upstream();
+            return Err(CallError::Cancelled);
+        }
+    };
+    match answer {
+        Ok(Ok(result)) => Ok(result),
+        Ok(Err(HttpCallError::Refused(message))) => Err(CallError::Refused(message)),
+        Ok(Err(HttpCallError::Transport(why))) => Err(CallError::Unreachable(why)),
+        Err(_elapsed) => {
+            tell_upstream();
+            Err(CallError::TimedOut)
+        }
+    }
+}

@@ -1,0 +1,145 @@
+//! A 2026-07-28 upstream's `input_required` answer: what it asks the client for (elicitation,
+//! sampling, roots), checked against the upstream's relay policy and recorded.
+//!
+//! A 2026-07-28 client gets the answer as it is and retries (the retry is governed again); a
+//! 2025-11-25 client is asked by Warden itself, on the call's own stream, and the upstream is
+//! called again with the answers.
+
+#![allow(
+    deprecated,
+    reason = "sampling is still part of the 2025-11-25 protocol"
+)]
+
+use std::sync::Arc;
+
+use rmcp::model::{CallToolResult, InputRequest, InputRequiredResult, InputResponses};
+use warden_core::config::RelaySpec;
+use warden_store::Store;
+
+use super::failure::short;
+use super::relays::record_relay;
+use crate::client::ClientContext;
+
+/// The upstream side of an input round: who asks, under which policy, recorded where.
+#[derive(Debug)]
+pub(super) struct Inputs<'a> {
+    pub(super) upstream: &'a str,
+    pub(super) policy: &'a RelaySpec,
+    pub(super) store: Option<&'a Arc<Store>>,
+}
+
+/// The kind of an input request, as relay records name it.
+fn kind(request: &InputRequest) -> &'static str {
+    match request {
+        InputRequest::Elicitation(_) => "elicitation/create",
+        InputRequest::CreateMessage(_) => "sampling/createMessage",
+        _ => "roots/list",
+    }
+}
+
+impl Inputs<'_> {
+    async fn record(&self, run_id: &str, request: &InputRequest, relayed: bool, detail: &str) {
+        record_relay(
+            self.store,
+            self.upstream,
+            run_id,
+            kind(request),
+            relayed,
+            detail,
+        )
+        .await;
+    }
+
+    /// An error result when the relay policy refuses one of the input requests (recorded).
+    pub(super) async fn refusal(
+        &self,
+        needed: &InputRequiredResult,
+        run_id: &str,
+    ) -> Option<CallToolResult> {
+        for (_, request) in needed.input_requests.iter().flatten() {
+            let allowed = match request {
+                InputRequest::Elicitation(_) => self.policy.elicitation,
+                InputRequest::CreateMessage(_) => self.policy.sampling,
+                _ => true,
+            };
+            if !allowed {
+                self.record(
+                    run_id,
+                    request,
+                    false,
+                    "relay disabled by the upstream's policy",
+                )
+                .await;
+                return Some(error_result(format!(
+                    "upstream `{}` asked for {}, which is not relayed for this upstream (relay policy)",
+                    self.upstream,
+                    kind(request)
+                )));
+            }
+        }
+        None
+    }
+
+    /// Records that the input requests go to a 2026-07-28 client as they are.
+    pub(super) async fn passed_on(&self, needed: &InputRequiredResult, run_id: &str) {
+        for (_, request) in needed.input_requests.iter().flatten() {
+            self.record(
+                run_id,
+                request,
+                true,
+                "passed to the client as input_required",
+            )
+            .await;
+        }
+    }
+
+    /// Asks a 2025-11-25 client the input requests, on the call's own stream.
+    pub(super) async fn ask(
+        &self,
+        client: &ClientContext,
+        needed: &InputRequiredResult,
+    ) -> Result<InputResponses, String> {
+        let mut responses = InputResponses::new();
+        for (key, request) in needed.input_requests.iter().flatten() {
+            let peer = &client.peer;
+            let answer = match request {
+                InputRequest::Elicitation(r) => peer
+                    .create_elicitation(r.params.clone())
+                    .await
+                    .map(|a| serde_json::to_value(a).unwrap_or_default()),
+                InputRequest::CreateMessage(r) => peer
+                    .create_message(r.params.clone())
+                    .await
+                    .map(|a| serde_json::to_value(a).unwrap_or_default()),
+                _ => peer
+                    .list_roots()
+                    .await
+                    .map(|a| serde_json::to_value(a).unwrap_or_default()),
+            };
+            match answer {
+                Ok(value) => {
+                    self.record(&client.run_id, request, true, "answered by the client")
+                        .await;
+                    responses.insert(key.clone(), value);
+                }
+                Err(e) => {
+                    let why = format!(
+                        "the client did not answer {}: {}",
+                        kind(request),
+                        short(&e.to_string())
+                    );
+                    self.record(&client.run_id, request, false, &why).await;
+                    return Err(why);
+                }
+            }
+        }
+        Ok(responses)
+    }
+}
+
+/// A tool error result saying why a call could not finish.
+pub(super) fn error_result(message: String) -> CallToolResult {
+    let mut r = CallToolResult::error(vec![rmcp::model::ContentBlock::text(message)]);
+    r.is_error = Some(true);
+    r
+}

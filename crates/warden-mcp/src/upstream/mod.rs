@@ -1,0 +1,138 @@
+//! Upstream MCP servers (FED-1, FED-2): stdio children and Streamable HTTP URLs, each kept by
+//! a supervisor task. A dead upstream makes its tools fail with `UNAVAILABLE`; the others are
+//! not affected.
+//!
+//! - [`slot`]: one upstream — its offer, status and connection, and the requests sent to it;
+//! - [`supervise`]: connecting, listing, refreshing and reconnecting with backoff;
+//! - [`stdio`] and [`http`]: the two kinds of upstream (the HTTP exit and its connection pool
+//!   are in `http`);
+//! - [`exit`]: how a `tools/call` leaves — the rmcp client ([`peer`]) or the HTTP exit —
+//!   chosen when the upstream connects; [`failure`]: how a round trip fails;
+//! - [`relays`]: what an upstream sends during a call, back to the calling client; [`input`]:
+//!   a 2026-07-28 upstream's `input_required` answers;
+//! - [`subscriptions`]: clients subscribed to an upstream's resources.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use tokio::sync::mpsc;
+use warden_core::config::UpstreamSpec;
+use warden_core::name::Name;
+use warden_store::Store;
+
+use crate::secrets::Secrets;
+
+mod exit;
+mod failure;
+pub mod http;
+mod input;
+mod peer;
+mod relays;
+mod slot;
+mod stdio;
+mod subscriptions;
+mod supervise;
+
+pub use slot::{DEFAULT_CALL_TIMEOUT, Offer, UpstreamAnswer, UpstreamSlot, UpstreamStatus};
+
+/// A change worth rebuilding the catalog for.
+#[derive(Clone, Debug)]
+pub struct UpstreamEvent {
+    /// Which upstream changed (its offer or its status).
+    pub upstream: Name,
+}
+
+/// All upstreams.
+#[derive(Debug)]
+pub struct Upstreams {
+    slots: RwLock<HashMap<Name, Arc<UpstreamSlot>>>,
+    events: mpsc::UnboundedSender<UpstreamEvent>,
+    secrets: Secrets,
+    store: Option<Arc<Store>>,
+    /// The runtime that created this set: supervisors run there, also when a reload is asked
+    /// for from a request on a serving thread (whose runtime ends with its connections).
+    runtime: Option<tokio::runtime::Handle>,
+}
+
+impl Upstreams {
+    /// No upstreams yet; events about them go to `events`; relays are recorded in `store`.
+    pub fn new(
+        events: mpsc::UnboundedSender<UpstreamEvent>,
+        secrets: Secrets,
+        store: Option<Arc<Store>>,
+    ) -> Self {
+        Self {
+            slots: RwLock::new(HashMap::new()),
+            events,
+            secrets,
+            store,
+            runtime: tokio::runtime::Handle::try_current().ok(),
+        }
+    }
+
+    /// Starts, restarts and stops supervisors so that exactly `specs` run.
+    pub fn reconcile(&self, specs: &[UpstreamSpec]) {
+        let Ok(mut slots) = self.slots.write() else {
+            return;
+        };
+        let wanted: HashMap<&Name, &UpstreamSpec> = specs.iter().map(|s| (&s.name, s)).collect();
+        slots.retain(|name, slot| {
+            let keep = wanted.get(name).is_some_and(|spec| **spec == slot.spec);
+            if !keep {
+                tracing::info!(upstream = %name, "stopping upstream");
+                slot.cancel.cancel();
+            }
+            keep
+        });
+        for spec in specs {
+            if slots.contains_key(&spec.name) {
+                continue;
+            }
+            let slot = Arc::new(UpstreamSlot::new(spec.clone(), self.store.clone()));
+            slots.insert(spec.name.clone(), slot.clone());
+            let events = self.events.clone();
+            let upstream = spec.name.clone();
+            let changed = move || {
+                let _ = events.send(UpstreamEvent {
+                    upstream: upstream.clone(),
+                });
+            };
+            let supervisor =
+                supervise::supervise(slot, changed, self.secrets.clone(), self.store.clone());
+            match &self.runtime {
+                Some(runtime) => runtime.spawn(supervisor),
+                None => tokio::spawn(supervisor),
+            };
+        }
+    }
+
+    /// How upstream (and runner) credentials are resolved.
+    pub fn secrets(&self) -> &Secrets {
+        &self.secrets
+    }
+
+    /// One upstream.
+    pub fn get(&self, name: &str) -> Option<Arc<UpstreamSlot>> {
+        self.slots.read().ok().and_then(|s| s.get(name).cloned())
+    }
+
+    /// Every upstream, by name.
+    pub fn all(&self) -> Vec<Arc<UpstreamSlot>> {
+        let mut v: Vec<_> = self
+            .slots
+            .read()
+            .map(|s| s.values().cloned().collect())
+            .unwrap_or_default();
+        v.sort_by(|a, b| a.spec.name.cmp(&b.spec.name));
+        v
+    }
+
+    /// Stops every supervisor (and its child processes).
+    pub fn shutdown(&self) {
+        if let Ok(slots) = self.slots.read() {
+            for slot in slots.values() {
+                slot.cancel.cancel();
+            }
+        }
+    }
+}

@@ -1,0 +1,412 @@
+//! One upstream as the gateway sees it: what it offers (kept while it is down, so its tools
+//! stay listed and fail with `UNAVAILABLE`), its status, its connection and exit, and the
+//! requests that go to it.
+
+#![allow(
+    deprecated,
+    reason = "resources/subscribe and logging are part of the 2025-11-25 protocol"
+)]
+
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use rmcp::RoleClient;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, CompleteRequestParams, CompleteResult,
+    GetPromptRequestParams, GetPromptResponse, InputRequiredResult, JsonObject, Prompt,
+    ReadResourceRequestParams, ReadResourceResponse, Resource, ResourceTemplate, ServerResult,
+    SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams,
+};
+use rmcp::service::{Peer, ServiceError};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use warden_core::config::UpstreamSpec;
+use warden_core::error::ExecError;
+use warden_core::tool::UpstreamTool;
+use warden_store::Store;
+
+use super::exit::Exit;
+use super::failure::{CallError, humanize, short};
+use super::input::{Inputs, error_result};
+use super::relays::InFlightTable;
+use super::subscriptions::Subscriptions;
+use crate::client::ClientContext;
+
+/// Default time an upstream call may take.
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a read-only request (lists, prompts, resources) may take.
+pub(super) const LIST_TIMEOUT: Duration = Duration::from_secs(15);
+/// How many `input_required` rounds Warden drives for a 2025-11-25 client before giving up.
+const MAX_INPUT_ROUNDS: usize = 10;
+
+/// What the supervisor knows about an upstream.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "state", rename_all = "lowercase")]
+pub enum UpstreamStatus {
+    /// Connecting for the first time.
+    Starting,
+    /// Connected.
+    Up {
+        /// Negotiated protocol version.
+        protocol: String,
+    },
+    /// Not connected; a reconnection is scheduled.
+    Down {
+        /// Why, safe to show.
+        reason: String,
+        /// Consecutive failures.
+        failures: u32,
+    },
+}
+
+/// What an upstream offers, as last listed.
+#[derive(Debug, Default, PartialEq)]
+pub struct Offer {
+    /// Its tools: the schemas as text, each distinct annotation set once (PERF-3).
+    pub tools: Vec<UpstreamTool>,
+    /// Its prompts (upstream names).
+    pub prompts: Vec<Prompt>,
+    /// Its resources.
+    pub resources: Vec<Resource>,
+    /// Its resource templates.
+    pub templates: Vec<ResourceTemplate>,
+}
+
+/// A live connection: the rmcp client (lists, prompts, resources, subscriptions, logging)
+/// and the exit its `tools/call` take.
+#[derive(Clone, Debug)]
+pub(super) struct Connection {
+    pub(super) peer: Peer<RoleClient>,
+    pub(super) exit: Exit,
+}
+
+#[derive(Debug)]
+struct SlotState {
+    connection: Option<Connection>,
+    offer: Arc<Offer>,
+    status: UpstreamStatus,
+}
+
+/// What an upstream answered to `tools/call`.
+#[derive(Debug)]
+pub enum UpstreamAnswer {
+    /// A result (the upstream's own errors included).
+    Complete(CallToolResult),
+    /// A 2026-07-28 `input_required` result for a 2026-07-28 client to fulfil and retry.
+    InputRequired(InputRequiredResult),
+}
+
+/// One upstream and what its supervisor keeps up to date.
+#[derive(Debug)]
+pub struct UpstreamSlot {
+    /// Its configuration.
+    pub spec: UpstreamSpec,
+    state: RwLock<SlotState>,
+    /// Stops its supervisor.
+    pub(super) cancel: CancellationToken,
+    /// Asks its supervisor to check the connection and list the offer again.
+    pub(super) refresh: Arc<Notify>,
+    pub(super) inflight: Arc<InFlightTable>,
+    pub(super) subscriptions: Arc<Subscriptions>,
+    store: Option<Arc<Store>>,
+}
+
+impl UpstreamSlot {
+    pub(super) fn new(spec: UpstreamSpec, store: Option<Arc<Store>>) -> Self {
+        Self {
+            spec,
+            state: RwLock::new(SlotState {
+                connection: None,
+                offer: Arc::default(),
+                status: UpstreamStatus::Starting,
+            }),
+            cancel: CancellationToken::new(),
+            refresh: Arc::new(Notify::new()),
+            inflight: Arc::default(),
+            subscriptions: Arc::default(),
+            store,
+        }
+    }
+
+    /// What the upstream offers, as last listed (kept while it is down).
+    pub fn offer(&self) -> Arc<Offer> {
+        self.state
+            .read()
+            .map(|s| s.offer.clone())
+            .unwrap_or_default()
+    }
+
+    /// Whether a resource URI is this upstream's: listed, or matching one of its templates
+    /// (up to the template's first variable).
+    pub fn owns(&self, uri: &str) -> bool {
+        let offer = self.offer();
+        offer.resources.iter().any(|r| r.uri == uri)
+            || offer.templates.iter().any(|t| {
+                let prefix = t.uri_template.split('{').next().unwrap_or_default();
+                !prefix.is_empty() && uri.starts_with(prefix)
+            })
+    }
+
+    /// The current status.
+    pub fn status(&self) -> UpstreamStatus {
+        self.state
+            .read()
+            .map(|s| s.status.clone())
+            .unwrap_or(UpstreamStatus::Starting)
+    }
+
+    /// Whether `offer` differs from the last one, as far as clients can tell (for the
+    /// supervisor).
+    pub(super) fn offer_differs(&self, offer: &Offer) -> bool {
+        let current = self.offer();
+        current.tools != offer.tools
+            || current.prompts != offer.prompts
+            || current.resources != offer.resources
+    }
+
+    /// Connected: the connection, its offer and protocol (for the supervisor).
+    pub(super) fn connected(&self, connection: Connection, offer: Offer, protocol: String) {
+        self.set(|s| {
+            s.connection = Some(connection);
+            s.offer = Arc::new(offer);
+            s.status = UpstreamStatus::Up { protocol };
+        });
+    }
+
+    /// A new offer on the same connection, with the exit chosen for it (for the supervisor).
+    pub(super) fn reoffered(&self, exit: Exit, offer: Offer) {
+        self.set(|s| {
+            if let Some(connection) = s.connection.as_mut() {
+                connection.exit = exit;
+            }
+            s.offer = Arc::new(offer);
+        });
+    }
+
+    /// Disconnected, for `reason` (for the supervisor); the offer is kept.
+    pub(super) fn disconnected(&self, reason: String, failures: u32) {
+        self.set(|s| {
+            s.connection = None;
+            s.status = UpstreamStatus::Down { reason, failures };
+        });
+    }
+
+    fn set(&self, f: impl FnOnce(&mut SlotState)) {
+        if let Ok(mut s) = self.state.write() {
+            f(&mut s);
+        }
+    }
+
+    /// The live connection, or why there is none.
+    fn connection(&self) -> Result<Connection, String> {
+        let connection = self.state.read().ok().and_then(|s| s.connection.clone());
+        match connection {
+            Some(c) if !c.peer.is_transport_closed() => Ok(c),
+            _ => {
+                let reason = match self.status() {
+                    UpstreamStatus::Down { reason, .. } => format!(": {reason}"),
+                    _ => String::new(),
+                };
+                Err(format!(
+                    "upstream `{}` is unavailable{reason}",
+                    self.spec.name
+                ))
+            }
+        }
+    }
+
+    fn live_peer(&self) -> Result<Peer<RoleClient>, rmcp::ErrorData> {
+        self.connection()
+            .map(|c| c.peer)
+            .map_err(|e| rmcp::ErrorData::internal_error(e, None))
+    }
+
+    /// Subscribes a client session to a resource of this upstream (subscribing upstream
+    /// once).
+    pub async fn subscribe(
+        &self,
+        uri: &str,
+        session: &str,
+        client: Peer<rmcp::RoleServer>,
+    ) -> Result<(), rmcp::ErrorData> {
+        let peer = self.live_peer()?;
+        if self.subscriptions.add(uri, session, client) {
+            peer.subscribe(SubscribeRequestParams::new(uri.to_owned()))
+                .await
+                .map_err(|e| match e {
+                    ServiceError::McpError(e) => e,
+                    other => rmcp::ErrorData::internal_error(other.to_string(), None),
+                })?;
+        }
+        Ok(())
+    }
+
+    /// Unsubscribes a client session (unsubscribing upstream when it was the last).
+    pub async fn unsubscribe(&self, uri: &str, session: &str) -> Result<(), rmcp::ErrorData> {
+        if self.subscriptions.remove(uri, session)
+            && let Ok(peer) = self.live_peer()
+        {
+            let _ = peer
+                .unsubscribe(UnsubscribeRequestParams::new(uri.to_owned()))
+                .await;
+        }
+        Ok(())
+    }
+
+    /// Forwards `logging/setLevel` (when the upstream offers logging).
+    pub async fn set_log_level(&self, params: SetLevelRequestParams) {
+        let Ok(peer) = self.live_peer() else { return };
+        if peer
+            .peer_info()
+            .is_some_and(|i| i.capabilities.logging.is_some())
+        {
+            let _ = tokio::time::timeout(LIST_TIMEOUT, peer.set_level(params)).await;
+        }
+    }
+
+    /// Gets a prompt by the upstream's own name (read-only federation).
+    pub async fn get_prompt(
+        &self,
+        params: GetPromptRequestParams,
+    ) -> Result<GetPromptResponse, rmcp::ErrorData> {
+        let peer = self.live_peer()?;
+        self.answer(peer.get_prompt_once(params)).await
+    }
+
+    /// `completion/complete` for one of this upstream's prompts or resource templates.
+    pub async fn complete(
+        &self,
+        params: CompleteRequestParams,
+    ) -> Result<CompleteResult, rmcp::ErrorData> {
+        let peer = self.live_peer()?;
+        self.answer(peer.complete(params)).await
+    }
+
+    /// Reads a resource of this upstream (read-only federation).
+    pub async fn read_resource(
+        &self,
+        params: ReadResourceRequestParams,
+    ) -> Result<ReadResourceResponse, rmcp::ErrorData> {
+        let peer = self.live_peer()?;
+        self.answer(peer.read_resource_once(params)).await
+    }
+
+    /// The upstream's answer to a read-only request, bounded by the list timeout; its own
+    /// protocol errors pass through, anything else names the upstream.
+    async fn answer<T>(
+        &self,
+        request: impl std::future::Future<Output = Result<T, ServiceError>>,
+    ) -> Result<T, rmcp::ErrorData> {
+        match tokio::time::timeout(LIST_TIMEOUT, request).await {
+            Ok(Ok(r)) => Ok(r),
+            Ok(Err(ServiceError::McpError(e))) => Err(e),
+            Ok(Err(e)) => Err(rmcp::ErrorData::internal_error(
+                format!("upstream `{}`: {}", self.spec.name, short(&e.to_string())),
+                None,
+            )),
+            Err(_) => Err(rmcp::ErrorData::internal_error(
+                format!("upstream `{}` did not answer", self.spec.name),
+                None,
+            )),
+        }
+    }
+
+    /// Calls a tool of this upstream by its own name through its exit, relaying what the
+    /// upstream sends meanwhile to the calling `client` and the client's cancellation to the
+    /// upstream.
+    ///
+    /// A 2026-07-28 `input_required` answer goes back to a 2026-07-28 client as it is (the
+    /// client retries, and the retry is governed again); for a 2025-11-25 client Warden asks
+    /// it the input requests itself, as elicitation, sampling or roots requests on the call's
+    /// stream, and retries the upstream with the answers. Either way the relay policy applies
+    /// and every request is recorded.
+    pub async fn call(
+        &self,
+        tool: &str,
+        args: Option<JsonObject>,
+        client: Option<&ClientContext>,
+    ) -> Result<UpstreamAnswer, ExecError> {
+        let name = &self.spec.name;
+        let exit = self.connection().map_err(ExecError::Unavailable)?.exit;
+        let timeout = self.spec.timeout.unwrap_or(DEFAULT_CALL_TIMEOUT);
+        let mut params = CallToolRequestParams::new(tool.to_owned());
+        if let Some(args) = args {
+            params = params.with_arguments(args);
+        }
+        if let Some(retry) = client.and_then(|c| c.retry.clone()) {
+            params.input_responses = Some(retry.input_responses);
+            params.request_state = retry.request_state;
+        }
+        let policy = self.spec.relay.clone().unwrap_or_default();
+        let inputs = Inputs {
+            upstream: name.as_str(),
+            policy: &policy,
+            store: self.store.as_ref(),
+        };
+        for _ in 0..MAX_INPUT_ROUNDS {
+            let answer = match exit.call(&params, client, timeout).await {
+                Ok(answer) => answer,
+                Err(e) => return self.failed(e),
+            };
+            let needed = match answer {
+                ServerResult::CallToolResult(result) => {
+                    return Ok(UpstreamAnswer::Complete(result));
+                }
+                ServerResult::InputRequiredResult(needed) => needed,
+                _ => {
+                    return Err(ExecError::Unavailable(format!(
+                        "upstream `{name}` answered tools/call with something else"
+                    )));
+                }
+            };
+            let run_id = client.map_or("", |c| c.run_id.as_str());
+            if let Some(refusal) = inputs.refusal(&needed, run_id).await {
+                return Ok(UpstreamAnswer::Complete(refusal));
+            }
+            let responses = match client {
+                Some(c) if c.stateless => {
+                    inputs.passed_on(&needed, run_id).await;
+                    return Ok(UpstreamAnswer::InputRequired(needed));
+                }
+                Some(c) => match inputs.ask(c, &needed).await {
+                    Ok(responses) => responses,
+                    Err(why) => return Ok(UpstreamAnswer::Complete(error_result(why))),
+                },
+                None => {
+                    return Ok(UpstreamAnswer::Complete(error_result(format!(
+                        "upstream `{name}` needs input from a client, and none is attached to this call"
+                    ))));
+                }
+            };
+            params.input_responses = Some(responses);
+            params.request_state = needed.request_state;
+        }
+        Ok(UpstreamAnswer::Complete(error_result(format!(
+            "upstream `{name}` still needed input after {MAX_INPUT_ROUNDS} rounds"
+        ))))
+    }
+
+    /// What a failed round trip means for the call: a refusal is the upstream's own error
+    /// result; anything else makes the call `UNAVAILABLE` (and a transport failure has the
+    /// supervisor check the connection now).
+    fn failed(&self, e: CallError) -> Result<UpstreamAnswer, ExecError> {
+        let name = &self.spec.name;
+        match e {
+            CallError::Refused(message) => Ok(UpstreamAnswer::Complete(error_result(format!(
+                "upstream `{name}` answered with an error: {message}"
+            )))),
+            CallError::Unreachable(why) => {
+                self.refresh.notify_one();
+                Err(ExecError::Unavailable(format!(
+                    "upstream `{name}` is unavailable: {}",
+                    short(&why)
+                )))
+            }
+            CallError::TimedOut => Err(ExecError::Unavailable(format!(
+                "upstream `{name}` did not answer within {}",
+                humanize(self.spec.timeout.unwrap_or(DEFAULT_CALL_TIMEOUT))
+            ))),
+            CallError::Cancelled => Err(ExecError::Cancelled),
+        }
+    }
+}

@@ -1,0 +1,306 @@
+//! The supervisor of one upstream: connects (negotiating 2026-07-28, falling back to
+//! 2025-11-25), lists what the upstream offers, chooses its exit, refreshes the offer on
+//! `list_changed` and on a timer, and reconnects with exponential backoff.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rmcp::RoleClient;
+use rmcp::model::{ProtocolVersion, Tool};
+use rmcp::service::{
+    ClientCacheConfig, ClientLifecycleMode, ClientServiceExt as _, Peer, RunningService,
+    ServiceError,
+};
+use warden_core::config::UpstreamProtocol;
+use warden_core::schema::SchemaText;
+use warden_core::tool::UpstreamTool;
+use warden_store::Store;
+
+use super::exit::Exit;
+use super::failure::short;
+use super::http::{HttpExit, configured_headers, rmcp_transport};
+use super::peer::PeerExit;
+use super::relays::{UpstreamClient, client_config};
+use super::slot::{Connection, LIST_TIMEOUT, Offer, UpstreamSlot};
+use super::stdio;
+use crate::secrets::Secrets;
+
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
+const REFRESH_EVERY: Duration = Duration::from_secs(30);
+const MIN_BACKOFF: Duration = Duration::from_millis(250);
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// A connection that lasted this long starts the backoff over.
+const STABLE_AFTER: Duration = Duration::from_secs(30);
+
+type Client = RunningService<RoleClient, UpstreamClient>;
+
+/// Keeps one upstream connected until its slot is cancelled; `changed` hears every change of
+/// its offer or status.
+pub(super) async fn supervise(
+    slot: Arc<UpstreamSlot>,
+    changed: impl Fn() + Send + Sync,
+    secrets: Secrets,
+    store: Option<Arc<Store>>,
+) {
+    let name = slot.spec.name.clone();
+    let mut backoff = MIN_BACKOFF;
+    let mut failures = 0u32;
+    loop {
+        if slot.cancel.is_cancelled() {
+            return;
+        }
+        let started = Instant::now();
+        let reason = match connect(&slot, &secrets, store.clone()).await {
+            Err(reason) => reason,
+            Ok(client) => {
+                let peer = client.peer().clone();
+                peer.set_response_cache_config(ClientCacheConfig::disabled())
+                    .await;
+                let version = client.peer_info().map(|i| i.protocol_version.clone());
+                let protocol = version
+                    .as_ref()
+                    .map(ToString::to_string)
+                    .unwrap_or_default();
+                match fetch_offer(&peer).await {
+                    Err(reason) => {
+                        client.cancellation_token().cancel();
+                        reason
+                    }
+                    Ok(offer) => {
+                        tracing::info!(
+                            upstream = %name, tools = offer.tools.len(), prompts = offer.prompts.len(),
+                            resources = offer.resources.len(), %protocol, "upstream connected"
+                        );
+                        failures = 0;
+                        let exits = Exits {
+                            slot: &slot,
+                            secrets: &secrets,
+                            protocol: version,
+                            peer: &peer,
+                        };
+                        let connection = Connection {
+                            peer: peer.clone(),
+                            exit: exits.choose(&offer.tools),
+                        };
+                        slot.connected(connection, offer, protocol);
+                        changed();
+                        let reason = run_connected(&slot, client, &peer, &changed, &exits).await;
+                        if slot.cancel.is_cancelled() {
+                            return;
+                        }
+                        reason
+                    }
+                }
+            }
+        };
+        failures += 1;
+        if started.elapsed() > STABLE_AFTER {
+            backoff = MIN_BACKOFF;
+        }
+        tracing::warn!(upstream = %name, %reason, retry_in_ms = backoff.as_millis() as u64, "upstream unavailable");
+        slot.disconnected(reason, failures);
+        changed();
+        tokio::select! {
+            () = slot.cancel.cancelled() => return,
+            () = tokio::time::sleep(backoff) => {}
+        }
+        backoff = (backoff * 2).min(MAX_BACKOFF);
+    }
+}
+
+/// Opens the upstream's rmcp client: a child over stdio, or Streamable HTTP.
+async fn connect(
+    slot: &UpstreamSlot,
+    secrets: &Secrets,
+    store: Option<Arc<Store>>,
+) -> Result<Client, String> {
+    let spec = &slot.spec;
+    let handler = UpstreamClient {
+        name: spec.name.clone(),
+        refresh: slot.refresh.clone(),
+        inflight: slot.inflight.clone(),
+        subscriptions: slot.subscriptions.clone(),
+        relay: spec.relay.clone().unwrap_or_default(),
+        store,
+    };
+    let lifecycle = match spec.protocol {
+        Some(UpstreamProtocol::V2025_11_25) => ClientLifecycleMode::Initialize,
+        Some(UpstreamProtocol::V2026_07_28) => ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        },
+        None => ClientLifecycleMode::Auto {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            legacy_version: Some(ProtocolVersion::V_2025_11_25),
+        },
+    };
+    let connecting = async {
+        if let Some(stdio) = &spec.stdio {
+            let transport = stdio::spawn(&spec.name, stdio, secrets)?;
+            handler
+                .serve_with_lifecycle(transport, lifecycle)
+                .await
+                .map_err(|e| format!("MCP handshake failed: {e}"))
+        } else if let Some(http) = &spec.http {
+            handler
+                .serve_with_lifecycle(rmcp_transport(http, secrets)?, lifecycle)
+                .await
+                .map_err(|e| format!("cannot connect to {}: {}", http.url, short(&e.to_string())))
+        } else {
+            Err("neither stdio nor http is configured".to_owned())
+        }
+    };
+    tokio::time::timeout(CONNECT_TIMEOUT, connecting)
+        .await
+        .map_err(|_| format!("no MCP handshake within {}s", CONNECT_TIMEOUT.as_secs()))?
+}
+
+/// What choosing a connected upstream's exit takes.
+struct Exits<'a> {
+    slot: &'a UpstreamSlot,
+    secrets: &'a Secrets,
+    protocol: Option<ProtocolVersion>,
+    peer: &'a Peer<RoleClient>,
+}
+
+impl Exits<'_> {
+    /// The HTTP exit for a Streamable HTTP upstream that speaks 2026-07-28 and whose tools
+    /// need no rmcp encoding; the rmcp client otherwise.
+    fn choose(&self, tools: &[UpstreamTool]) -> Exit {
+        match self.http(tools) {
+            Some(http) => Exit::Http(Arc::new(http)),
+            None => Exit::Peer(PeerExit {
+                peer: self.peer.clone(),
+                inflight: self.slot.inflight.clone(),
+            }),
+        }
+    }
+
+    fn http(&self, tools: &[UpstreamTool]) -> Option<HttpExit> {
+        let spec = &self.slot.spec;
+        let http = spec.http.as_ref()?;
+        let headers = configured_headers(http, self.secrets).ok()?;
+        let client = crate::http_client::shared().ok()?;
+        let relay = spec.relay.clone().unwrap_or_default();
+        HttpExit::new(
+            client,
+            &http.url,
+            &headers,
+            self.protocol.clone()?,
+            &client_config(&relay),
+            tools,
+        )
+    }
+}
+
+/// Serves one connection: refreshes the offer on `list_changed` and on a timer, and returns
+/// why the connection ended.
+async fn run_connected(
+    slot: &UpstreamSlot,
+    client: Client,
+    peer: &Peer<RoleClient>,
+    changed: &impl Fn(),
+    exits: &Exits<'_>,
+) -> String {
+    let ct = client.cancellation_token();
+    let mut waiting = tokio::spawn(client.waiting());
+    let mut timer = tokio::time::interval(REFRESH_EVERY);
+    timer.tick().await;
+    loop {
+        tokio::select! {
+            () = slot.cancel.cancelled() => {
+                ct.cancel();
+                let _ = (&mut waiting).await;
+                return "stopped".into();
+            }
+            ended = &mut waiting => {
+                return match ended {
+                    Ok(Ok(reason)) => format!("the connection ended ({reason:?})"),
+                    _ => "the connection ended".into(),
+                };
+            }
+            () = slot.refresh.notified() => {}
+            _ = timer.tick() => {}
+        }
+        if peer.is_transport_closed() {
+            ct.cancel();
+            return "the connection closed".into();
+        }
+        match fetch_offer(peer).await {
+            Ok(offer) => {
+                if slot.offer_differs(&offer) {
+                    tracing::info!(upstream = %slot.spec.name, tools = offer.tools.len(), "upstream offer changed");
+                    slot.reoffered(exits.choose(&offer.tools), offer);
+                    changed();
+                }
+            }
+            Err(reason) => {
+                ct.cancel();
+                return reason;
+            }
+        }
+    }
+}
+
+async fn fetch<T>(
+    what: &str,
+    call: impl std::future::Future<Output = Result<Vec<T>, ServiceError>>,
+) -> Result<Vec<T>, String> {
+    match tokio::time::timeout(LIST_TIMEOUT, call).await {
+        Ok(Ok(items)) => Ok(items),
+        Ok(Err(e)) => Err(format!("{what} failed: {}", short(&e.to_string()))),
+        Err(_) => Err(format!("{what} did not answer")),
+    }
+}
+
+/// An upstream's tools as Warden keeps them: the schemas as text, each distinct annotation
+/// set once (PERF-3).
+fn upstream_tools(tools: Vec<Tool>) -> Vec<UpstreamTool> {
+    let mut annotations: HashMap<String, Arc<serde_json::Value>> = HashMap::new();
+    tools
+        .into_iter()
+        .map(|tool| UpstreamTool {
+            name: tool.name.into_owned(),
+            title: tool.title,
+            description: tool.description.map(std::borrow::Cow::into_owned),
+            input_schema: SchemaText::new(&tool.input_schema),
+            output_schema: tool.output_schema.as_deref().map(SchemaText::new),
+            annotations: tool.annotations.and_then(|a| {
+                let value = serde_json::to_value(a).ok()?;
+                let shared = annotations
+                    .entry(value.to_string())
+                    .or_insert_with(|| Arc::new(value));
+                Some(shared.clone())
+            }),
+        })
+        .collect()
+}
+
+/// Tools, and prompts and resources when the upstream offers them.
+async fn fetch_offer(peer: &Peer<RoleClient>) -> Result<Offer, String> {
+    let capabilities = peer.peer_info().map(|i| i.capabilities.clone());
+    let tools = upstream_tools(fetch("tools/list", peer.list_all_tools()).await?);
+    let prompts = match capabilities.as_ref().and_then(|c| c.prompts.as_ref()) {
+        Some(_) => fetch("prompts/list", peer.list_all_prompts()).await?,
+        None => Vec::new(),
+    };
+    let (resources, templates) = match capabilities.as_ref().and_then(|c| c.resources.as_ref()) {
+        // Templates are optional for a server offering resources.
+        Some(_) => (
+            fetch("resources/list", peer.list_all_resources()).await?,
+            fetch(
+                "resources/templates/list",
+                peer.list_all_resource_templates(),
+            )
+            .await
+            .unwrap_or_default(),
+        ),
+        None => (Vec::new(), Vec::new()),
+    };
+    Ok(Offer {
+        tools,
+        prompts,
+        resources,
+        templates,
+    })
+}
