@@ -6,7 +6,7 @@
 #   scripts/bench.sh perf3      # tools/list over 100 projects × 100 tools, resident memory
 #   scripts/bench.sh perf4 N    # audit growth: N pre-filled records (1000, 100000, 10000000)
 #   scripts/bench.sh eras       # the same call in both protocol eras
-#   scripts/bench.sh relay      # the floor of any proxy: `warden bench relay` (bytes copied, no
+#   scripts/bench.sh forward    # the floor of any proxy: `warden bench forward` (bytes copied, no
 #                               # HTTP) in front of the upstream, at 1 and 64 clients, against it
 #   scripts/bench.sh others     # PERF-2's other gateways: Warden, FastMCP's proxy (a fresh
 #                               # upstream session per request, then one shared) and IBM's
@@ -44,8 +44,8 @@
 #
 # Each run starts a fresh `warden serve` on its embedded default (SQLite, durable audit, the
 # demo project) plus the project `bench` (the benchmark upstream, a read, an ordinary
-# mutation, a denied tool), and `warden bench upstream`, all on 127.0.0.1 free ports (`relay`
-# starts `warden bench relay` in front of the upstream instead of Warden).
+# mutation, a denied tool), and `warden bench upstream`, all on 127.0.0.1 free ports (`forward`
+# starts `warden bench forward` in front of the upstream instead of Warden).
 #
 # Environment: WARDEN_BIN (default: `cargo build --release -p warden`), DURATION (default
 # 10s per round), ROUNDS (default 3), OUTPUT (table or json; default table), WARDEN_PREFIX (a
@@ -72,8 +72,8 @@ die() {
 	exit 2
 }
 case "$scenario" in
-perf1 | perf2 | perf3 | perf4 | eras | relay | others | soak | split | compare | cpu | kernel | instructions) ;;
-*) die "usage: $0 perf1|perf2|perf3|perf4 N|eras|relay|others|soak|split [CLIENTS]|compare A B [CLIENTS] [MIX]|cpu A B [CLIENTS]|kernel A B [CLIENTS]|instructions A B [CALLS]" ;;
+perf1 | perf2 | perf3 | perf4 | eras | forward | others | soak | split | compare | cpu | kernel | instructions) ;;
+*) die "usage: $0 perf1|perf2|perf3|perf4 N|eras|forward|others|soak|split [CLIENTS]|compare A B [CLIENTS] [MIX]|cpu A B [CLIENTS]|kernel A B [CLIENTS]|instructions A B [CALLS]" ;;
 esac
 
 if [[ "$scenario" == compare || "$scenario" == cpu || "$scenario" == kernel || "$scenario" == instructions ]]; then
@@ -212,15 +212,15 @@ perf2)
 	run -c 64 --mix read=1,write=1 --direct "$upstream"
 	run -c 64 --mix read=1,denied=1 --denied-tool bench__tool_0000 --direct "$upstream"
 	;;
-relay)
-	# No Warden: the relay only copies bytes, so tool names are the upstream's own.
+forward)
+	# No Warden: the forwarder only copies bytes, so tool names are the upstream's own.
 	start_upstream 1
 	hostport="${upstream#http://}"
-	"$W" bench relay --listen 127.0.0.1:0 --to "${hostport%%/*}" >"$work/relay.out" 2>"$work/relay.err" &
+	"$W" bench forward --listen 127.0.0.1:0 --to "${hostport%%/*}" >"$work/forward.out" 2>"$work/forward.err" &
 	pids+=($!)
-	relay="$(wait_for "$work/relay.out" 's/^relay: \([^ ]*\) .*/\1/p' "${pids[-1]}")"
-	[[ -n "$relay" ]] || die "the relay did not start: $(cat "$work/relay.err")"
-	url="http://$relay/mcp"
+	forward="$(wait_for "$work/forward.out" 's/^forward: \([^ ]*\) .*/\1/p' "${pids[-1]}")"
+	[[ -n "$forward" ]] || die "the forwarder did not start: $(cat "$work/forward.err")"
+	url="http://$forward/mcp"
 	unset WARDEN_TOKEN
 	run -c 1 --mix read=1 --read-tool read --direct "$upstream"
 	run -c 64 --mix read=1 --read-tool read --direct "$upstream"

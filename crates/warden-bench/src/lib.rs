@@ -1,12 +1,12 @@
 //! `warden bench`: measures any MCP endpoint over Streamable HTTP in both protocol eras — and,
 //! with `--direct`, the upstream behind it in the same run, alternating rounds, so that the
 //! gateway/direct ratios hold on a noisy machine (PERF-1, PERF-2). Also a fast fixture upstream,
-//! a bare TCP relay (the floor of any proxy) and the generators for the catalog and audit-growth
+//! a bare TCP forwarder (the floor of any proxy) and the generators for the catalog and audit-growth
 //! scenarios (PERF-3, PERF-4).
 
 pub mod client;
+pub mod forward;
 pub mod load;
-pub mod relay;
 pub mod report;
 pub mod seed;
 pub mod upstream;

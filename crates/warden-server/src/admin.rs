@@ -16,7 +16,7 @@ use warden_core::time::Millis;
 use warden_core::tool::{GovernanceStatus, ToolSource};
 use warden_mcp::Authenticated;
 
-use crate::AppState;
+use crate::state::AppState;
 
 /// Capability to explain calls of other principals, with the rules of hidden tools.
 pub const EXPLAIN_ANY: &str = "explain:any";

@@ -6,16 +6,13 @@
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use axum::extract::{ConnectInfo, Request, State};
+use axum::extract::{ConnectInfo, Request};
 use axum::http::{HeaderName, HeaderValue, StatusCode, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use warden_mcp::{AgentRoute, Authenticated};
-
-use crate::AppState;
+use warden_mcp::{AgentRoute, Authenticated, Gateway};
 
 /// Failed authentications allowed per source address and minute.
 const MAX_FAILURES_PER_MINUTE: u32 = 30;
@@ -70,32 +67,23 @@ fn unauthorized(reason: &str) -> Response {
     response
 }
 
-/// The middleware: verifies the bearer token and puts the credential (and the agent of
-/// `/mcp/agents/{agent}`) into the request's extensions.
-pub(crate) async fn authenticate(
-    State(state): State<Arc<AppState>>,
-    mut request: Request,
-    next: Next,
-) -> Response {
-    match verify(&state, &mut request) {
-        Ok(()) => next.run(request).await,
-        Err(refused) => refused,
-    }
-}
-
 /// The check itself: puts the credential (and the agent) into `request`'s extensions, or
 /// returns the answer that refuses it.
 #[expect(
     clippy::result_large_err,
     reason = "a refusal is moved once, straight into the answer"
 )]
-pub(crate) fn verify(state: &AppState, request: &mut Request) -> Result<(), Response> {
+pub(crate) fn verify(
+    gateway: &Gateway,
+    failures: &FailureLimiter,
+    request: &mut Request,
+) -> Result<(), Response> {
     let source = request
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
         .map(|c| c.0.ip());
     if let Some(ip) = source
-        && state.auth_failures.blocked(ip)
+        && failures.blocked(ip)
     {
         return Err((
             StatusCode::TOO_MANY_REQUESTS,
@@ -127,11 +115,11 @@ pub(crate) fn verify(state: &AppState, request: &mut Request) -> Result<(), Resp
             "missing bearer token: send `Authorization: Bearer wdn_…`",
         ));
     };
-    let credential = match state.gateway.authenticate(&token) {
+    let credential = match gateway.authenticate(&token) {
         Ok(c) => c,
         Err(e) => {
             if let Some(ip) = source {
-                state.auth_failures.record(ip);
+                failures.record(ip);
             }
             metrics::counter!("warden_auth_failures_total", "reason" => e.to_string()).increment(1);
             tracing::warn!(source = ?source, reason = %e, "authentication failed");
@@ -140,7 +128,7 @@ pub(crate) fn verify(state: &AppState, request: &mut Request) -> Result<(), Resp
     };
     if let Some(agent) = request.uri().path().strip_prefix("/mcp/agents/") {
         let agent = agent.trim_end_matches('/').to_owned();
-        if state.gateway.snapshot().policy.agent(&agent).is_none() {
+        if gateway.snapshot().policy.agent(&agent).is_none() {
             return Err((
                 StatusCode::NOT_FOUND,
                 format!(

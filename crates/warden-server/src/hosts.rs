@@ -5,14 +5,10 @@
 //! An `Origin`, when present, must name an allowed host or be allow-listed itself.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{StatusCode, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-
-use crate::AppState;
 
 const LOOPBACK: [&str; 4] = ["localhost", "127.0.0.1", "::1", "[::1]"];
 
@@ -96,24 +92,12 @@ fn forbidden(message: String) -> Response {
     (StatusCode::FORBIDDEN, format!("{message}\n")).into_response()
 }
 
-/// The middleware.
-pub(crate) async fn check(
-    State(state): State<Arc<AppState>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    match verify(&state, &request) {
-        Ok(()) => next.run(request).await,
-        Err(refused) => refused,
-    }
-}
-
 /// The check itself: the answer that refuses the request, if it is refused.
 #[expect(
     clippy::result_large_err,
     reason = "a refusal is moved once, straight into the answer"
 )]
-pub(crate) fn verify(state: &AppState, request: &Request) -> Result<(), Response> {
+pub(crate) fn verify(hosts: &HostPolicy, request: &Request) -> Result<(), Response> {
     let headers = request.headers();
     let host = headers
         .get(header::HOST)
@@ -122,7 +106,7 @@ pub(crate) fn verify(state: &AppState, request: &Request) -> Result<(), Response
         .or_else(|| request.uri().authority().map(|a| a.to_string()));
     match host {
         None => return Err((StatusCode::BAD_REQUEST, "missing Host header\n").into_response()),
-        Some(h) if !state.hosts.host_allowed(&h) => {
+        Some(h) if !hosts.host_allowed(&h) => {
             tracing::warn!(host = %h, "request refused: Host not allowed");
             return Err(forbidden(format!(
                 "forbidden: Host `{}` is not allowed",
@@ -132,7 +116,7 @@ pub(crate) fn verify(state: &AppState, request: &Request) -> Result<(), Response
         Some(_) => {}
     }
     if let Some(origin) = headers.get(header::ORIGIN).and_then(|o| o.to_str().ok())
-        && !state.hosts.origin_allowed(origin)
+        && !hosts.origin_allowed(origin)
     {
         tracing::warn!(%origin, "request refused: Origin not allowed");
         return Err(forbidden(format!(

@@ -46,7 +46,7 @@ static MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
 static MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
 
 /// The largest body read here; larger ones go to rmcp, which enforces its own limit.
-const MAX_INLINE_BODY: u64 = crate::MAX_BODY_BYTES as u64;
+const MAX_INLINE_BODY: u64 = crate::state::MAX_BODY_BYTES as u64;
 
 /// The MCP endpoint: inline where it can, rmcp otherwise.
 #[derive(Clone)]
@@ -278,8 +278,8 @@ fn inline_request(
 fn fast_call(body: &[u8]) -> Option<(rmcp::model::RequestId, ClientRequest)> {
     /// A key that is present, whatever its value (`null` included).
     #[derive(Default)]
-    struct Present(bool);
-    impl<'de> serde::Deserialize<'de> for Present {
+    struct FieldPresent(bool);
+    impl<'de> serde::Deserialize<'de> for FieldPresent {
         fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
             serde::de::IgnoredAny::deserialize(d).map(|_| Self(true))
         }
@@ -313,9 +313,9 @@ fn fast_call(body: &[u8]) -> Option<(rmcp::model::RequestId, ClientRequest)> {
         params: Object<rmcp::model::CallToolRequestParams>,
         // rmcp refuses a request that also carries `result` or `error`.
         #[serde(default)]
-        result: Present,
+        result: FieldPresent,
         #[serde(default)]
-        error: Present,
+        error: FieldPresent,
     }
     let Object(call) = serde_json::from_slice::<Object<Call>>(body).ok()?;
     if call.result.0 || call.error.0 {

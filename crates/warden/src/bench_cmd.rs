@@ -69,7 +69,7 @@ pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<()> {
             println!("{}", serde_json::to_string_pretty(&p)?);
             Ok(())
         }
-        Some(BenchCommand::Relay(a)) => {
+        Some(BenchCommand::Forward(a)) => {
             let to = tokio::net::lookup_host(&a.to)
                 .await
                 .map_err(|e| {
@@ -84,10 +84,10 @@ pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<()> {
                 || std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
                 usize::from,
             );
-            let relay = warden_bench::relay::Relay::start(a.listen, to, threads).await?;
-            println!("relay: {} to {to}", relay.addr());
+            let forwarder = warden_bench::forward::Forwarder::start(a.listen, to, threads).await?;
+            println!("forward: {} to {to}", forwarder.addr());
             serve::shutdown_signal().await;
-            tokio::task::spawn_blocking(move || relay.stop()).await?;
+            tokio::task::spawn_blocking(move || forwarder.stop()).await?;
             Ok(())
         }
         None => load(args).await,

@@ -262,24 +262,24 @@ pub enum BenchCommand {
     /// Time reading one run's whole audit trail from a store.
     Trail(BenchTrailArgs),
 
-    /// Relay TCP connections to an address, copying bytes both ways and parsing nothing, with
+    /// Forward TCP connections to an address, copying bytes both ways and parsing nothing, with
     /// Warden's threading: measured in front of `warden bench upstream` with `--direct`, what
     /// any proxy costs on this machine before it reads a byte of HTTP.
-    Relay(BenchRelayArgs),
+    Forward(BenchForwardArgs),
 }
 
-/// `warden bench relay`.
+/// `warden bench forward`.
 #[derive(Debug, Args)]
-pub struct BenchRelayArgs {
+pub struct BenchForwardArgs {
     /// Address to listen on (port 0 picks a free port; the address is printed).
     #[arg(long, default_value = "127.0.0.1:8701")]
     pub listen: std::net::SocketAddr,
 
-    /// Where to relay every connection: HOST:PORT (e.g. the `warden bench upstream`'s).
+    /// Where to forward every connection: HOST:PORT (e.g. the `warden bench upstream`'s).
     #[arg(long, value_name = "HOST:PORT")]
     pub to: String,
 
-    /// Relay threads, each accepting on a socket of its own [default: the CPUs].
+    /// Forwarding threads, each accepting on a socket of its own [default: the CPUs].
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub threads: Option<u16>,
 }

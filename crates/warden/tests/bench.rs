@@ -121,22 +121,22 @@ async fn a_call_that_should_be_denied_but_runs_is_an_error() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_bare_relay_carries_every_call_to_the_upstream() {
+async fn the_bare_forwarder_carries_every_call_to_the_upstream() {
     let upstream = bench_upstream().await;
     let to = upstream
         .trim_start_matches("http://")
         .trim_end_matches("/mcp")
         .parse()
         .unwrap();
-    let relay = warden_bench::relay::Relay::start("127.0.0.1:0".parse().unwrap(), to, 2)
+    let forwarder = warden_bench::forward::Forwarder::start("127.0.0.1:0".parse().unwrap(), to, 2)
         .await
         .unwrap();
-    // Its port is in use for a second relay, although both would share it with SO_REUSEPORT.
-    let again = warden_bench::relay::Relay::start(relay.addr(), to, 2).await;
-    let err = again.expect_err("a second relay on the same port");
+    // Its port is in use for a second forwarder, although both would share it with SO_REUSEPORT.
+    let again = warden_bench::forward::Forwarder::start(forwarder.addr(), to, 2).await;
+    let err = again.expect_err("a second forwarder on the same port");
     assert!(err.to_string().contains("cannot listen on"), "{err}");
     let mut o = options(
-        format!("http://{}/mcp", relay.addr()),
+        format!("http://{}/mcp", forwarder.addr()),
         String::new(),
         Some(upstream),
         Era::V2026,
@@ -154,7 +154,7 @@ async fn the_bare_relay_carries_every_call_to_the_upstream() {
     assert_eq!(report.gateway.total.requests, 160, "{}", report.table());
     let direct = report.direct.as_ref().unwrap();
     assert!(direct.errors.is_empty(), "{:?}", direct.error_samples);
-    tokio::task::spawn_blocking(move || relay.stop())
+    tokio::task::spawn_blocking(move || forwarder.stop())
         .await
         .unwrap();
 }

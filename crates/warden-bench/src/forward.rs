@@ -1,4 +1,4 @@
-//! `warden bench relay`: a bare TCP relay, bytes copied both ways and nothing parsed, with
+//! `warden bench forward`: a bare TCP forwarder, bytes copied both ways and nothing parsed, with
 //! Warden's threading (a thread per core, each a single-threaded runtime accepting on its own
 //! `SO_REUSEPORT` socket). In front of `warden bench upstream`, measured with
 //! `warden bench --direct`, it shows what any proxy costs on a machine before it reads a byte
@@ -11,19 +11,19 @@ use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 
-/// A running relay; [`Relay::stop`] ends it.
+/// A running forwarder; [`Forwarder::stop`] ends it.
 #[derive(Debug)]
-pub struct Relay {
+pub struct Forwarder {
     addr: SocketAddr,
     threads: Vec<JoinHandle<()>>,
     shutdown: CancellationToken,
 }
 
-impl Relay {
+impl Forwarder {
     /// Listens on `listen` (port 0 picks one) on `threads` threads (one off Linux, where
-    /// sockets cannot share a port) and relays every connection to `to`. Call it within a Tokio
+    /// sockets cannot share a port) and forwards every connection to `to`. Call it within a Tokio
     /// runtime: the sockets are made there, then each thread serves its own with a runtime of
-    /// its own. Dropped, it stops as [`Relay::stop`] does, without waiting for the threads.
+    /// its own. Dropped, it stops as [`Forwarder::stop`] does, without waiting for the threads.
     pub async fn start(listen: SocketAddr, to: SocketAddr, threads: usize) -> anyhow::Result<Self> {
         let threads = if cfg!(target_os = "linux") {
             threads
@@ -31,7 +31,7 @@ impl Relay {
             1
         };
         // Warden's own listening sockets: a port already in use fails, even when its holder
-        // shares it with SO_REUSEPORT (a running relay or Warden of this user).
+        // shares it with SO_REUSEPORT (a running forwarder or Warden of this user).
         let first = warden_server::listen(listen)
             .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
         let addr = first.local_addr()?;
@@ -46,8 +46,8 @@ impl Relay {
         for (index, socket) in sockets.into_iter().enumerate() {
             let stop = shutdown.clone();
             let handle = std::thread::Builder::new()
-                .name(format!("warden-relay-{index}"))
-                .spawn(move || relay_thread(socket, to, &stop));
+                .name(format!("warden-forwarder-{index}"))
+                .spawn(move || forwarder_thread(socket, to, &stop));
             match handle {
                 Ok(handle) => handles.push(handle),
                 Err(e) => {
@@ -57,7 +57,7 @@ impl Relay {
                         shutdown,
                     }
                     .stop();
-                    anyhow::bail!("cannot start relay thread {index}: {e}");
+                    anyhow::bail!("cannot start forwarder thread {index}: {e}");
                 }
             }
         }
@@ -73,7 +73,7 @@ impl Relay {
         self.addr
     }
 
-    /// Stops accepting, drops every relayed connection and waits for the threads.
+    /// Stops accepting, drops every forwarded connection and waits for the threads.
     pub fn stop(mut self) {
         self.shutdown.cancel();
         for thread in std::mem::take(&mut self.threads) {
@@ -82,20 +82,20 @@ impl Relay {
     }
 }
 
-impl Drop for Relay {
+impl Drop for Forwarder {
     fn drop(&mut self) {
         self.shutdown.cancel();
     }
 }
 
-fn relay_thread(socket: std::net::TcpListener, to: SocketAddr, stop: &CancellationToken) {
+fn forwarder_thread(socket: std::net::TcpListener, to: SocketAddr, stop: &CancellationToken) {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
         Ok(runtime) => runtime,
         Err(e) => {
-            tracing::error!(error = %e, "relay: cannot start a runtime");
+            tracing::error!(error = %e, "forwarder: cannot start a runtime");
             return;
         }
     };
@@ -104,7 +104,7 @@ fn relay_thread(socket: std::net::TcpListener, to: SocketAddr, stop: &Cancellati
         let listener = match TcpListener::from_std(socket) {
             Ok(listener) => listener,
             Err(e) => {
-                tracing::error!(error = %e, "relay: cannot use the listening socket");
+                tracing::error!(error = %e, "forwarder: cannot use the listening socket");
                 return;
             }
         };
@@ -113,11 +113,11 @@ fn relay_thread(socket: std::net::TcpListener, to: SocketAddr, stop: &Cancellati
                 () = stop.cancelled() => return,
                 accepted = listener.accept() => match accepted {
                     Ok((client, _)) => {
-                        tokio::spawn(relay(client, to));
+                        tokio::spawn(forward(client, to));
                     }
                     Err(e) => {
                         // Out of file descriptors, typically: wait rather than spin.
-                        tracing::warn!(error = %e, "relay: accept failed");
+                        tracing::warn!(error = %e, "forwarder: accept failed");
                         tokio::time::sleep(Duration::from_millis(10)).await;
                     }
                 },
@@ -126,12 +126,12 @@ fn relay_thread(socket: std::net::TcpListener, to: SocketAddr, stop: &Cancellati
     });
 }
 
-async fn relay(mut client: TcpStream, to: SocketAddr) {
+async fn forward(mut client: TcpStream, to: SocketAddr) {
     let _ = client.set_nodelay(true);
     let mut upstream = match TcpStream::connect(to).await {
         Ok(upstream) => upstream,
         Err(e) => {
-            tracing::warn!(%to, error = %e, "relay: cannot connect to the upstream");
+            tracing::warn!(%to, error = %e, "forwarder: cannot connect to the upstream");
             return;
         }
     };

@@ -1,0 +1,368 @@
+//! The application: every route — the MCP endpoints, the admin API, the console, health and
+//! metrics — behind the host check and authentication, and the service the listeners serve.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::{any, get};
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio_util::sync::CancellationToken;
+use warden_mcp::upstream::UpstreamStatus;
+use warden_mcp::{McpHandler, SessionAuth};
+
+use crate::state::{AppState, MAX_BODY_BYTES};
+use crate::{admin, auth, hosts, inline};
+
+fn metrics_handle() -> Option<&'static PrometheusHandle> {
+    static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
+    HANDLE
+        .get_or_init(|| match PrometheusBuilder::new().install_recorder() {
+            Ok(h) => Some(h),
+            Err(e) => {
+                tracing::warn!(error = %e, "metrics recorder not installed");
+                None
+            }
+        })
+        .as_ref()
+}
+
+/// The router: every route, with the host check and authentication as middleware layers.
+/// The listeners serve it behind [`ListenerService`], which answers the same for every request.
+pub fn router(state: Arc<AppState>, shutdown: CancellationToken) -> Router {
+    routes(state, shutdown).0
+}
+
+/// The MCP endpoint served by [`router`] and [`ListenerService`].
+type Endpoint = inline::McpEndpoint<StreamableHttpService<McpHandler, LocalSessionManager>>;
+
+/// The router, and the MCP endpoint its `/mcp` routes serve.
+fn routes(state: Arc<AppState>, shutdown: CancellationToken) -> (Router, Endpoint) {
+    let _ = metrics_handle();
+    let gateway = state.gateway.clone();
+    let config = StreamableHttpServerConfig::default()
+        .with_json_response(true)
+        .with_sse_keep_alive(Some(Duration::from_secs(15)))
+        // Host and Origin are checked by our own middleware for every route.
+        .disable_allowed_hosts()
+        .with_cancellation_token(shutdown.child_token());
+    let mcp = StreamableHttpService::new(
+        move || {
+            Ok(McpHandler::new(
+                gateway.clone(),
+                SessionAuth::PerRequest,
+                None,
+            ))
+        },
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let endpoint = inline::McpEndpoint::new(state.gateway.clone(), mcp);
+    let routed = endpoint.clone();
+    let serve = move |request: axum::extract::Request| routed.clone().serve(request);
+    let authenticated = Router::new()
+        .route("/mcp", any(serve.clone()))
+        .route("/mcp/agents/{agent}", any(serve))
+        .nest("/api/v1", admin::routes())
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            authenticate,
+        ));
+    let router = Router::new()
+        .route("/", get(console))
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .route("/api/v1/openapi.json", get(admin::openapi))
+        .merge(authenticated)
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            check_hosts,
+        ))
+        .with_state(state);
+    (router, endpoint)
+}
+
+/// What the listeners serve: [`router`], except that a request the MCP endpoint may answer
+/// inline (a stateless 2026-07-28 `POST /mcp`; see `inline`) goes to it directly, through
+/// the same host check and authentication as the router's, in the same order. That skips
+/// the router's path match, its two middleware layers and their boxed futures on the
+/// requests that make up nearly all of an agent's traffic (docs/benchmarks.md).
+#[derive(Clone)]
+pub(crate) struct ListenerService {
+    router: Router,
+    endpoint: Endpoint,
+    state: Arc<AppState>,
+}
+
+impl ListenerService {
+    pub(crate) fn new(state: Arc<AppState>, shutdown: CancellationToken) -> Self {
+        let (router, endpoint) = routes(state.clone(), shutdown);
+        Self {
+            router,
+            endpoint,
+            state,
+        }
+    }
+}
+
+impl tower::Service<axum::extract::Request> for ListenerService {
+    type Response = Response;
+    type Error = std::convert::Infallible;
+    type Future = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Response, Self::Error>> + Send + 'static>,
+    >;
+
+    fn poll_ready(
+        &mut self,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    #[expect(
+        clippy::result_large_err,
+        reason = "a refusal is moved once, straight into the answer"
+    )]
+    fn call(&mut self, mut request: axum::extract::Request) -> Self::Future {
+        if request.uri().path() != "/mcp" || !inline::candidate(&request) {
+            return Box::pin(tower::ServiceExt::oneshot(self.router.clone(), request));
+        }
+        #[cfg(test)]
+        tests::FAST_PATH.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let refused = hosts::verify(&self.state.hosts, &request).and_then(|()| {
+            auth::verify(&self.state.gateway, &self.state.auth_failures, &mut request)
+        });
+        let endpoint = self.endpoint.clone();
+        Box::pin(async move {
+            Ok(match refused {
+                // `candidate` held above: not checked again.
+                Ok(()) => endpoint.serve_candidate(request).await,
+                Err(refused) => refused,
+            })
+        })
+    }
+}
+
+async fn console() -> Html<&'static str> {
+    Html(include_str!("console.html"))
+}
+
+async fn healthz() -> &'static str {
+    "ok\n"
+}
+
+/// Ready when the store answers and the configuration is loaded; the body lists upstreams.
+async fn readyz(State(state): State<Arc<AppState>>) -> Response {
+    let store_ok = state.gateway.store().revision().await.is_ok();
+    let snapshot = state.gateway.snapshot();
+    let upstreams: serde_json::Map<String, serde_json::Value> = state
+        .gateway
+        .upstreams()
+        .all()
+        .iter()
+        .map(|u| {
+            (
+                u.spec.name.to_string(),
+                serde_json::to_value(u.status()).unwrap_or_default(),
+            )
+        })
+        .collect();
+    let ready = store_ok && snapshot.loaded;
+    let body = serde_json::json!({
+        "ready": ready,
+        "store": if store_ok { "ok" } else { "unreachable" },
+        "revision": snapshot.revision,
+        "upstreams": upstreams,
+    });
+    let status = if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, axum::Json(body)).into_response()
+}
+
+async fn metrics(State(state): State<Arc<AppState>>) -> Response {
+    for u in state.gateway.upstreams().all() {
+        let up = matches!(u.status(), UpstreamStatus::Up { .. });
+        metrics::gauge!("warden_upstream_up", "upstream" => u.spec.name.to_string()).set(if up {
+            1.0
+        } else {
+            0.0
+        });
+        metrics::gauge!("warden_upstream_tools", "upstream" => u.spec.name.to_string())
+            .set(u.offer().tools.len() as f64);
+    }
+    match metrics_handle() {
+        Some(h) => (
+            [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+            h.render(),
+        )
+            .into_response(),
+        None => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "metrics are not available\n",
+        )
+            .into_response(),
+    }
+}
+
+/// The host check (XPORT-2) as middleware.
+async fn check_hosts(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
+    match hosts::verify(&state.hosts, &request) {
+        Ok(()) => next.run(request).await,
+        Err(refused) => refused,
+    }
+}
+
+/// Bearer authentication as middleware: puts the credential (and the agent of
+/// `/mcp/agents/{agent}`) into the request's extensions.
+async fn authenticate(
+    State(state): State<Arc<AppState>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    match auth::verify(&state.gateway, &state.auth_failures, &mut request) {
+        Ok(()) => next.run(request).await,
+        Err(refused) => refused,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+    use std::net::SocketAddr;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+    use crate::hosts::HostPolicy;
+    use axum::body::Body;
+    use axum::extract::ConnectInfo;
+    use tower::ServiceExt;
+    use warden_mcp::Gateway;
+
+    type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, bool);
+
+    /// Requests the listener service sent past the router.
+    pub(super) static FAST_PATH: AtomicUsize = AtomicUsize::new(0);
+
+    const CALL: &str = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"warden__whoami","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}}}"#;
+
+    /// A stateless 2026-07-28 call of `warden__whoami` to `path`, with `headers` added.
+    fn call(path: &str, headers: &[(&str, &str)]) -> axum::extract::Request {
+        let mut request = http::Request::post(path)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", "warden__whoami")
+            .header("content-length", CALL.len());
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let mut request = request.body(Body::from(CALL)).unwrap();
+        let peer: SocketAddr = "127.0.0.1:40000".parse().unwrap();
+        request.extensions_mut().insert(ConnectInfo(peer));
+        request
+    }
+
+    async fn answer(response: Response) -> (StatusCode, String) {
+        let status = response.status();
+        let body = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        (status, String::from_utf8_lossy(&body).into_owned())
+    }
+
+    /// XPORT-2, AUTH: a request the listener service takes past the router gets exactly the router's
+    /// answer — refused by the host check or authentication alike, or served — and only
+    /// requests for exactly `/mcp` that the endpoint may answer inline take that way.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_listener_service_answers_as_the_router_does() {
+        let store = warden_testkit::sqlite_store().await;
+        let admin = store
+            .store
+            .bootstrap(warden_core::time::Millis(1))
+            .await
+            .unwrap()
+            .unwrap()
+            .secret;
+        let gateway = Gateway::start(
+            Arc::new(warden_store::Store::open(&store.location).await.unwrap()),
+            warden_mcp::GatewayOptions::default(),
+        )
+        .await;
+        let addr: SocketAddr = "127.0.0.1:8080".parse().unwrap();
+        let state = Arc::new(AppState::new(
+            gateway.clone(),
+            HostPolicy::for_listener(addr, &[], &[]).unwrap(),
+        ));
+        let shutdown = CancellationToken::new();
+        let front = ListenerService::new(state.clone(), shutdown.clone());
+        let router = router(state, shutdown.clone());
+        let bearer = format!("Bearer {admin}");
+        let bad = format!("Bearer wdn_{}", "0".repeat(64));
+        let host = ("host", "127.0.0.1:8080");
+        // Path, headers, and whether the listener service takes it past the router.
+        let cases: Vec<Case<'_>> = vec![
+            (
+                "/mcp",
+                vec![("host", "evil.example"), ("authorization", &bearer)],
+                true,
+            ),
+            (
+                "/mcp",
+                vec![
+                    host,
+                    ("origin", "https://evil.example"),
+                    ("authorization", &bearer),
+                ],
+                true,
+            ),
+            ("/mcp", vec![], true),
+            ("/mcp", vec![host], true),
+            ("/mcp", vec![host, ("authorization", &bad)], true),
+            ("/mcp", vec![host, ("authorization", &bearer)], true),
+            ("/mcp?x=1", vec![host, ("authorization", &bearer)], true),
+            ("/mcp/", vec![host, ("authorization", &bearer)], false),
+            ("//mcp", vec![host, ("authorization", &bearer)], false),
+            ("/MCP", vec![host, ("authorization", &bearer)], false),
+            ("/%6Dcp", vec![host, ("authorization", &bearer)], false),
+            (
+                "/mcp",
+                vec![host, ("authorization", &bearer), ("mcp-session-id", "s1")],
+                false,
+            ),
+        ];
+        for (path, headers, fast) in cases {
+            let before = FAST_PATH.load(Ordering::Relaxed);
+            let (status, body) =
+                answer(front.clone().oneshot(call(path, &headers)).await.unwrap()).await;
+            let took = FAST_PATH.load(Ordering::Relaxed) - before;
+            let (want_status, want_body) =
+                answer(router.clone().oneshot(call(path, &headers)).await.unwrap()).await;
+            assert_eq!(took, usize::from(fast), "{path} {headers:?}");
+            assert_eq!(status, want_status, "{path} {headers:?}: {body}");
+            if status == StatusCode::OK {
+                // Each call is a run of its own: the answers differ in their run ids only.
+                assert!(
+                    body.contains("\"result\"") && want_body.contains("\"result\""),
+                    "{body}"
+                );
+            } else {
+                assert_eq!(body, want_body, "{path} {headers:?}");
+            }
+        }
+        shutdown.cancel();
+        gateway.shutdown();
+    }
+}
