@@ -89,9 +89,9 @@ pub struct Store {
     appends: Appends,
 }
 
-/// Where appends go: the audit spool, for a serving Warden on a database file; the SQLite
-/// appender (callers lead group commits) for any other use of a database file, with the
-/// path of the spool that a server may own; else a writer task.
+/// Where appends go: the audit spool, for a serving Warden on SQLite; the SQLite appender
+/// (callers lead group commits) for any other use of SQLite, with the path of the spool that a
+/// server may own; on PostgreSQL a writer task.
 #[derive(Debug)]
 enum Appends {
     Spooled(spool::Spool),
@@ -221,14 +221,10 @@ impl Store {
         };
         backend.migrate().await?;
         let leader = match &backend {
-            Backend::Sqlite(b) => b
-                .file
-                .as_deref()
-                .map(|file| {
-                    sqlite_appender::SqliteAppender::start(file)
-                        .map(|appender| (appender, spool::path_for(file)))
-                })
-                .transpose()?,
+            Backend::Sqlite(b) => Some((
+                sqlite_appender::SqliteAppender::start(&b.file)?,
+                spool::path_for(&b.file),
+            )),
             Backend::Postgres(_) => None,
         };
         let backend = std::sync::Arc::new(backend);

@@ -24,10 +24,9 @@ static MIGRATOR: Migrator = sqlx::migrate!("./migrations/sqlite");
 pub(crate) struct SqliteBackend {
     pub(crate) pool: SqlitePool,
     write_lock: Mutex<()>,
-    /// The database file, when it is one (not in memory): the audit appender
-    /// (`sqlite_appender`) opens its own connection to it. An in-memory database appends
-    /// through the pool.
-    pub(crate) file: Option<std::path::PathBuf>,
+    /// The database file: the audit appender (`sqlite_appender`) opens its own connection
+    /// to it.
+    pub(crate) file: std::path::PathBuf,
 }
 
 impl SqliteBackend {
@@ -43,20 +42,27 @@ impl SqliteBackend {
         })?;
         let file = dir.join(crate::SQLITE_FILE);
         let options = SqliteConnectOptions::new().filename(&file);
-        Self::open_with(options, Some(file)).await
+        Self::open_with(options, file).await
     }
 
+    /// Opens a database file named by a URL. An in-memory database is refused: the audit
+    /// trail must survive the process (AUD-1, REL-3).
     pub(crate) async fn open_url(url: &str) -> Result<Self, StoreError> {
+        if url.contains(":memory:") || url.contains("mode=memory") {
+            return Err(StoreError::Invalid(format!(
+                "`{url}` is an in-memory SQLite database, and an audit trail in memory does not \
+                 survive the process; use a data directory or a file URL (`sqlite://PATH`)"
+            )));
+        }
         let options = SqliteConnectOptions::from_str(url)
             .map_err(|e| StoreError::Invalid(format!("`{url}` is not a valid SQLite URL: {e}")))?;
-        let in_memory = url.contains(":memory:") || url.contains("mode=memory");
-        let file = (!in_memory).then(|| options.get_filename().to_path_buf());
+        let file = options.get_filename().to_path_buf();
         Self::open_with(options, file).await
     }
 
     async fn open_with(
         options: SqliteConnectOptions,
-        file: Option<std::path::PathBuf>,
+        file: std::path::PathBuf,
     ) -> Result<Self, StoreError> {
         let options = options
             .create_if_missing(true)
@@ -101,4 +107,27 @@ impl SqliteBackend {
     }
 
     shared_operations!(Sqlite);
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+    use crate::{Location, Store};
+
+    /// AUD-1, REL-3: a store whose audit trail would vanish with the process is refused when
+    /// it is opened, in either spelling of an in-memory SQLite URL.
+    #[tokio::test]
+    async fn an_in_memory_sqlite_url_is_refused() {
+        for url in ["sqlite::memory:", "sqlite://warden.db?mode=memory"] {
+            let error = Store::open(&Location::Url(url.into())).await.unwrap_err();
+            assert_eq!(
+                error.to_string(),
+                format!(
+                    "`{url}` is an in-memory SQLite database, and an audit trail in memory does \
+                     not survive the process; use a data directory or a file URL (`sqlite://PATH`)"
+                )
+            );
+        }
+    }
 }
