@@ -18,7 +18,9 @@
 //!   inserts the batches a crashed server left behind — those numbered after
 //!   `audit_spool_inserted`, in number order across both files — and empties them. A frame
 //!   cut short or failing its checksum ends its file: it was being written when the process
-//!   died, so it was never acknowledged.
+//!   died, so it was never acknowledged. A file that begins with another magic than this
+//!   format's is refused, and the store with it: its records are neither replayed as something
+//!   else nor dropped.
 //! - **Ownership.** Only a serving Warden ([`crate::Store::open_serving`]) keeps the lock and
 //!   spools; the CLI replays if it can, then lets go and appends to SQLite directly, as a
 //!   server that finds the lock taken does.
@@ -81,11 +83,8 @@ pub(crate) const BARRIER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A frame: magic, payload length, batch number, CRC-32C of number and payload; then the
 /// payload, the batch's records in the binary form of [`Wire`] (postcard: lengths and bytes,
-/// nothing escaped). Frames written by earlier versions carry [`MAGIC_JSON`] and the records
-/// as JSON; a spool such a version left behind is still replayed.
+/// nothing escaped). A file that begins with another magic is refused (see [`claim`]).
 const MAGIC: [u8; 4] = *b"WSP2";
-/// The magic of frames whose payload is the records as JSON (written before the binary form).
-const MAGIC_JSON: [u8; 4] = *b"WSP1";
 const HEADER: usize = 20;
 /// CRC-32C, sixteen bytes per table step (the one-byte default cost about as much per call
 /// as writing the frame).
@@ -167,31 +166,21 @@ impl Serialize for WireBatch<'_> {
     }
 }
 
-/// How a frame's payload is written.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Format {
-    Binary,
-    Json,
-}
-
 /// A whole frame read back from a spool file.
 #[derive(Debug, PartialEq, Eq)]
 struct Frame<'a> {
     id: u64,
-    format: Format,
     payload: &'a [u8],
 }
 
+#[cfg(test)]
 impl Frame<'_> {
     /// The frame's records.
     fn records(&self) -> Result<Vec<NewRecord>, String> {
-        match self.format {
-            Format::Binary => Ok(views(self.payload)?
-                .into_iter()
-                .map(NewRecord::from)
-                .collect()),
-            Format::Json => serde_json::from_slice(self.payload).map_err(|e| e.to_string()),
-        }
+        Ok(views(self.payload)?
+            .into_iter()
+            .map(NewRecord::from)
+            .collect())
     }
 }
 
@@ -266,19 +255,10 @@ fn decode(bytes: &[u8]) -> (Vec<Frame<'_>>, usize) {
         digest.update(&id.to_le_bytes());
         digest.update(payload);
         let in_order = frames.last().is_none_or(|last| id > last.id);
-        let format = match *magic {
-            MAGIC => Format::Binary,
-            MAGIC_JSON => Format::Json,
-            _ => break,
-        };
-        if u32::from_le_bytes(*crc) != digest.finalize() || !in_order {
+        if *magic != MAGIC || u32::from_le_bytes(*crc) != digest.finalize() || !in_order {
             break;
         }
-        frames.push(Frame {
-            id,
-            format,
-            payload,
-        });
+        frames.push(Frame { id, payload });
         at += HEADER + len;
     }
     (frames, at)
@@ -299,7 +279,17 @@ fn cut_short(rest: &[u8], next: u64) -> bool {
         .get(4..12)
         .and_then(|b| <[u8; 8]>::try_from(b).ok())
         .map(u64::from_le_bytes);
-    (*magic == MAGIC || *magic == MAGIC_JSON) && id.is_none_or(|id| next == 0 || id == next)
+    *magic == MAGIC && id.is_none_or(|id| next == 0 || id == next)
+}
+
+/// The magic a file begins with when it is not [`MAGIC`]. A file's first bytes are always a
+/// frame's start (a file starts over from its start), so another magic there is a spool of
+/// another format, never what is left of inserted frames.
+fn foreign_magic(bytes: &[u8]) -> Option<[u8; 4]> {
+    bytes
+        .first_chunk::<4>()
+        .copied()
+        .filter(|magic| *magic != MAGIC)
 }
 
 fn unreachable(path: &Path, what: &str, e: impl std::fmt::Display) -> StoreError {
@@ -351,6 +341,16 @@ pub(crate) fn claim(base: &Path, appender: &SqliteAppender) -> Result<Option<Cla
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes)
             .map_err(|e| unreachable(path, "read", e))?;
+        if let Some(magic) = foreign_magic(&bytes) {
+            return Err(StoreError::Corrupt(format!(
+                "the audit spool `{}` begins with `{}`, not `{}`, the one frame format this \
+                 warden reads; its records are not replayed, and the store does not open while \
+                 the file is there",
+                path.display(),
+                magic.escape_ascii(),
+                MAGIC.escape_ascii()
+            )));
+        }
         let (frames, whole) = decode(&bytes);
         let rest = bytes.get(whole..).unwrap_or_default();
         let next = frames.last().map_or(0, |f| f.id + 1);
@@ -369,19 +369,13 @@ pub(crate) fn claim(base: &Path, appender: &SqliteAppender) -> Result<Option<Cla
             if id <= inserted {
                 continue;
             }
-            let batch = match frame.format {
-                Format::Binary => views(frame.payload).map(|records| {
-                    count += records.len();
-                    Batch {
-                        id,
-                        payload: frame.payload.to_vec(),
-                    }
-                }),
-                Format::Json => frame.records().and_then(|records| {
-                    count += records.len();
-                    Batch::of(id, &records)
-                }),
-            };
+            let batch = views(frame.payload).map(|records| {
+                count += records.len();
+                Batch {
+                    id,
+                    payload: frame.payload.to_vec(),
+                }
+            });
             left.push(batch.map_err(|e| {
                 StoreError::Corrupt(format!(
                     "batch {id} of the audit spool `{}` passed its checksum but cannot be \
@@ -432,6 +426,7 @@ pub(crate) struct Batch {
 
 impl Batch {
     /// Batch `id` of `records`.
+    #[cfg(test)]
     fn of(id: u64, records: &[NewRecord]) -> Result<Self, String> {
         let payload = postcard::to_allocvec(&WireBatch(records)).map_err(|e| e.to_string())?;
         Ok(Batch { id, payload })
@@ -1181,14 +1176,6 @@ mod tests {
         assert!(matches!(next.appends, crate::Appends::Spooled(_)));
     }
 
-    /// A frame as versions before the binary form wrote it: the records as JSON.
-    fn encode_json(id: u64, records: &[NewRecord], out: &mut Vec<u8>) {
-        let start = out.len();
-        out.extend_from_slice(&[0; HEADER]);
-        serde_json::to_writer(&mut *out, records).unwrap();
-        seal(out, start, MAGIC_JSON, id).unwrap();
-    }
-
     #[test]
     fn frames_read_back_and_a_torn_or_altered_tail_ends_the_spool() {
         let mut bytes = Vec::new();
@@ -1245,7 +1232,7 @@ mod tests {
         let mut frame = Vec::new();
         encode(9, &many, &mut frame).unwrap();
         let (frames, _) = decode(&frame);
-        assert_eq!(frames[0].format, Format::Binary);
+        assert_eq!(&frame[..4], &MAGIC);
         assert_eq!(frames[0].records().unwrap(), many);
 
         let mut one = Vec::new();
@@ -1268,35 +1255,48 @@ mod tests {
         let mut unknown = postcard::to_allocvec(&later[..]).unwrap();
         let frame = Frame {
             id: 1,
-            format: Format::Binary,
             payload: &unknown,
         };
         assert!(frame.records().unwrap_err().contains("`later`"));
         unknown.truncate(3);
         let cut = Frame {
             id: 1,
-            format: Format::Binary,
             payload: &unknown,
         };
         assert!(cut.records().is_err());
     }
 
-    /// REL-3 across an upgrade: a spool that a version writing JSON frames left behind (it
-    /// crashed, then the binary was upgraded) is replayed, in order with binary frames.
+    /// A spool file in a frame format this version does not read — the records as JSON behind
+    /// the magic `WSP1`, a format no released version wrote — is refused with an error that
+    /// names it, never replayed as something else nor emptied; the store opens once it is gone.
     #[tokio::test]
-    async fn a_spool_of_json_frames_from_an_earlier_version_is_replayed() {
+    async fn a_spool_file_with_another_magic_is_refused_and_kept() {
         let (dir, store) = embedded().await;
         drop(store);
         let mut first = Vec::new();
-        encode_json(1, &records("old"), &mut first);
+        first.extend_from_slice(&[0; HEADER]);
+        serde_json::to_writer(&mut first, &records("old")).unwrap();
+        seal(&mut first, 0, *b"WSP1", 1).unwrap();
         encode(2, &records("new"), &mut first).unwrap();
-        let files = files_of(&path_for(&Store::sqlite_path(dir.path())));
-        std::fs::write(&files[0], &first).unwrap();
-        let store = Store::open(&Location::DataDir(dir.path().into()))
-            .await
-            .unwrap();
-        assert_eq!(runs(&store).await, ["old", "old", "new", "new"]);
-        assert_eq!(store.verify_audit().await.unwrap().unwrap(), 4);
-        assert_eq!(std::fs::metadata(&files[0]).unwrap().len(), 0);
+        let files = leave_spool(dir.path(), &first, &[]);
+        let location = Location::DataDir(dir.path().into());
+        for open in [
+            Store::open(&location).await,
+            Store::open_serving(&location).await,
+        ] {
+            assert_eq!(
+                open.unwrap_err().to_string(),
+                format!(
+                    "the store holds unreadable data: the audit spool `{}` begins with `WSP1`, \
+                     not `WSP2`, the one frame format this warden reads; its records are not \
+                     replayed, and the store does not open while the file is there",
+                    files[0].display()
+                )
+            );
+            assert_eq!(std::fs::read(&files[0]).unwrap(), first, "the file is kept");
+        }
+        std::fs::remove_file(&files[0]).unwrap();
+        let store = Store::open(&location).await.unwrap();
+        assert_eq!(store.verify_audit().await.unwrap().unwrap(), 0);
     }
 }
