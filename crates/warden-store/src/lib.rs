@@ -8,10 +8,12 @@
 mod approvals;
 mod backend;
 mod error;
+mod location;
 mod migrations;
 mod postgres;
 mod rows;
 mod spool;
+mod sql;
 mod sqlite;
 mod sqlite_appender;
 mod views;
@@ -19,6 +21,7 @@ mod views;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use warden_core::approval::{ApprovalQueue, Parked};
 use warden_core::audit::{
     AuditRecord, ChainBreak, ChainVerifier, NewRecord, RecordKind, canonical_json,
 };
@@ -32,51 +35,12 @@ use warden_core::time::Millis;
 
 pub use approvals::{Approval, ApprovalFilter, Transition};
 pub use error::StoreError;
+pub use location::{Location, SQLITE_FILE};
 pub use rows::{AgentRun, AuditFilter};
 pub use views::{CallDetail, RunDetail, RunSummary};
 
 use backend::Backend;
-
-/// The file name of the SQLite database inside a data directory.
-pub const SQLITE_FILE: &str = "warden.db";
-
-/// Where the store lives.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Location {
-    /// A data directory holding an SQLite database (created if missing).
-    DataDir(PathBuf),
-    /// A database URL: `postgres://…` or `sqlite://…`.
-    Url(String),
-}
-
-impl Location {
-    /// A description safe to print (no password).
-    pub fn display(&self) -> String {
-        match self {
-            Location::DataDir(p) => p.join(SQLITE_FILE).display().to_string(),
-            Location::Url(u) => redact_url(u),
-        }
-    }
-}
-
-fn redact_url(url: &str) -> String {
-    // postgres://user:secret@host/db → postgres://user:***@host/db
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme_end), Some(at)) if at > scheme_end => {
-            let userinfo = url.get(scheme_end + 3..at).unwrap_or_default();
-            match userinfo.find(':') {
-                Some(colon) => format!(
-                    "{}{}:***{}",
-                    url.get(..scheme_end + 3).unwrap_or_default(),
-                    userinfo.get(..colon).unwrap_or_default(),
-                    url.get(at..).unwrap_or_default()
-                ),
-                None => url.to_owned(),
-            }
-        }
-        _ => url.to_owned(),
-    }
-}
+use location::redact_url;
 
 /// The store.
 #[derive(Debug)]
@@ -711,6 +675,50 @@ impl Store {
         self.backend.execute_raw(sql).await
     }
 
+    /// Runs, newest first: those with audited calls and unattended agent runs.
+    pub async fn runs(
+        &self,
+        agent: Option<&str>,
+        limit: i64,
+    ) -> Result<Vec<RunSummary>, StoreError> {
+        let records = self.audit(&views::run_records(agent, limit)).await?;
+        let agent_runs = self.agent_runs(agent, limit).await?;
+        Ok(views::summaries(records, agent_runs, limit))
+    }
+
+    /// One run in detail; `None` when no such run exists.
+    pub async fn describe_run(&self, id: &str) -> Result<Option<RunDetail>, StoreError> {
+        let records = self.audit(&views::records_of(id)).await?;
+        let lifecycle = self.agent_run(id).await?;
+        Ok(views::detail(id, records, lifecycle))
+    }
+
+    /// Records a parked call.
+    pub async fn insert_approval(&self, a: &Approval) -> Result<(), StoreError> {
+        self.backend.insert_approval(a).await
+    }
+
+    /// One parked call.
+    pub async fn approval(&self, id: &str) -> Result<Option<Approval>, StoreError> {
+        self.backend.approval(id).await
+    }
+
+    /// Parked calls, oldest first.
+    pub async fn approvals(&self, filter: &ApprovalFilter) -> Result<Vec<Approval>, StoreError> {
+        self.backend.approvals(filter).await
+    }
+
+    /// Moves an approval from one of `from` to `to`; `true` if this writer won (APR-6).
+    pub async fn transition(
+        &self,
+        id: &str,
+        from: &[&str],
+        to: &str,
+        set: Transition,
+    ) -> Result<bool, StoreError> {
+        self.backend.transition(id, from, to, &set).await
+    }
+
     /// Path of the SQLite file for a data directory.
     pub fn sqlite_path(dir: &Path) -> PathBuf {
         dir.join(SQLITE_FILE)
@@ -754,17 +762,12 @@ impl Counters for Store {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn urls_are_printed_without_passwords() {
-        assert_eq!(
-            redact_url("postgres://u:secret@h:5432/db"),
-            "postgres://u:***@h:5432/db"
-        );
-        assert_eq!(redact_url("postgres://h/db"), "postgres://h/db");
-        assert_eq!(redact_url("postgres://u@h/db"), "postgres://u@h/db");
+impl ApprovalQueue for Store {
+    async fn park(&self, p: &Parked) -> Result<String, EnvError> {
+        let row = approvals::parked(p);
+        self.insert_approval(&row)
+            .await
+            .map_err(|e| EnvError(e.to_string()))?;
+        Ok(row.id)
     }
 }

@@ -10,8 +10,9 @@ use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgPool, Postgres, Transaction};
 
-use crate::StoreError;
-use crate::backend::shared_operations;
+use crate::error::StoreError;
+use crate::location::redact_url;
+use crate::sql::shared_operations;
 
 static MIGRATOR: Migrator = sqlx::migrate!("./migrations/postgres");
 
@@ -28,7 +29,7 @@ impl PgBackend {
         let options = PgConnectOptions::from_str(url).map_err(|e| {
             StoreError::Invalid(format!(
                 "`{}` is not a valid PostgreSQL URL: {e}",
-                crate::redact_url(url)
+                redact_url(url)
             ))
         })?;
         let pool = PgPoolOptions::new()

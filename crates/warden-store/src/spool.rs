@@ -50,7 +50,7 @@ use serde::{Deserialize, Serialize};
 use warden_core::audit::{NewRecord, RecordKind, RecordView};
 use warden_core::time::Millis;
 
-use crate::StoreError;
+use crate::error::StoreError;
 use crate::sqlite_appender::SqliteAppender;
 
 /// The meta key holding the number of the last spooled batch that is in the audit table.

@@ -15,8 +15,9 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::{Sqlite, SqlitePool, Transaction};
 use tokio::sync::{Mutex, MutexGuard};
 
-use crate::StoreError;
-use crate::backend::shared_operations;
+use crate::error::StoreError;
+use crate::location::SQLITE_FILE;
+use crate::sql::shared_operations;
 
 static MIGRATOR: Migrator = sqlx::migrate!("./migrations/sqlite");
 
@@ -40,7 +41,7 @@ impl SqliteBackend {
                 dir.display()
             ))
         })?;
-        let file = dir.join(crate::SQLITE_FILE);
+        let file = dir.join(SQLITE_FILE);
         let options = SqliteConnectOptions::new().filename(&file);
         Self::open_with(options, file).await
     }

@@ -51,8 +51,9 @@ use std::time::Duration;
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension as _, params};
 use warden_core::audit::{NewRecord, RecordView};
 
+use crate::error::StoreError;
 use crate::spool::{self, Batch};
-use crate::{GROUP_COMMIT_RECORDS, PendingAppend, StoreError};
+use crate::{GROUP_COMMIT_RECORDS, PendingAppend};
 
 /// Commits a leader writes on the caller's thread before handing over.
 const LEADER_ROUNDS: usize = 2;
