@@ -4,9 +4,9 @@ use warden_core::audit::NewRecord;
 use warden_core::config::Kind;
 
 use crate::error::StoreError;
-use crate::postgres::PgBackend;
+use crate::postgres::backend::PgBackend;
 use crate::rows::{AuditFilter, AuditRow, CredentialRow, ResourceRow};
-use crate::sqlite::SqliteBackend;
+use crate::sqlite::backend::SqliteBackend;
 
 #[derive(Debug)]
 pub(crate) enum Backend {

@@ -12,10 +12,8 @@ mod location;
 mod migrations;
 mod postgres;
 mod rows;
-mod spool;
 mod sql;
 mod sqlite;
-mod sqlite_appender;
 mod views;
 
 use std::path::{Path, PathBuf};
@@ -41,6 +39,7 @@ pub use views::{CallDetail, RunDetail, RunSummary};
 
 use backend::Backend;
 use location::redact_url;
+use sqlite::{appender as sqlite_appender, spool};
 
 /// The store.
 #[derive(Debug)]
@@ -167,14 +166,16 @@ impl Store {
     /// Opens the store; `serving` is the spool's insert delay for a serving store.
     async fn open_as(location: &Location, serving: Option<Duration>) -> Result<Self, StoreError> {
         let backend = match location {
-            Location::DataDir(dir) => Backend::Sqlite(sqlite::SqliteBackend::open_dir(dir).await?),
+            Location::DataDir(dir) => {
+                Backend::Sqlite(sqlite::backend::SqliteBackend::open_dir(dir).await?)
+            }
             Location::Url(url)
                 if url.starts_with("postgres://") || url.starts_with("postgresql://") =>
             {
-                Backend::Postgres(postgres::PgBackend::open(url).await?)
+                Backend::Postgres(postgres::backend::PgBackend::open(url).await?)
             }
             Location::Url(url) if url.starts_with("sqlite:") => {
-                Backend::Sqlite(sqlite::SqliteBackend::open_url(url).await?)
+                Backend::Sqlite(sqlite::backend::SqliteBackend::open_url(url).await?)
             }
             Location::Url(url) => {
                 return Err(StoreError::Invalid(format!(

@@ -1,0 +1,3 @@
+//! The PostgreSQL store.
+
+pub(crate) mod backend;
