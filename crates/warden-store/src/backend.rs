@@ -1,13 +1,15 @@
-//! The two backends behind one enum: each call goes to the backend the store was opened on.
+//! The two backends behind one enum each: [`Backend`] for their sqlx pools, [`Sink`] for
+//! their audit sinks. Each call goes to the backend the store was opened on.
 
 use warden_core::audit::NewRecord;
-use warden_core::config::Kind;
 
 use crate::error::StoreError;
-use crate::postgres::backend::PgBackend;
+use crate::postgres::{PgBackend, PgSink};
 use crate::rows::{AuditFilter, AuditRow, CredentialRow, ResourceRow};
-use crate::sqlite::backend::SqliteBackend;
+use crate::sink::{AdminChange, AuditSink};
+use crate::sqlite::{SqliteBackend, SqliteSink};
 
+/// A backend's sqlx pool: reads, and the writes that chain no audit record.
 #[derive(Debug)]
 pub(crate) enum Backend {
     Sqlite(SqliteBackend),
@@ -31,10 +33,6 @@ impl Backend {
         }
     }
 
-    pub(crate) async fn migrate(&self) -> Result<(), StoreError> {
-        dispatch!(self, b => b.migrate().await)
-    }
-
     pub(crate) async fn close(&self) {
         dispatch!(self, b => b.pool.close().await)
     }
@@ -47,43 +45,8 @@ impl Backend {
         dispatch!(self, b => b.load_resources().await)
     }
 
-    pub(crate) async fn write_resources(
-        &self,
-        upserts: &[ResourceRow],
-        deletes: &[(Kind, String)],
-        expected: Option<u64>,
-        admin: NewRecord,
-    ) -> Result<u64, StoreError> {
-        dispatch!(self, b => b.write_resources(upserts, deletes, expected, admin).await)
-    }
-
-    pub(crate) async fn bootstrap(
-        &self,
-        resources: &[ResourceRow],
-        admin: NewRecord,
-    ) -> Result<bool, StoreError> {
-        dispatch!(self, b => b.bootstrap(resources, admin).await)
-    }
-
     pub(crate) async fn meta_get(&self, key: &str) -> Result<Option<String>, StoreError> {
         dispatch!(self, b => b.meta_get(key).await)
-    }
-
-    pub(crate) async fn insert_credential(
-        &self,
-        row: CredentialRow,
-        admin: NewRecord,
-    ) -> Result<u64, StoreError> {
-        dispatch!(self, b => b.insert_credential(row, admin).await)
-    }
-
-    pub(crate) async fn revoke_credential(
-        &self,
-        id: &str,
-        now: warden_core::time::Millis,
-        admin: NewRecord,
-    ) -> Result<bool, StoreError> {
-        dispatch!(self, b => b.revoke_credential(id, now, admin).await)
     }
 
     pub(crate) async fn credentials(&self) -> Result<Vec<CredentialRow>, StoreError> {
@@ -95,10 +58,6 @@ impl Backend {
         hash: &str,
     ) -> Result<Option<CredentialRow>, StoreError> {
         dispatch!(self, b => b.credential_by_hash(hash).await)
-    }
-
-    pub(crate) async fn append(&self, records: Vec<NewRecord>) -> Result<(), StoreError> {
-        dispatch!(self, b => b.append(records).await)
     }
 
     pub(crate) async fn head(&self) -> Result<(i64, String), StoreError> {
@@ -191,5 +150,46 @@ impl Backend {
         set: &crate::approvals::Transition,
     ) -> Result<bool, StoreError> {
         dispatch!(self, b => b.transition(id, from, to, set).await)
+    }
+}
+
+/// A backend's audit sink.
+#[derive(Debug)]
+pub(crate) enum Sink {
+    Sqlite(SqliteSink),
+    Postgres(PgSink),
+}
+
+impl AuditSink for Sink {
+    async fn append(&self, records: Vec<NewRecord>) -> Result<(), StoreError> {
+        match self {
+            Sink::Sqlite(s) => s.append(records).await,
+            Sink::Postgres(s) => s.append(records).await,
+        }
+    }
+
+    async fn admin(
+        &self,
+        change: AdminChange,
+        record: NewRecord,
+    ) -> Result<Option<u64>, StoreError> {
+        match self {
+            Sink::Sqlite(s) => s.admin(change, record).await,
+            Sink::Postgres(s) => s.admin(change, record).await,
+        }
+    }
+
+    async fn settle_for_read(&self) -> Result<(), StoreError> {
+        match self {
+            Sink::Sqlite(s) => s.settle_for_read().await,
+            Sink::Postgres(s) => s.settle_for_read().await,
+        }
+    }
+
+    fn close(&self) {
+        match self {
+            Sink::Sqlite(s) => s.close(),
+            Sink::Postgres(s) => s.close(),
+        }
     }
 }

@@ -1,12 +1,69 @@
-//! What both backends share over sqlx: the operations written once in
-//! [`shared_operations!`] and expanded in each backend's `impl` block. The SQL is the same on
-//! both (`$N` placeholders, `ON CONFLICT`, `RETURNING`); only the pool type differs. Each
-//! backend supplies `begin_write`, how its writers are serialised.
+//! What the backends share: the SQL text that every driver runs, and the sqlx operations
+//! written once in [`shared_operations!`] and expanded in each backend's `impl` block.
+//!
+//! The SQL is the same on SQLite and PostgreSQL (`$N` placeholders, `ON CONFLICT`,
+//! `RETURNING`); only the pool type differs, and each backend supplies `begin_write`, how its
+//! writers are serialised. The statements below are also run by rusqlite (the embedded
+//! store's audit sink, `sqlite::chain`), which binds `$N` by the order in which placeholders
+//! first appear, not by their number: only statements whose placeholders appear in order,
+//! `$1` first, belong here (a test holds them to it).
 
 use warden_core::config::Kind;
 
 use crate::error::StoreError;
 
+/// The configuration's revision.
+pub(crate) const REVISION: &str = "SELECT revision FROM state WHERE id = 1";
+/// Sets the configuration's revision.
+pub(crate) const SET_REVISION: &str = "UPDATE state SET revision = $1 WHERE id = 1";
+/// The audit chain's head: the last record's sequence number and hash.
+pub(crate) const HEAD: &str = "SELECT seq, hash FROM audit_head WHERE id = 1";
+/// Moves the chain's head.
+pub(crate) const SET_HEAD: &str = "UPDATE audit_head SET seq = $1, hash = $2 WHERE id = 1";
+/// One chained audit record.
+pub(crate) const INSERT_AUDIT: &str = "INSERT INTO audit (seq, at, kind, run_id, call_id, principal, agent, tool, decision, code, payload, prev_hash, hash) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)";
+/// One meta value.
+pub(crate) const META_GET: &str = "SELECT value FROM meta WHERE key = $1";
+/// Sets one meta value.
+pub(crate) const META_SET: &str = "INSERT INTO meta (key, value) VALUES ($1, $2) \
+     ON CONFLICT (key) DO UPDATE SET value = excluded.value";
+/// Creates or replaces a resource.
+pub(crate) const UPSERT_RESOURCE: &str = "INSERT INTO resources (kind, key, spec, updated_at, revision) VALUES ($1, $2, $3, $4, $5) \
+     ON CONFLICT (kind, key) DO UPDATE SET spec = excluded.spec, updated_at = excluded.updated_at, revision = excluded.revision";
+/// Deletes a resource.
+pub(crate) const DELETE_RESOURCE: &str = "DELETE FROM resources WHERE kind = $1 AND key = $2";
+/// Marks the store bootstrapped, once: changes no row when it already is.
+pub(crate) const MARK_BOOTSTRAPPED: &str =
+    "INSERT INTO meta (key, value) VALUES ('bootstrapped', $1) ON CONFLICT (key) DO NOTHING";
+/// Stores a credential.
+pub(crate) const INSERT_CREDENTIAL: &str = "INSERT INTO credentials (id, hash, kind, principal, projects, scopes, created_at, expires_at, revoked_at, description) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
+/// Whether a credential exists.
+pub(crate) const CREDENTIAL_EXISTS: &str = "SELECT id FROM credentials WHERE id = $1";
+/// Revokes a credential, unless it is revoked already.
+pub(crate) const REVOKE_CREDENTIAL: &str =
+    "UPDATE credentials SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL";
+
+/// Every statement rusqlite runs too.
+#[cfg(test)]
+const RUN_BY_RUSQLITE: [&str; 13] = [
+    REVISION,
+    SET_REVISION,
+    HEAD,
+    SET_HEAD,
+    INSERT_AUDIT,
+    META_GET,
+    META_SET,
+    UPSERT_RESOURCE,
+    DELETE_RESOURCE,
+    MARK_BOOTSTRAPPED,
+    INSERT_CREDENTIAL,
+    CREDENTIAL_EXISTS,
+    REVOKE_CREDENTIAL,
+];
+
+/// A stored resource kind.
 pub(crate) fn parse_kind(s: &str) -> Result<Kind, StoreError> {
     Kind::ALL
         .into_iter()
@@ -14,6 +71,7 @@ pub(crate) fn parse_kind(s: &str) -> Result<Kind, StoreError> {
         .ok_or_else(|| StoreError::Corrupt(format!("unknown resource kind `{s}`")))
 }
 
+/// A stored revision (never negative).
 pub(crate) fn revision_u64(r: i64) -> u64 {
     u64::try_from(r).unwrap_or_default()
 }
@@ -22,7 +80,7 @@ pub(crate) fn revision_u64(r: i64) -> u64 {
 macro_rules! shared_operations {
     ($db:ty) => {
         pub(crate) async fn revision(&self) -> Result<u64, StoreError> {
-            let r: i64 = sqlx::query_scalar("SELECT revision FROM state WHERE id = 1")
+            let r: i64 = sqlx::query_scalar($crate::sql::REVISION)
                 .fetch_one(&self.pool)
                 .await?;
             Ok($crate::sql::revision_u64(r))
@@ -33,7 +91,7 @@ macro_rules! shared_operations {
         ) -> Result<(Vec<$crate::rows::ResourceRow>, u64), StoreError> {
             // One transaction: the rows and the revision are a consistent snapshot.
             let mut tx = self.pool.begin().await?;
-            let revision: i64 = sqlx::query_scalar("SELECT revision FROM state WHERE id = 1")
+            let revision: i64 = sqlx::query_scalar($crate::sql::REVISION)
                 .fetch_one(&mut *tx)
                 .await?;
             let rows: Vec<(String, String, String)> =
@@ -48,193 +106,11 @@ macro_rules! shared_operations {
             Ok((rows, $crate::sql::revision_u64(revision)))
         }
 
-        /// Bumps the revision inside a write transaction, checking it against `expected`.
-        async fn bump_revision(
-            tx: &mut sqlx::Transaction<'static, $db>,
-            expected: Option<u64>,
-        ) -> Result<i64, StoreError> {
-            let current: i64 = sqlx::query_scalar(Self::LOCK_STATE).fetch_one(&mut **tx).await?;
-            if let Some(expected) = expected
-                && $crate::sql::revision_u64(current) != expected
-            {
-                return Err(StoreError::Conflict(
-                    "the configuration changed while this change was prepared; run the command again".into(),
-                ));
-            }
-            let next = current + 1;
-            sqlx::query("UPDATE state SET revision = $1 WHERE id = 1")
-                .bind(next)
-                .execute(&mut **tx)
-                .await?;
-            Ok(next)
-        }
-
-        /// Appends chained records inside a write transaction.
-        async fn append_in(
-            tx: &mut sqlx::Transaction<'static, $db>,
-            records: Vec<warden_core::audit::NewRecord>,
-        ) -> Result<(), StoreError> {
-            let (mut seq, mut prev): (i64, String) =
-                sqlx::query_as(Self::LOCK_HEAD).fetch_one(&mut **tx).await?;
-            for record in records {
-                seq += 1;
-                let r = record.chain(seq, &prev);
-                sqlx::query(
-                    "INSERT INTO audit (seq, at, kind, run_id, call_id, principal, agent, tool, decision, code, payload, prev_hash, hash) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
-                )
-                .bind(r.seq)
-                .bind(r.record.at.0)
-                .bind(r.record.kind.as_str())
-                .bind(&r.record.run_id)
-                .bind(&r.record.call_id)
-                .bind(&r.record.principal)
-                .bind(&r.record.agent)
-                .bind(&r.record.tool)
-                .bind(&r.record.decision)
-                .bind(&r.record.code)
-                .bind(&r.record.payload)
-                .bind(&r.prev_hash)
-                .bind(&r.hash)
-                .execute(&mut **tx)
-                .await?;
-                prev = r.hash;
-            }
-            sqlx::query("UPDATE audit_head SET seq = $1, hash = $2 WHERE id = 1")
-                .bind(seq)
-                .bind(&prev)
-                .execute(&mut **tx)
-                .await?;
-            Ok(())
-        }
-
-        async fn upsert_resources(
-            tx: &mut sqlx::Transaction<'static, $db>,
-            rows: &[$crate::rows::ResourceRow],
-            revision: i64,
-            now: i64,
-        ) -> Result<(), StoreError> {
-            for (kind, key, spec) in rows {
-                sqlx::query(
-                    "INSERT INTO resources (kind, key, spec, updated_at, revision) VALUES ($1, $2, $3, $4, $5) \
-                     ON CONFLICT (kind, key) DO UPDATE SET spec = excluded.spec, updated_at = excluded.updated_at, revision = excluded.revision",
-                )
-                .bind(kind.as_str())
-                .bind(key)
-                .bind(spec)
-                .bind(now)
-                .bind(revision)
-                .execute(&mut **tx)
-                .await?;
-            }
-            Ok(())
-        }
-
-        pub(crate) async fn write_resources(
-            &self,
-            upserts: &[$crate::rows::ResourceRow],
-            deletes: &[(warden_core::config::Kind, String)],
-            expected: Option<u64>,
-            admin: warden_core::audit::NewRecord,
-        ) -> Result<u64, StoreError> {
-            let (_guard, mut tx) = self.begin_write().await?;
-            let revision = Self::bump_revision(&mut tx, expected).await?;
-            Self::upsert_resources(&mut tx, upserts, revision, admin.at.0).await?;
-            for (kind, key) in deletes {
-                sqlx::query("DELETE FROM resources WHERE kind = $1 AND key = $2")
-                    .bind(kind.as_str())
-                    .bind(key)
-                    .execute(&mut *tx)
-                    .await?;
-            }
-            Self::append_in(&mut tx, vec![admin]).await?;
-            tx.commit().await?;
-            Ok($crate::sql::revision_u64(revision))
-        }
-
-        pub(crate) async fn bootstrap(
-            &self,
-            resources: &[$crate::rows::ResourceRow],
-            admin: warden_core::audit::NewRecord,
-        ) -> Result<bool, StoreError> {
-            let (_guard, mut tx) = self.begin_write().await?;
-            let inserted = sqlx::query(
-                "INSERT INTO meta (key, value) VALUES ('bootstrapped', $1) ON CONFLICT (key) DO NOTHING",
-            )
-            .bind(admin.at.0.to_string())
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-            if inserted == 0 {
-                tx.rollback().await?;
-                return Ok(false);
-            }
-            let revision = Self::bump_revision(&mut tx, None).await?;
-            Self::upsert_resources(&mut tx, resources, revision, admin.at.0).await?;
-            Self::append_in(&mut tx, vec![admin]).await?;
-            tx.commit().await?;
-            Ok(true)
-        }
-
         pub(crate) async fn meta_get(&self, key: &str) -> Result<Option<String>, StoreError> {
-            Ok(sqlx::query_scalar("SELECT value FROM meta WHERE key = $1")
+            Ok(sqlx::query_scalar($crate::sql::META_GET)
                 .bind(key)
                 .fetch_optional(&self.pool)
                 .await?)
-        }
-
-        pub(crate) async fn insert_credential(
-            &self,
-            row: $crate::rows::CredentialRow,
-            admin: warden_core::audit::NewRecord,
-        ) -> Result<u64, StoreError> {
-            let (_guard, mut tx) = self.begin_write().await?;
-            let revision = Self::bump_revision(&mut tx, None).await?;
-            sqlx::query(
-                "INSERT INTO credentials (id, hash, kind, principal, projects, scopes, created_at, expires_at, revoked_at, description) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-            )
-            .bind(&row.id)
-            .bind(&row.hash)
-            .bind(&row.kind)
-            .bind(&row.principal)
-            .bind(&row.projects)
-            .bind(&row.scopes)
-            .bind(row.created_at)
-            .bind(row.expires_at)
-            .bind(row.revoked_at)
-            .bind(&row.description)
-            .execute(&mut *tx)
-            .await?;
-            Self::append_in(&mut tx, vec![admin]).await?;
-            tx.commit().await?;
-            Ok($crate::sql::revision_u64(revision))
-        }
-
-        pub(crate) async fn revoke_credential(
-            &self,
-            id: &str,
-            now: warden_core::time::Millis,
-            admin: warden_core::audit::NewRecord,
-        ) -> Result<bool, StoreError> {
-            let (_guard, mut tx) = self.begin_write().await?;
-            let exists: Option<String> = sqlx::query_scalar("SELECT id FROM credentials WHERE id = $1")
-                .bind(id)
-                .fetch_optional(&mut *tx)
-                .await?;
-            if exists.is_none() {
-                tx.rollback().await?;
-                return Ok(false);
-            }
-            Self::bump_revision(&mut tx, None).await?;
-            sqlx::query("UPDATE credentials SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL")
-                .bind(now.0)
-                .bind(id)
-                .execute(&mut *tx)
-                .await?;
-            Self::append_in(&mut tx, vec![admin]).await?;
-            tx.commit().await?;
-            Ok(true)
         }
 
         pub(crate) async fn credentials(&self) -> Result<Vec<$crate::rows::CredentialRow>, StoreError> {
@@ -259,15 +135,8 @@ macro_rules! shared_operations {
             .await?)
         }
 
-        pub(crate) async fn append(&self, records: Vec<warden_core::audit::NewRecord>) -> Result<(), StoreError> {
-            let (_guard, mut tx) = self.begin_write().await?;
-            Self::append_in(&mut tx, records).await?;
-            tx.commit().await?;
-            Ok(())
-        }
-
         pub(crate) async fn head(&self) -> Result<(i64, String), StoreError> {
-            Ok(sqlx::query_as("SELECT seq, hash FROM audit_head WHERE id = 1")
+            Ok(sqlx::query_as($crate::sql::HEAD)
                 .fetch_one(&self.pool)
                 .await?)
         }
@@ -523,3 +392,33 @@ macro_rules! shared_operations {
 }
 
 pub(crate) use shared_operations;
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::panic, clippy::indexing_slicing, reason = "tests")]
+
+    use super::*;
+
+    /// rusqlite numbers `$N` by first appearance: a statement both drivers run must name
+    /// `$1`, `$2`, … in that order, each first appearing after the one before.
+    #[test]
+    fn shared_statements_name_their_placeholders_in_order() {
+        for sql in RUN_BY_RUSQLITE {
+            let mut seen: Vec<u32> = Vec::new();
+            for (at, _) in sql.match_indices('$') {
+                let digits: String = sql[at + 1..]
+                    .chars()
+                    .take_while(char::is_ascii_digit)
+                    .collect();
+                let n: u32 = digits
+                    .parse()
+                    .unwrap_or_else(|_| panic!("`{sql}`: a `$` without a number"));
+                if !seen.contains(&n) {
+                    seen.push(n);
+                }
+            }
+            let in_order: Vec<u32> = (1..=u32::try_from(seen.len()).unwrap_or(0)).collect();
+            assert_eq!(seen, in_order, "`{sql}`");
+        }
+    }
+}

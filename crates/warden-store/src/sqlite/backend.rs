@@ -1,10 +1,11 @@
-//! The SQLite backend: the embedded default, one file under the data directory, WAL mode.
+//! The SQLite backend's sqlx pool: one file under the data directory, WAL mode; every read,
+//! and the writes that append no audit record (counters, agent runs, approvals).
 //!
 //! Writers are serialised in-process by a mutex and across processes (the CLI working on the
-//! same data directory) — and against the audit appender's own connection
-//! (`sqlite_appender`) — by `BEGIN IMMEDIATE` and the busy timeout. `synchronous = NORMAL` in
-//! WAL mode keeps every committed transaction across a process crash (`kill -9`); only an
-//! operating-system crash or power loss can roll back the last transactions.
+//! same data directory) — and against the audit sink's own connection (`appender.rs`) — by
+//! `BEGIN IMMEDIATE` and the busy timeout. `synchronous = NORMAL` in WAL mode keeps every
+//! committed transaction across a process crash (`kill -9`); only an operating-system crash
+//! or power loss can roll back the last transactions.
 
 use std::path::Path;
 use std::str::FromStr;
@@ -25,15 +26,11 @@ static MIGRATOR: Migrator = sqlx::migrate!("./migrations/sqlite");
 pub(crate) struct SqliteBackend {
     pub(crate) pool: SqlitePool,
     write_lock: Mutex<()>,
-    /// The database file: the audit appender (`sqlite_appender`) opens its own connection
-    /// to it.
+    /// The database file: the audit sink opens its own connection to it.
     pub(crate) file: std::path::PathBuf,
 }
 
 impl SqliteBackend {
-    const LOCK_STATE: &'static str = "SELECT revision FROM state WHERE id = 1";
-    const LOCK_HEAD: &'static str = "SELECT seq, hash FROM audit_head WHERE id = 1";
-
     pub(crate) async fn open_dir(dir: &Path) -> Result<Self, StoreError> {
         std::fs::create_dir_all(dir).map_err(|e| {
             StoreError::Invalid(format!(

@@ -1,7 +1,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
 use super::*;
-use crate::{Appends, Location, Store};
+use crate::backend::Sink;
+use crate::sqlite::sink::{Durable, SqliteSink};
+use crate::{Location, Store};
 use warden_core::audit::{NewRecord, RecordKind};
 use warden_core::time::Millis;
 
@@ -31,12 +33,26 @@ pub(crate) async fn embedded() -> (tempfile::TempDir, Store) {
     (dir, store)
 }
 
+/// The sink of an embedded store that commits its appends (one that is not serving).
+fn committing(store: &mut Store) -> &mut SqliteSink {
+    match &mut store.sink {
+        Sink::Sqlite(
+            sink @ SqliteSink {
+                durable: Durable::Committed { .. },
+                ..
+            },
+        ) => sink,
+        _ => panic!("an embedded store that is not serving commits its appends"),
+    }
+}
+
 fn appender(store: &Store) -> &SqliteAppender {
-    match &store.appends {
-        Appends::Leader(appender, _) => appender,
-        Appends::Spooled(_) | Appends::Task(_) => {
-            panic!("an embedded store that is not serving has the SQLite appender")
-        }
+    match &store.sink {
+        Sink::Sqlite(SqliteSink {
+            appender,
+            durable: Durable::Committed { .. },
+        }) => appender,
+        _ => panic!("an embedded store that is not serving has the SQLite appender"),
     }
 }
 
@@ -58,10 +74,8 @@ async fn the_wal_starts_over_after_a_checkpoint_that_raced_a_commit() {
     let (dir, mut store) = embedded().await;
     let path = crate::Store::sqlite_path(dir.path());
     // No periodic checkpoint: this test runs the only one, at the moment it chooses.
-    store.appends = Appends::Leader(
-        SqliteAppender::start_with(&path, Duration::from_secs(24 * 3600)).unwrap(),
-        crate::sqlite::spool::path_for(&path),
-    );
+    committing(&mut store).appender =
+        SqliteAppender::start_with(&path, Duration::from_secs(24 * 3600)).unwrap();
     for i in 0..20 {
         store.append_audit(records(&format!("r{i}"))).await.unwrap();
     }
@@ -188,4 +202,41 @@ async fn a_dropped_lead_hands_the_commit_over() {
     durable.await.unwrap().unwrap();
     queued.await.unwrap().unwrap();
     assert_eq!(store.verify_audit().await.unwrap().unwrap(), 4);
+}
+
+/// AUD-1: an admin change and its audit record are one transaction on the audit connection:
+/// when the record cannot be chained, the change is not made either, and the next attempt
+/// makes both.
+#[tokio::test]
+async fn an_admin_change_and_its_record_are_written_together_or_not_at_all() {
+    let (dir, store) = embedded().await;
+    let outside = open(&Store::sqlite_path(dir.path())).unwrap();
+    outside
+        .execute_batch(
+            "CREATE TRIGGER refuse BEFORE INSERT ON audit WHEN NEW.run_id = 'admin' \
+             BEGIN SELECT RAISE(ABORT, 'refused by the test'); END",
+        )
+        .unwrap();
+    let now = Millis(1_700_000_000_000);
+    let before = store.revision().await.unwrap();
+    let error = store.bootstrap(now).await.unwrap_err();
+    assert_eq!(error.to_string(), "database error: refused by the test");
+    assert_eq!(store.revision().await.unwrap(), before);
+    assert!(
+        store
+            .load_config()
+            .await
+            .unwrap()
+            .0
+            .resources()
+            .next()
+            .is_none()
+    );
+    assert!(store.credentials().await.unwrap().is_empty());
+    assert_eq!(store.verify_audit().await.unwrap().unwrap(), 0);
+    outside.execute_batch("DROP TRIGGER refuse").unwrap();
+    assert!(store.bootstrap(now).await.unwrap().is_some());
+    assert_eq!(store.revision().await.unwrap(), before + 2);
+    assert_eq!(store.credentials().await.unwrap().len(), 1);
+    assert_eq!(store.verify_audit().await.unwrap().unwrap(), 2);
 }

@@ -3,8 +3,8 @@
 //!
 //! A governed call cannot be answered before its audit records would survive a crash
 //! (AUD-1, REL-3). Committing them to SQLite — four chained, indexed rows in a WAL
-//! transaction — was about half of Warden's CPU per call at one client (docs/benchmarks.md,
-//! tenth round). With the spool, a call's records are appended to `warden.db-spool` (or
+//! transaction — was about half of Warden's CPU per call at one client (docs/benchmarks.md).
+//! With the spool, a call's records are appended to `warden.db-spool` (or
 //! `-spool2`: the two take turns, see [`SpoolFile`]) as one framed, numbered, checksummed
 //! batch: one `write` to the file, after which a `kill -9` no longer loses them (the same
 //! guarantee as SQLite's `synchronous = NORMAL`: the page cache survives a process crash, not
@@ -48,31 +48,20 @@ use std::time::{Duration, Instant};
 
 use warden_core::audit::NewRecord;
 
+use super::appender::SqliteAppender;
+use super::chain::parse_inserted;
 use crate::error::StoreError;
-use crate::sqlite::appender::SqliteAppender;
 
-mod frame;
+pub(super) mod frame;
 
-pub(crate) use frame::Batch;
-use frame::{HEADER, MAGIC, cut_short, decode, encode, foreign_magic, views};
-
-/// The meta key holding the number of the last spooled batch that is in the audit table.
-pub(crate) const INSERTED_KEY: &str = "audit_spool_inserted";
-/// The value of [`INSERTED_KEY`] (none yet: 0). A value that is not a number is an error,
-/// never 0: read as 0 it would have every spooled batch chained again.
-pub(crate) fn parse_inserted(value: Option<&str>) -> Result<u64, String> {
-    value.map_or(Ok(0), |v| {
-        v.parse()
-            .map_err(|_| format!("meta `{INSERTED_KEY}` is `{v}`, not a batch number"))
-    })
-}
+use frame::{Batch, HEADER, MAGIC, cut_short, decode, encode, foreign_magic, views};
 
 /// How long the inserter gathers batches before inserting them, unless asked to go at once.
 /// Overridden (in milliseconds) by `WARDEN_AUDIT_INSERT_DELAY_MS`. Measured at one client
-/// (docs/benchmarks.md, eleventh round): 10 ms put a burst of inserting beside the calls a
+/// (docs/benchmarks.md): 10 ms put a burst of inserting beside the calls a
 /// hundred times a second and the added p99 went from +0.4–0.6 to +0.9 ms; 100 ms gave
 /// +0.25–0.36 ms and the lowest CPU per call; 1 ms and 1 s were no better.
-pub(crate) const DEFAULT_INSERT_DELAY: Duration = Duration::from_millis(100);
+const DEFAULT_INSERT_DELAY: Duration = Duration::from_millis(100);
 /// How long the inserter waits before trying again after an insert failed.
 const RETRY: Duration = Duration::from_secs(1);
 /// The size at which appends move to the other file, and below which the file they go to is
@@ -82,11 +71,11 @@ const CUT_BACK_AT: u64 = 1 << 20;
 /// started over (see `Shared::cut_back`).
 const SHRINK_PAST: u64 = 4 * CUT_BACK_AT;
 /// How long another process waits for the owner to insert what it had spooled.
-pub(crate) const BARRIER_TIMEOUT: Duration = Duration::from_secs(10);
+pub(super) const BARRIER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The spool of a database file: beside it, as SQLite's `-wal` and `-shm` are, two files that
 /// take turns (`-spool` and `-spool2`; see [`SpoolFile`]). The first also carries the lock.
-pub(crate) fn path_for(db: &Path) -> PathBuf {
+pub(super) fn path_for(db: &Path) -> PathBuf {
     let mut name = db.as_os_str().to_owned();
     name.push("-spool");
     PathBuf::from(name)
@@ -108,7 +97,7 @@ fn unreachable(path: &Path, what: &str, e: impl std::fmt::Display) -> StoreError
 
 /// The spool's files, locked by this process, with every batch in them inserted.
 #[derive(Debug)]
-pub(crate) struct Claimed {
+pub(super) struct Claimed {
     files: [File; 2],
     paths: [PathBuf; 2],
     /// The number of the last batch inserted (or spooled: none is left over).
@@ -128,7 +117,7 @@ fn open_spool_file(path: &Path) -> Result<File, StoreError> {
 /// Takes the spool's lock and inserts what a stopped owner left in its files, in the order of
 /// the batches' numbers, then empties them. `None` when another process (a live server) holds
 /// the lock.
-pub(crate) fn claim(base: &Path, appender: &SqliteAppender) -> Result<Option<Claimed>, StoreError> {
+pub(super) fn claim(base: &Path, appender: &SqliteAppender) -> Result<Option<Claimed>, StoreError> {
     let paths = files_of(base);
     let [first, second] = &paths;
     let first = open_spool_file(first)?;
@@ -138,9 +127,13 @@ pub(crate) fn claim(base: &Path, appender: &SqliteAppender) -> Result<Option<Cla
         Err(TryLockError::Error(e)) => return Err(unreachable(base, "lock", e)),
     }
     let mut files = [first, open_spool_file(second)?];
-    let inserted = appender.spool_inserted().map_err(|e| {
-        StoreError::Unreachable(format!("cannot read the audit spool's state: {e}"))
-    })?;
+    let inserted = appender
+        .spool_inserted()
+        .map_err(|e| e.to_string())
+        .and_then(|value| parse_inserted(value.as_deref()))
+        .map_err(|e| {
+            StoreError::Unreachable(format!("cannot read the audit spool's state: {e}"))
+        })?;
     let mut last = inserted;
     let mut left = Vec::new();
     let mut count = 0;
@@ -220,7 +213,7 @@ pub(crate) fn claim(base: &Path, appender: &SqliteAppender) -> Result<Option<Cla
 
 /// The owner's spool: appends, and the inserter thread behind them.
 #[derive(Debug)]
-pub(crate) struct Spool {
+pub(super) struct Spool {
     shared: Arc<Shared>,
     inserter: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
@@ -283,7 +276,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Spool {
     /// Starts spooling to a claimed file, with its inserter thread.
-    pub(crate) fn start(
+    pub(super) fn start(
         claimed: Claimed,
         appender: SqliteAppender,
         delay: Duration,
@@ -326,7 +319,7 @@ impl Spool {
 
     /// Makes `records` durable in the spool and queues them for insertion. Fails — writing
     /// nothing — while the store is closed or inserts fail.
-    pub(crate) fn append(&self, records: Vec<NewRecord>) -> Result<(), StoreError> {
+    pub(super) fn append(&self, records: Vec<NewRecord>) -> Result<(), StoreError> {
         let shared = &*self.shared;
         if shared.closed.load(Ordering::Acquire) {
             return Err(StoreError::Unreachable("the store is closed".into()));
@@ -400,12 +393,12 @@ impl Spool {
     }
 
     #[cfg(test)]
-    pub(crate) fn lens(&self) -> [u64; 2] {
+    pub(super) fn lens(&self) -> [u64; 2] {
         lock(&self.shared.file).len
     }
 
     /// Waits until every batch spooled so far is in the audit table.
-    pub(crate) async fn sync(&self) -> Result<(), StoreError> {
+    pub(super) async fn sync(&self) -> Result<(), StoreError> {
         let shared = &*self.shared;
         let target = shared.written.load(Ordering::Acquire);
         let mut progress = shared.progress.subscribe();
@@ -435,7 +428,7 @@ impl Spool {
 
     /// Refuses further appends, inserts what is spooled, empties the files and stops the
     /// inserter. The spool's lock goes with the store, when it is dropped.
-    pub(crate) fn close(&self) {
+    pub(super) fn close(&self) {
         {
             // Under both locks: appends check the flag under the file lock, the inserter
             // under the queue lock before it waits, so neither misses it.
@@ -527,7 +520,7 @@ impl Shared {
     /// into pages the system already holds, over frames that are all inserted (a reader stops at
     /// the first frame not numbered after the one before it, see [`decode`]). Cutting it to
     /// nothing each time had every frame's pages allocated anew: 2–3 % of Warden's CPU at 64
-    /// clients (docs/benchmarks.md, thirteenth round). A file a burst grew past
+    /// clients (docs/benchmarks.md). A file a burst grew past
     /// [`SHRINK_PAST`] is cut back to nothing.
     fn cut_back(&self, inserted: u64, all: bool) {
         let mut file = lock(&self.file);
@@ -585,7 +578,7 @@ impl Drop for Stopped<'_> {
 /// For another process than the owner: the number of the last batch in the spool's files now
 /// (0 when there is none). Once `meta.audit_spool_inserted` reaches it, every record that was
 /// acknowledged before this read is in the chain.
-pub(crate) async fn last_in_file(base: PathBuf) -> Result<u64, StoreError> {
+pub(super) async fn last_in_file(base: PathBuf) -> Result<u64, StoreError> {
     tokio::task::spawn_blocking(move || -> Result<u64, StoreError> {
         let mut last = 0;
         for path in files_of(&base) {

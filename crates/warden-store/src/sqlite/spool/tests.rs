@@ -1,9 +1,30 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
+use super::frame::Batch;
 use super::frame::{HEADER, cut_short, decode, encode, seal};
 use super::*;
+use crate::backend::Sink;
 use crate::sqlite::appender::tests::{embedded, records};
+use crate::sqlite::chain::INSERTED_KEY;
+use crate::sqlite::sink::{Durable, SqliteSink};
 use crate::{AuditFilter, Location, Store};
+
+/// How the store makes its appends durable.
+fn durable(store: &Store) -> &Durable {
+    match &store.sink {
+        Sink::Sqlite(SqliteSink { durable, .. }) => durable,
+        Sink::Postgres(_) => panic!("an embedded store has the SQLite sink"),
+    }
+}
+
+/// Where the audit spool's two files end (their frames not yet inserted, or inserted but not
+/// yet started over): a file that started over keeps its size.
+fn spool_lens(store: &Store) -> [u64; 2] {
+    match durable(store) {
+        Durable::Spooled(spool) => spool.lens(),
+        Durable::Committed { .. } => [0; 2],
+    }
+}
 
 async fn serving(dir: &Path, delay: Duration) -> Store {
     Store::open_as(&Location::DataDir(dir.into()), Some(delay))
@@ -59,7 +80,7 @@ async fn another_store_reads_what_the_owner_acknowledged() {
     let cli = Store::open(&Location::DataDir(dir.path().into()))
         .await
         .unwrap();
-    assert!(matches!(cli.appends, crate::Appends::Leader(..)));
+    assert!(matches!(durable(&cli), Durable::Committed { .. }));
     server.append_audit(records("served")).await.unwrap();
     assert_eq!(rows(dir.path()), 0);
     assert_eq!(cli.audit(&all()).await.unwrap().len(), 2);
@@ -129,7 +150,11 @@ async fn a_dead_servers_spool_is_replayed_once_and_a_torn_tail_dropped() {
 #[tokio::test]
 async fn a_reader_replays_what_a_dead_owner_left_and_nothing_twice() {
     let (_dir, store) = embedded().await;
-    let crate::Appends::Leader(appender, spool) = &store.appends else {
+    let Sink::Sqlite(SqliteSink {
+        appender,
+        durable: Durable::Committed { spool },
+    }) = &store.sink
+    else {
         panic!("a store opened by the CLI appends directly");
     };
     let mut left = Vec::new();
@@ -160,7 +185,7 @@ async fn the_files_take_turns_and_are_emptied_once_inserted() {
     let files = files_of(&path_for(&Store::sqlite_path(dir.path())));
     let on_disk = |i: usize| std::fs::metadata(&files[i]).unwrap().len();
     let store = serving(dir.path(), Duration::from_secs(3600)).await;
-    let size = |i: usize| store.spool_lens()[i];
+    let size = |i: usize| spool_lens(&store)[i];
     let mut appended: i64 = 0;
     while size(1) == 0 {
         store.append_audit(records("turns")).await.unwrap();
@@ -291,9 +316,9 @@ async fn a_server_waits_briefly_for_the_spool_lock() {
     });
     let store = serving(dir.path(), Duration::ZERO).await;
     held.join().unwrap();
-    assert!(matches!(store.appends, crate::Appends::Spooled(_)));
+    assert!(matches!(durable(&store), Durable::Spooled(_)));
     let second = serving(dir.path(), Duration::ZERO).await;
-    assert!(matches!(second.appends, crate::Appends::Leader(..)));
+    assert!(matches!(durable(&second), Durable::Committed { .. }));
     second.append_audit(records("second")).await.unwrap();
     store.append_audit(records("first")).await.unwrap();
     assert_eq!(store.verify_audit().await.unwrap().unwrap(), 4);
@@ -316,7 +341,7 @@ async fn closing_inserts_what_is_spooled_and_empties_the_spool() {
     assert!(error.to_string().contains("closed"), "{error}");
     drop(store);
     let next = serving(dir.path(), Duration::ZERO).await;
-    assert!(matches!(next.appends, crate::Appends::Spooled(_)));
+    assert!(matches!(durable(&next), Durable::Spooled(_)));
 }
 
 /// A spool file in a frame format this version does not read — the records as JSON behind
@@ -351,4 +376,26 @@ async fn a_spool_file_with_another_magic_is_refused_and_kept() {
     std::fs::remove_file(&files[0]).unwrap();
     let store = Store::open(&location).await.unwrap();
     assert_eq!(store.verify_audit().await.unwrap().unwrap(), 0);
+}
+
+/// AUD-1: an admin change in the process that owns the spool is chained after the records it
+/// acknowledged before the change, though those were still only spooled: the chain keeps the
+/// order in which things were acknowledged.
+#[tokio::test]
+async fn an_admin_change_is_chained_after_what_was_spooled_before_it() {
+    let (dir, _) = embedded().await;
+    let store = serving(dir.path(), Duration::from_secs(3600)).await;
+    store.append_audit(records("spooled")).await.unwrap();
+    assert_eq!(rows(dir.path()), 0, "spooled, not yet inserted");
+    let token = store
+        .bootstrap(warden_core::time::Millis(1_700_000_000_000))
+        .await
+        .unwrap();
+    assert!(token.is_some());
+    store.append_audit(records("after")).await.unwrap();
+    assert_eq!(
+        runs(&store).await,
+        ["spooled", "spooled", "admin", "admin", "after", "after"]
+    );
+    assert_eq!(store.verify_audit().await.unwrap().unwrap(), 6);
 }
