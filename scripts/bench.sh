@@ -498,8 +498,8 @@ for line in open(path):
     n, name = int(m.group(1).replace(",", "")), m.group(2)
     for key, pattern in (("all", r"PROGRAM TOTALS"),
                          ("requests", r"Front as tower_service::Service.*::call::\{\{closure\}\} \["),
-                         ("led", r"sqlite_appender::Lead::run \["),
-                         ("commits", r"sqlite_appender::Inner::commit \["),
+                         ("led", r"sqlite::appender::Lead::run \["),
+                         ("commits", r"sqlite::appender::Inner::commit \["),
                          ("spooled", r"SqliteAppender::insert_spooled \["),
                          ("spool", r"spool::Spool::append \["),
                          ("sha256", r"sha256::compress256 \[")):

@@ -4,10 +4,7 @@
 //! among racing deciders or replicas, exactly one wins, on SQLite and PostgreSQL alike.
 
 use serde::{Deserialize, Serialize};
-use warden_core::approval::{ApprovalQueue, Parked};
-use warden_core::error::EnvError;
-
-use crate::{Store, StoreError};
+use warden_core::approval::Parked;
 
 /// A parked call as stored.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, sqlx::FromRow)]
@@ -102,69 +99,35 @@ pub struct ApprovalFilter {
 
 pub(crate) const APPROVAL_COLUMNS: &str = "id, kind, status, run_id, call_id, tool, project, args, args_hash, requested_by, principal, agent, policy_revision, rule, created_at, due_at, decided_by, decided_at, reason, claimed_at, finished_at, outcome_code, outcome_message, result";
 
-impl Store {
-    /// Records a parked call.
-    pub async fn insert_approval(&self, a: &Approval) -> Result<(), StoreError> {
-        self.backend.insert_approval(a).await
-    }
-
-    /// One parked call.
-    pub async fn approval(&self, id: &str) -> Result<Option<Approval>, StoreError> {
-        self.backend.approval(id).await
-    }
-
-    /// Parked calls, oldest first.
-    pub async fn approvals(&self, filter: &ApprovalFilter) -> Result<Vec<Approval>, StoreError> {
-        self.backend.approvals(filter).await
-    }
-
-    /// Moves an approval from one of `from` to `to`; `true` if this writer won (APR-6).
-    pub async fn transition(
-        &self,
-        id: &str,
-        from: &[&str],
-        to: &str,
-        set: Transition,
-    ) -> Result<bool, StoreError> {
-        self.backend.transition(id, from, to, &set).await
-    }
-}
-
-impl ApprovalQueue for Store {
-    async fn park(&self, p: &Parked) -> Result<String, EnvError> {
-        let id = format!("apr_{}", uuid::Uuid::now_v7().simple());
-        let row = Approval {
-            id: id.clone(),
-            kind: p.kind.as_str().into(),
-            status: p.kind.initial_status().as_str().into(),
-            run_id: p.run_id.clone(),
-            call_id: p.call_id.clone(),
-            tool: p.tool.clone(),
-            project: p.project.as_ref().map(ToString::to_string),
-            args: p
-                .args
-                .as_ref()
-                .map(|a| serde_json::Value::Object(a.clone()).to_string()),
-            args_hash: p.args_hash.clone(),
-            requested_by: serde_json::to_string(&p.requested_by).ok(),
-            principal: p.principal.clone(),
-            agent: p.agent.clone(),
-            policy_revision: i64::try_from(p.policy_revision).unwrap_or(i64::MAX),
-            rule: p.rule.clone(),
-            created_at: p.created_at.0,
-            due_at: p.due_at.0,
-            decided_by: None,
-            decided_at: None,
-            reason: None,
-            claimed_at: None,
-            finished_at: None,
-            outcome_code: None,
-            outcome_message: None,
-            result: None,
-        };
-        self.insert_approval(&row)
-            .await
-            .map_err(|e| EnvError(e.to_string()))?;
-        Ok(id)
+/// The row of a call being parked, under a new id.
+pub(crate) fn parked(p: &Parked) -> Approval {
+    Approval {
+        id: format!("apr_{}", uuid::Uuid::now_v7().simple()),
+        kind: p.kind.as_str().into(),
+        status: p.kind.initial_status().as_str().into(),
+        run_id: p.run_id.clone(),
+        call_id: p.call_id.clone(),
+        tool: p.tool.clone(),
+        project: p.project.as_ref().map(ToString::to_string),
+        args: p
+            .args
+            .as_ref()
+            .map(|a| serde_json::Value::Object(a.clone()).to_string()),
+        args_hash: p.args_hash.clone(),
+        requested_by: serde_json::to_string(&p.requested_by).ok(),
+        principal: p.principal.clone(),
+        agent: p.agent.clone(),
+        policy_revision: i64::try_from(p.policy_revision).unwrap_or(i64::MAX),
+        rule: p.rule.clone(),
+        created_at: p.created_at.0,
+        due_at: p.due_at.0,
+        decided_by: None,
+        decided_at: None,
+        reason: None,
+        claimed_at: None,
+        finished_at: None,
+        outcome_code: None,
+        outcome_message: None,
+        result: None,
     }
 }

@@ -1,18 +1,15 @@
-//! The two backends behind one enum, and the store operations they share.
-//!
-//! The operations are written once, in [`shared_operations!`], and expanded for each backend:
-//! the SQL is the same (`$N` placeholders, `ON CONFLICT`, `RETURNING` work on both), only the
-//! pool type differs. Each backend supplies `begin_write` (how writers are serialised) and
-//! `LOCK_STATE`/`LOCK_HEAD` (row locks where the database has them).
+//! The two backends behind one enum each: [`Backend`] for their sqlx pools, [`Sink`] for
+//! their audit sinks. Each call goes to the backend the store was opened on.
 
 use warden_core::audit::NewRecord;
-use warden_core::config::Kind;
 
-use crate::StoreError;
-use crate::postgres::PgBackend;
-use crate::rows::{AuditFilter, AuditRow, CredentialRow};
-use crate::sqlite::SqliteBackend;
+use crate::error::StoreError;
+use crate::postgres::{PgBackend, PgSink};
+use crate::rows::{AuditFilter, AuditRow, CredentialRow, ResourceRow};
+use crate::sink::{AdminChange, AuditSink};
+use crate::sqlite::{SqliteBackend, SqliteSink};
 
+/// A backend's sqlx pool: reads, and the writes that chain no audit record.
 #[derive(Debug)]
 pub(crate) enum Backend {
     Sqlite(SqliteBackend),
@@ -28,18 +25,12 @@ macro_rules! dispatch {
     };
 }
 
-pub(crate) type ResourceRow = (Kind, String, String);
-
 impl Backend {
     pub(crate) fn name(&self) -> &'static str {
         match self {
             Backend::Sqlite(_) => "sqlite",
             Backend::Postgres(_) => "postgres",
         }
-    }
-
-    pub(crate) async fn migrate(&self) -> Result<(), StoreError> {
-        dispatch!(self, b => b.migrate().await)
     }
 
     pub(crate) async fn close(&self) {
@@ -54,43 +45,8 @@ impl Backend {
         dispatch!(self, b => b.load_resources().await)
     }
 
-    pub(crate) async fn write_resources(
-        &self,
-        upserts: &[ResourceRow],
-        deletes: &[(Kind, String)],
-        expected: Option<u64>,
-        admin: NewRecord,
-    ) -> Result<u64, StoreError> {
-        dispatch!(self, b => b.write_resources(upserts, deletes, expected, admin).await)
-    }
-
-    pub(crate) async fn bootstrap(
-        &self,
-        resources: &[ResourceRow],
-        admin: NewRecord,
-    ) -> Result<bool, StoreError> {
-        dispatch!(self, b => b.bootstrap(resources, admin).await)
-    }
-
     pub(crate) async fn meta_get(&self, key: &str) -> Result<Option<String>, StoreError> {
         dispatch!(self, b => b.meta_get(key).await)
-    }
-
-    pub(crate) async fn insert_credential(
-        &self,
-        row: CredentialRow,
-        admin: NewRecord,
-    ) -> Result<u64, StoreError> {
-        dispatch!(self, b => b.insert_credential(row, admin).await)
-    }
-
-    pub(crate) async fn revoke_credential(
-        &self,
-        id: &str,
-        now: warden_core::time::Millis,
-        admin: NewRecord,
-    ) -> Result<bool, StoreError> {
-        dispatch!(self, b => b.revoke_credential(id, now, admin).await)
     }
 
     pub(crate) async fn credentials(&self) -> Result<Vec<CredentialRow>, StoreError> {
@@ -102,10 +58,6 @@ impl Backend {
         hash: &str,
     ) -> Result<Option<CredentialRow>, StoreError> {
         dispatch!(self, b => b.credential_by_hash(hash).await)
-    }
-
-    pub(crate) async fn append(&self, records: Vec<NewRecord>) -> Result<(), StoreError> {
-        dispatch!(self, b => b.append(records).await)
     }
 
     pub(crate) async fn head(&self) -> Result<(i64, String), StoreError> {
@@ -201,519 +153,43 @@ impl Backend {
     }
 }
 
-pub(crate) fn parse_kind(s: &str) -> Result<Kind, StoreError> {
-    Kind::ALL
-        .into_iter()
-        .find(|k| k.as_str() == s)
-        .ok_or_else(|| StoreError::Corrupt(format!("unknown resource kind `{s}`")))
+/// A backend's audit sink.
+#[derive(Debug)]
+pub(crate) enum Sink {
+    Sqlite(SqliteSink),
+    Postgres(PgSink),
 }
 
-pub(crate) fn revision_u64(r: i64) -> u64 {
-    u64::try_from(r).unwrap_or_default()
+impl AuditSink for Sink {
+    async fn append(&self, records: Vec<NewRecord>) -> Result<(), StoreError> {
+        match self {
+            Sink::Sqlite(s) => s.append(records).await,
+            Sink::Postgres(s) => s.append(records).await,
+        }
+    }
+
+    async fn admin(
+        &self,
+        change: AdminChange,
+        record: NewRecord,
+    ) -> Result<Option<u64>, StoreError> {
+        match self {
+            Sink::Sqlite(s) => s.admin(change, record).await,
+            Sink::Postgres(s) => s.admin(change, record).await,
+        }
+    }
+
+    async fn settle_for_read(&self) -> Result<(), StoreError> {
+        match self {
+            Sink::Sqlite(s) => s.settle_for_read().await,
+            Sink::Postgres(s) => s.settle_for_read().await,
+        }
+    }
+
+    fn close(&self) {
+        match self {
+            Sink::Sqlite(s) => s.close(),
+            Sink::Postgres(s) => s.close(),
+        }
+    }
 }
-
-/// The operations both backends share, expanded inside each backend's `impl` block.
-macro_rules! shared_operations {
-    ($db:ty) => {
-        pub(crate) async fn revision(&self) -> Result<u64, StoreError> {
-            let r: i64 = sqlx::query_scalar("SELECT revision FROM state WHERE id = 1")
-                .fetch_one(&self.pool)
-                .await?;
-            Ok($crate::backend::revision_u64(r))
-        }
-
-        pub(crate) async fn load_resources(
-            &self,
-        ) -> Result<(Vec<$crate::backend::ResourceRow>, u64), StoreError> {
-            // One transaction: the rows and the revision are a consistent snapshot.
-            let mut tx = self.pool.begin().await?;
-            let revision: i64 = sqlx::query_scalar("SELECT revision FROM state WHERE id = 1")
-                .fetch_one(&mut *tx)
-                .await?;
-            let rows: Vec<(String, String, String)> =
-                sqlx::query_as("SELECT kind, key, spec FROM resources ORDER BY kind, key")
-                    .fetch_all(&mut *tx)
-                    .await?;
-            tx.commit().await?;
-            let rows = rows
-                .into_iter()
-                .map(|(k, key, spec)| Ok(($crate::backend::parse_kind(&k)?, key, spec)))
-                .collect::<Result<Vec<_>, StoreError>>()?;
-            Ok((rows, $crate::backend::revision_u64(revision)))
-        }
-
-        /// Bumps the revision inside a write transaction, checking it against `expected`.
-        async fn bump_revision(
-            tx: &mut sqlx::Transaction<'static, $db>,
-            expected: Option<u64>,
-        ) -> Result<i64, StoreError> {
-            let current: i64 = sqlx::query_scalar(Self::LOCK_STATE).fetch_one(&mut **tx).await?;
-            if let Some(expected) = expected
-                && $crate::backend::revision_u64(current) != expected
-            {
-                return Err(StoreError::Conflict(
-                    "the configuration changed while this change was prepared; run the command again".into(),
-                ));
-            }
-            let next = current + 1;
-            sqlx::query("UPDATE state SET revision = $1 WHERE id = 1")
-                .bind(next)
-                .execute(&mut **tx)
-                .await?;
-            Ok(next)
-        }
-
-        /// Appends chained records inside a write transaction.
-        async fn append_in(
-            tx: &mut sqlx::Transaction<'static, $db>,
-            records: Vec<warden_core::audit::NewRecord>,
-        ) -> Result<(), StoreError> {
-            let (mut seq, mut prev): (i64, String) =
-                sqlx::query_as(Self::LOCK_HEAD).fetch_one(&mut **tx).await?;
-            for record in records {
-                seq += 1;
-                let r = record.chain(seq, &prev);
-                sqlx::query(
-                    "INSERT INTO audit (seq, at, kind, run_id, call_id, principal, agent, tool, decision, code, payload, prev_hash, hash) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
-                )
-                .bind(r.seq)
-                .bind(r.record.at.0)
-                .bind(r.record.kind.as_str())
-                .bind(&r.record.run_id)
-                .bind(&r.record.call_id)
-                .bind(&r.record.principal)
-                .bind(&r.record.agent)
-                .bind(&r.record.tool)
-                .bind(&r.record.decision)
-                .bind(&r.record.code)
-                .bind(&r.record.payload)
-                .bind(&r.prev_hash)
-                .bind(&r.hash)
-                .execute(&mut **tx)
-                .await?;
-                prev = r.hash;
-            }
-            sqlx::query("UPDATE audit_head SET seq = $1, hash = $2 WHERE id = 1")
-                .bind(seq)
-                .bind(&prev)
-                .execute(&mut **tx)
-                .await?;
-            Ok(())
-        }
-
-        async fn upsert_resources(
-            tx: &mut sqlx::Transaction<'static, $db>,
-            rows: &[$crate::backend::ResourceRow],
-            revision: i64,
-            now: i64,
-        ) -> Result<(), StoreError> {
-            for (kind, key, spec) in rows {
-                sqlx::query(
-                    "INSERT INTO resources (kind, key, spec, updated_at, revision) VALUES ($1, $2, $3, $4, $5) \
-                     ON CONFLICT (kind, key) DO UPDATE SET spec = excluded.spec, updated_at = excluded.updated_at, revision = excluded.revision",
-                )
-                .bind(kind.as_str())
-                .bind(key)
-                .bind(spec)
-                .bind(now)
-                .bind(revision)
-                .execute(&mut **tx)
-                .await?;
-            }
-            Ok(())
-        }
-
-        pub(crate) async fn write_resources(
-            &self,
-            upserts: &[$crate::backend::ResourceRow],
-            deletes: &[(warden_core::config::Kind, String)],
-            expected: Option<u64>,
-            admin: warden_core::audit::NewRecord,
-        ) -> Result<u64, StoreError> {
-            let (_guard, mut tx) = self.begin_write().await?;
-            let revision = Self::bump_revision(&mut tx, expected).await?;
-            Self::upsert_resources(&mut tx, upserts, revision, admin.at.0).await?;
-            for (kind, key) in deletes {
-                sqlx::query("DELETE FROM resources WHERE kind = $1 AND key = $2")
-                    .bind(kind.as_str())
-                    .bind(key)
-                    .execute(&mut *tx)
-                    .await?;
-            }
-            Self::append_in(&mut tx, vec![admin]).await?;
-            tx.commit().await?;
-            Ok($crate::backend::revision_u64(revision))
-        }
-
-        pub(crate) async fn bootstrap(
-            &self,
-            resources: &[$crate::backend::ResourceRow],
-            admin: warden_core::audit::NewRecord,
-        ) -> Result<bool, StoreError> {
-            let (_guard, mut tx) = self.begin_write().await?;
-            let inserted = sqlx::query(
-                "INSERT INTO meta (key, value) VALUES ('bootstrapped', $1) ON CONFLICT (key) DO NOTHING",
-            )
-            .bind(admin.at.0.to_string())
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-            if inserted == 0 {
-                tx.rollback().await?;
-                return Ok(false);
-            }
-            let revision = Self::bump_revision(&mut tx, None).await?;
-            Self::upsert_resources(&mut tx, resources, revision, admin.at.0).await?;
-            Self::append_in(&mut tx, vec![admin]).await?;
-            tx.commit().await?;
-            Ok(true)
-        }
-
-        pub(crate) async fn meta_get(&self, key: &str) -> Result<Option<String>, StoreError> {
-            Ok(sqlx::query_scalar("SELECT value FROM meta WHERE key = $1")
-                .bind(key)
-                .fetch_optional(&self.pool)
-                .await?)
-        }
-
-        pub(crate) async fn insert_credential(
-            &self,
-            row: $crate::rows::CredentialRow,
-            admin: warden_core::audit::NewRecord,
-        ) -> Result<u64, StoreError> {
-            let (_guard, mut tx) = self.begin_write().await?;
-            let revision = Self::bump_revision(&mut tx, None).await?;
-            sqlx::query(
-                "INSERT INTO credentials (id, hash, kind, principal, projects, scopes, created_at, expires_at, revoked_at, description) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-            )
-            .bind(&row.id)
-            .bind(&row.hash)
-            .bind(&row.kind)
-            .bind(&row.principal)
-            .bind(&row.projects)
-            .bind(&row.scopes)
-            .bind(row.created_at)
-            .bind(row.expires_at)
-            .bind(row.revoked_at)
-            .bind(&row.description)
-            .execute(&mut *tx)
-            .await?;
-            Self::append_in(&mut tx, vec![admin]).await?;
-            tx.commit().await?;
-            Ok($crate::backend::revision_u64(revision))
-        }
-
-        pub(crate) async fn revoke_credential(
-            &self,
-            id: &str,
-            now: warden_core::time::Millis,
-            admin: warden_core::audit::NewRecord,
-        ) -> Result<bool, StoreError> {
-            let (_guard, mut tx) = self.begin_write().await?;
-            let exists: Option<String> = sqlx::query_scalar("SELECT id FROM credentials WHERE id = $1")
-                .bind(id)
-                .fetch_optional(&mut *tx)
-                .await?;
-            if exists.is_none() {
-                tx.rollback().await?;
-                return Ok(false);
-            }
-            Self::bump_revision(&mut tx, None).await?;
-            sqlx::query("UPDATE credentials SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL")
-                .bind(now.0)
-                .bind(id)
-                .execute(&mut *tx)
-                .await?;
-            Self::append_in(&mut tx, vec![admin]).await?;
-            tx.commit().await?;
-            Ok(true)
-        }
-
-        pub(crate) async fn credentials(&self) -> Result<Vec<$crate::rows::CredentialRow>, StoreError> {
-            Ok(sqlx::query_as(
-                "SELECT id, hash, kind, principal, projects, scopes, created_at, expires_at, revoked_at, description \
-                 FROM credentials ORDER BY created_at, id",
-            )
-            .fetch_all(&self.pool)
-            .await?)
-        }
-
-        pub(crate) async fn credential_by_hash(
-            &self,
-            hash: &str,
-        ) -> Result<Option<$crate::rows::CredentialRow>, StoreError> {
-            Ok(sqlx::query_as(
-                "SELECT id, hash, kind, principal, projects, scopes, created_at, expires_at, revoked_at, description \
-                 FROM credentials WHERE hash = $1",
-            )
-            .bind(hash)
-            .fetch_optional(&self.pool)
-            .await?)
-        }
-
-        pub(crate) async fn append(&self, records: Vec<warden_core::audit::NewRecord>) -> Result<(), StoreError> {
-            let (_guard, mut tx) = self.begin_write().await?;
-            Self::append_in(&mut tx, records).await?;
-            tx.commit().await?;
-            Ok(())
-        }
-
-        pub(crate) async fn head(&self) -> Result<(i64, String), StoreError> {
-            Ok(sqlx::query_as("SELECT seq, hash FROM audit_head WHERE id = 1")
-                .fetch_one(&self.pool)
-                .await?)
-        }
-
-        pub(crate) async fn query_audit(
-            &self,
-            f: &$crate::rows::AuditFilter,
-        ) -> Result<Vec<$crate::rows::AuditRow>, StoreError> {
-            let mut qb = sqlx::QueryBuilder::<$db>::new("SELECT ");
-            qb.push($crate::rows::AUDIT_COLUMNS);
-            qb.push(" FROM audit WHERE 1 = 1");
-            let text_filters = [
-                ("run_id", &f.run_id),
-                ("principal", &f.principal),
-                ("agent", &f.agent),
-                ("tool", &f.tool),
-                ("decision", &f.decision),
-                ("code", &f.code),
-                ("kind", &f.kind),
-            ];
-            for (column, value) in text_filters {
-                if let Some(v) = value {
-                    qb.push(" AND ").push(column).push(" = ").push_bind(v.clone());
-                }
-            }
-            if let Some(since) = f.since {
-                qb.push(" AND at >= ").push_bind(since.0);
-            }
-            if let Some(until) = f.until {
-                qb.push(" AND at < ").push_bind(until.0);
-            }
-            if let Some(after) = f.after_seq {
-                qb.push(" AND seq > ").push_bind(after);
-            }
-            qb.push(if f.newest_first { " ORDER BY seq DESC" } else { " ORDER BY seq ASC" });
-            qb.push(" LIMIT ").push_bind(f.limit.unwrap_or(100).clamp(1, 1_000_000));
-            Ok(qb.build_query_as().fetch_all(&self.pool).await?)
-        }
-
-        pub(crate) async fn scan_audit(
-            &self,
-            after: i64,
-            limit: i64,
-        ) -> Result<Vec<$crate::rows::AuditRow>, StoreError> {
-            Ok(sqlx::query_as(
-                "SELECT seq, at, kind, run_id, call_id, principal, agent, tool, decision, code, payload, prev_hash, hash \
-                 FROM audit WHERE seq > $1 ORDER BY seq LIMIT $2",
-            )
-            .bind(after)
-            .bind(limit)
-            .fetch_all(&self.pool)
-            .await?)
-        }
-
-        pub(crate) async fn take(&self, key: &str, window: i64, limit: i64) -> Result<bool, StoreError> {
-            let (_guard, mut tx) = self.begin_write().await?;
-            let taken: Option<i64> = sqlx::query_scalar(
-                "INSERT INTO counters (key, window_start, count) VALUES ($1, $2, 1) \
-                 ON CONFLICT (key, window_start) DO UPDATE SET count = counters.count + 1 \
-                 WHERE counters.count < $3 RETURNING count",
-            )
-            .bind(key)
-            .bind(window)
-            .bind(limit)
-            .fetch_optional(&mut *tx)
-            .await?;
-            tx.commit().await?;
-            Ok(taken.is_some())
-        }
-
-        pub(crate) async fn insert_agent_run(&self, run: &$crate::rows::AgentRun) -> Result<bool, StoreError> {
-            let (_guard, mut tx) = self.begin_write().await?;
-            let inserted = sqlx::query(
-                "INSERT INTO agent_runs (id, agent, trigger, schedule_key, fire_at, status, requested_by, credential_id, queued_at, started_at, finished_at, exit_code, error) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT DO NOTHING",
-            )
-            .bind(&run.id)
-            .bind(&run.agent)
-            .bind(&run.trigger)
-            .bind(&run.schedule_key)
-            .bind(run.fire_at)
-            .bind(&run.status)
-            .bind(&run.requested_by)
-            .bind(&run.credential_id)
-            .bind(run.queued_at)
-            .bind(run.started_at)
-            .bind(run.finished_at)
-            .bind(run.exit_code)
-            .bind(&run.error)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-            tx.commit().await?;
-            Ok(inserted == 1)
-        }
-
-        pub(crate) async fn update_agent_run(&self, run: &$crate::rows::AgentRun) -> Result<(), StoreError> {
-            let (_guard, mut tx) = self.begin_write().await?;
-            sqlx::query(
-                "UPDATE agent_runs SET status = $2, credential_id = $3, started_at = $4, finished_at = $5, exit_code = $6, error = $7 WHERE id = $1",
-            )
-            .bind(&run.id)
-            .bind(&run.status)
-            .bind(&run.credential_id)
-            .bind(run.started_at)
-            .bind(run.finished_at)
-            .bind(run.exit_code)
-            .bind(&run.error)
-            .execute(&mut *tx)
-            .await?;
-            tx.commit().await?;
-            Ok(())
-        }
-
-        pub(crate) async fn agent_runs(
-            &self,
-            agent: Option<&str>,
-            limit: i64,
-        ) -> Result<Vec<$crate::rows::AgentRun>, StoreError> {
-            let mut qb = sqlx::QueryBuilder::<$db>::new("SELECT ");
-            qb.push($crate::rows::AGENT_RUN_COLUMNS);
-            qb.push(" FROM agent_runs");
-            if let Some(agent) = agent {
-                qb.push(" WHERE agent = ").push_bind(agent.to_owned());
-            }
-            qb.push(" ORDER BY queued_at DESC, id DESC LIMIT ").push_bind(limit);
-            Ok(qb.build_query_as().fetch_all(&self.pool).await?)
-        }
-
-        pub(crate) async fn agent_run(&self, id: &str) -> Result<Option<$crate::rows::AgentRun>, StoreError> {
-            let mut qb = sqlx::QueryBuilder::<$db>::new("SELECT ");
-            qb.push($crate::rows::AGENT_RUN_COLUMNS);
-            qb.push(" FROM agent_runs WHERE id = ").push_bind(id.to_owned());
-            Ok(qb.build_query_as().fetch_optional(&self.pool).await?)
-        }
-
-        pub(crate) async fn insert_approval(&self, a: &$crate::approvals::Approval) -> Result<(), StoreError> {
-            let (_guard, mut tx) = self.begin_write().await?;
-            sqlx::query(
-                "INSERT INTO approvals (id, kind, status, run_id, call_id, tool, project, args, args_hash, requested_by, principal, agent, policy_revision, rule, created_at, due_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
-            )
-            .bind(&a.id)
-            .bind(&a.kind)
-            .bind(&a.status)
-            .bind(&a.run_id)
-            .bind(&a.call_id)
-            .bind(&a.tool)
-            .bind(&a.project)
-            .bind(&a.args)
-            .bind(&a.args_hash)
-            .bind(&a.requested_by)
-            .bind(&a.principal)
-            .bind(&a.agent)
-            .bind(a.policy_revision)
-            .bind(&a.rule)
-            .bind(a.created_at)
-            .bind(a.due_at)
-            .execute(&mut *tx)
-            .await?;
-            tx.commit().await?;
-            Ok(())
-        }
-
-        pub(crate) async fn approval(&self, id: &str) -> Result<Option<$crate::approvals::Approval>, StoreError> {
-            let mut qb = sqlx::QueryBuilder::<$db>::new("SELECT ");
-            qb.push($crate::approvals::APPROVAL_COLUMNS);
-            qb.push(" FROM approvals WHERE id = ").push_bind(id.to_owned());
-            Ok(qb.build_query_as().fetch_optional(&self.pool).await?)
-        }
-
-        pub(crate) async fn approvals(
-            &self,
-            f: &$crate::approvals::ApprovalFilter,
-        ) -> Result<Vec<$crate::approvals::Approval>, StoreError> {
-            let mut qb = sqlx::QueryBuilder::<$db>::new("SELECT ");
-            qb.push($crate::approvals::APPROVAL_COLUMNS);
-            qb.push(" FROM approvals WHERE 1 = 1");
-            if !f.status.is_empty() {
-                qb.push(" AND status IN (");
-                let mut sep = qb.separated(", ");
-                for st in &f.status {
-                    sep.push_bind(st.clone());
-                }
-                qb.push(")");
-            }
-            if let Some(due) = f.due_before {
-                qb.push(" AND due_at <= ").push_bind(due);
-            }
-            if let Some(p) = &f.principal {
-                qb.push(" AND principal = ").push_bind(p.clone());
-            }
-            qb.push(" ORDER BY created_at, id LIMIT ").push_bind(f.limit.unwrap_or(100).clamp(1, 100_000));
-            Ok(qb.build_query_as().fetch_all(&self.pool).await?)
-        }
-
-        pub(crate) async fn transition(
-            &self,
-            id: &str,
-            from: &[&str],
-            to: &str,
-            set: &$crate::approvals::Transition,
-        ) -> Result<bool, StoreError> {
-            let (_guard, mut tx) = self.begin_write().await?;
-            let mut qb = sqlx::QueryBuilder::<$db>::new("UPDATE approvals SET status = ");
-            qb.push_bind(to.to_owned());
-            let fields: [(&str, Option<String>); 4] = [
-                ("decided_by", set.decided_by.clone()),
-                ("reason", set.reason.clone()),
-                ("outcome_code", set.outcome_code.clone()),
-                ("outcome_message", set.outcome_message.clone()),
-            ];
-            for (column, value) in fields {
-                if let Some(v) = value {
-                    qb.push(", ").push(column).push(" = ").push_bind(v);
-                }
-            }
-            if let Some(v) = set.result.clone() {
-                qb.push(", result = ").push_bind(v);
-            }
-            let times: [(&str, Option<i64>); 3] = [
-                ("decided_at", set.decided_at),
-                ("claimed_at", set.claimed_at),
-                ("finished_at", set.finished_at),
-            ];
-            for (column, value) in times {
-                if let Some(v) = value {
-                    qb.push(", ").push(column).push(" = ").push_bind(v);
-                }
-            }
-            if set.clear_args {
-                qb.push(", args = NULL");
-            }
-            qb.push(" WHERE id = ").push_bind(id.to_owned());
-            qb.push(" AND status IN (");
-            let mut sep = qb.separated(", ");
-            for st in from {
-                sep.push_bind((*st).to_owned());
-            }
-            qb.push(")");
-            let changed = qb.build().execute(&mut *tx).await?.rows_affected();
-            tx.commit().await?;
-            Ok(changed == 1)
-        }
-
-        pub(crate) async fn execute_raw(&self, sql: &str) -> Result<u64, StoreError> {
-            Ok(sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
-                .execute(&self.pool)
-                .await?
-                .rows_affected())
-        }
-    };
-}
-
-pub(crate) use shared_operations;

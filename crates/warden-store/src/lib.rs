@@ -1,24 +1,27 @@
 //! Warden's store (STORE-1, STORE-2): one interface over two backends — SQLite (the embedded
 //! default, WAL) and PostgreSQL (many replicas) — with versioned migrations per backend.
 //!
-//! Both backends run the same SQL where the dialects agree (`$N` placeholders work on both);
-//! the few differences (write serialisation, row locks) live in each backend's module. One
-//! contract test suite (`tests/contract.rs`) runs against both.
+//! Both backends run the same SQL where the dialects agree (`sql.rs`; `$N` placeholders work
+//! on both); each backend's module (`sqlite/`, `postgres/`) holds its sqlx pool and its one
+//! audit sink (`sink.rs`), which chains every audit record the backend stores. One contract
+//! test suite (`tests/contract.rs`) runs against both.
 
 mod approvals;
 mod backend;
 mod error;
+mod location;
 mod migrations;
 mod postgres;
 mod rows;
-mod spool;
+mod sink;
+mod sql;
 mod sqlite;
-mod sqlite_appender;
 mod views;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use warden_core::approval::{ApprovalQueue, Parked};
 use warden_core::audit::{
     AuditRecord, ChainBreak, ChainVerifier, NewRecord, RecordKind, canonical_json,
 };
@@ -33,130 +36,22 @@ use warden_core::time::Millis;
 
 pub use approvals::{Approval, ApprovalFilter, Transition};
 pub use error::StoreError;
+pub use location::{Location, SQLITE_FILE};
 pub use rows::{AgentRun, AuditFilter};
 pub use views::{CallDetail, RunDetail, RunSummary};
 
-use backend::Backend;
-
-/// The file name of the SQLite database inside a data directory.
-pub const SQLITE_FILE: &str = "warden.db";
-
-/// Where the store lives.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Location {
-    /// A data directory holding an SQLite database (created if missing).
-    DataDir(PathBuf),
-    /// A database URL: `postgres://…` or `sqlite://…`.
-    Url(String),
-}
-
-impl Location {
-    /// A description safe to print (no password).
-    pub fn display(&self) -> String {
-        match self {
-            Location::DataDir(p) => p.join(SQLITE_FILE).display().to_string(),
-            Location::Url(u) => redact_url(u),
-        }
-    }
-}
-
-fn redact_url(url: &str) -> String {
-    // postgres://user:secret@host/db → postgres://user:***@host/db
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme_end), Some(at)) if at > scheme_end => {
-            let userinfo = url.get(scheme_end + 3..at).unwrap_or_default();
-            match userinfo.find(':') {
-                Some(colon) => format!(
-                    "{}{}:***{}",
-                    url.get(..scheme_end + 3).unwrap_or_default(),
-                    userinfo.get(..colon).unwrap_or_default(),
-                    url.get(at..).unwrap_or_default()
-                ),
-                None => url.to_owned(),
-            }
-        }
-        _ => url.to_owned(),
-    }
-}
+use backend::{Backend, Sink};
+use location::redact_url;
+use sink::{AdminChange, AuditSink};
 
 /// The store.
 #[derive(Debug)]
 pub struct Store {
-    backend: std::sync::Arc<Backend>,
-    /// Appends are group-committed — whatever is waiting goes into one transaction, so under
-    /// concurrency many calls share one commit — and each is acknowledged only once that
-    /// commit is durable; or, for a serving store on a database file, acknowledged once
-    /// written to the audit spool and inserted in bulk later (`spool.rs`).
-    appends: Appends,
-}
-
-/// Where appends go: the audit spool, for a serving Warden on a database file; the SQLite
-/// appender (callers lead group commits) for any other use of a database file, with the
-/// path of the spool that a server may own; else a writer task.
-#[derive(Debug)]
-enum Appends {
-    Spooled(spool::Spool),
-    Leader(sqlite_appender::SqliteAppender, PathBuf),
-    Task(tokio::sync::mpsc::UnboundedSender<PendingAppend>),
-}
-
-/// Records waiting for the writer, and who to tell when they are durable.
-#[derive(Debug)]
-struct PendingAppend {
-    records: Vec<NewRecord>,
-    done: tokio::sync::oneshot::Sender<Result<(), StoreError>>,
-}
-
-/// How long a serving store waits for the audit spool's lock before it appends directly.
-const SPOOL_CLAIM_WAIT: Duration = Duration::from_secs(1);
-
-/// At most this many records go into one group commit.
-const GROUP_COMMIT_RECORDS: usize = 2_000;
-
-/// The writer: takes what is waiting (up to [`GROUP_COMMIT_RECORDS`]), appends it in one
-/// transaction, acknowledges each request with the result. Ends when the store is dropped.
-async fn write_appends(
-    backend: std::sync::Arc<Backend>,
-    mut queue: tokio::sync::mpsc::UnboundedReceiver<PendingAppend>,
-) {
-    let mut carry: Option<PendingAppend> = None;
-    loop {
-        let first = match carry.take() {
-            Some(p) => p,
-            None => match queue.recv().await {
-                Some(p) => p,
-                None => return,
-            },
-        };
-        let mut count = first.records.len();
-        let mut batch = vec![first];
-        while count < GROUP_COMMIT_RECORDS {
-            match queue.try_recv() {
-                Ok(p) if count + p.records.len() <= GROUP_COMMIT_RECORDS => {
-                    count += p.records.len();
-                    batch.push(p);
-                }
-                Ok(p) => {
-                    carry = Some(p);
-                    break;
-                }
-                Err(_) => break,
-            }
-        }
-        let mut records = Vec::with_capacity(count);
-        let mut waiting = Vec::with_capacity(batch.len());
-        for p in batch {
-            records.extend(p.records);
-            waiting.push(p.done);
-        }
-        let result = backend.append(records).await;
-        for done in waiting {
-            let _ = done.send(match &result {
-                Ok(()) => Ok(()),
-                Err(e) => Err(StoreError::Unreachable(e.to_string())),
-            });
-        }
-    }
+    backend: Backend,
+    /// Where audit records go: on SQLite, group-committed or (for a serving store) written to
+    /// the audit spool and chained in bulk moments later; on PostgreSQL, group-committed by a
+    /// writer task. Each append is acknowledged once durable.
+    sink: Sink,
 }
 
 /// A token just created: the credential and its secret, shown once.
@@ -195,23 +90,28 @@ impl Store {
 
     /// [`Store::open`] for a long-running server: on the embedded store it owns the audit
     /// spool, so that a call's audit records are made durable with one write to the spool and
-    /// inserted into the chain in bulk off the call path (see `spool.rs`). A store whose spool
+    /// inserted into the chain in bulk off the call path (see `sqlite/spool/`). A store whose spool
     /// another process owns appends directly, as [`Store::open`] does.
     pub async fn open_serving(location: &Location) -> Result<Self, StoreError> {
-        Self::open_as(location, Some(spool::insert_delay()?)).await
+        Self::open_as(location, Some(sqlite::insert_delay()?)).await
     }
 
     /// Opens the store; `serving` is the spool's insert delay for a serving store.
     async fn open_as(location: &Location, serving: Option<Duration>) -> Result<Self, StoreError> {
-        let backend = match location {
-            Location::DataDir(dir) => Backend::Sqlite(sqlite::SqliteBackend::open_dir(dir).await?),
+        let (backend, sink) = match location {
+            Location::DataDir(dir) => {
+                let (backend, sink) = sqlite::open_dir(dir, serving).await?;
+                (Backend::Sqlite(backend), Sink::Sqlite(sink))
+            }
             Location::Url(url)
                 if url.starts_with("postgres://") || url.starts_with("postgresql://") =>
             {
-                Backend::Postgres(postgres::PgBackend::open(url).await?)
+                let (backend, sink) = postgres::open(url).await?;
+                (Backend::Postgres(backend), Sink::Postgres(sink))
             }
             Location::Url(url) if url.starts_with("sqlite:") => {
-                Backend::Sqlite(sqlite::SqliteBackend::open_url(url).await?)
+                let (backend, sink) = sqlite::open_url(url, serving).await?;
+                (Backend::Sqlite(backend), Sink::Sqlite(sink))
             }
             Location::Url(url) => {
                 return Err(StoreError::Invalid(format!(
@@ -220,53 +120,7 @@ impl Store {
                 )));
             }
         };
-        backend.migrate().await?;
-        let leader = match &backend {
-            Backend::Sqlite(b) => b
-                .file
-                .as_deref()
-                .map(|file| {
-                    sqlite_appender::SqliteAppender::start(file)
-                        .map(|appender| (appender, spool::path_for(file)))
-                })
-                .transpose()?,
-            Backend::Postgres(_) => None,
-        };
-        let backend = std::sync::Arc::new(backend);
-        let appends = match leader {
-            Some((appender, spool_path)) => {
-                let mut claimed = spool::claim(&spool_path, &appender)?;
-                if serving.is_some() {
-                    // A CLI command holds the lock only while it opens the store: wait for it
-                    // rather than append directly for the server's whole life.
-                    let until = std::time::Instant::now() + SPOOL_CLAIM_WAIT;
-                    while claimed.is_none() && std::time::Instant::now() < until {
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        claimed = spool::claim(&spool_path, &appender)?;
-                    }
-                    if claimed.is_none() {
-                        tracing::warn!(
-                            spool = %spool_path.display(),
-                            "another process owns the audit spool (another server on this data \
-                             directory?); audit records are committed to the database directly"
-                        );
-                    }
-                }
-                match (claimed, serving) {
-                    (Some(claimed), Some(delay)) => {
-                        Appends::Spooled(spool::Spool::start(claimed, appender, delay)?)
-                    }
-                    // Replayed (and let go), or owned by a live server: append directly.
-                    _ => Appends::Leader(appender, spool_path),
-                }
-            }
-            None => {
-                let (appends, queue) = tokio::sync::mpsc::unbounded_channel();
-                tokio::spawn(write_appends(backend.clone(), queue));
-                Appends::Task(appends)
-            }
-        };
-        Ok(Store { backend, appends })
+        Ok(Store { backend, sink })
     }
 
     /// Which backend this is: `sqlite` or `postgres`.
@@ -277,60 +131,8 @@ impl Store {
     /// Closes the connections; further use fails (`UNAVAILABLE` on the call path). What is
     /// spooled is inserted first.
     pub async fn close(&self) {
-        match &self.appends {
-            Appends::Leader(appender, _) => appender.close(),
-            Appends::Spooled(spool) => spool.close(),
-            Appends::Task(_) => {}
-        }
+        self.sink.close();
         self.backend.close().await;
-    }
-
-    /// Before reading the audit trail: waits until every audit record acknowledged so far —
-    /// by this process, or by the server that owns the spool — is in the chain.
-    async fn settle_for_read(&self) -> Result<(), StoreError> {
-        match &self.appends {
-            Appends::Spooled(spool) => spool.sync().await,
-            Appends::Leader(appender, spool_path) => {
-                // A server that owned the spool and stopped left its batches to whoever takes
-                // the lock: insert them now rather than wait for an owner that is gone.
-                if spool::claim(spool_path, appender)?.is_some() {
-                    return Ok(());
-                }
-                let last = spool::last_in_file(spool_path.clone()).await?;
-                let until = std::time::Instant::now() + spool::BARRIER_TIMEOUT;
-                if last == 0 {
-                    return Ok(());
-                }
-                loop {
-                    let inserted = self.backend.meta_get(spool::INSERTED_KEY).await?;
-                    let inserted =
-                        spool::parse_inserted(inserted.as_deref()).map_err(StoreError::Corrupt)?;
-                    if inserted >= last {
-                        return Ok(());
-                    }
-                    if std::time::Instant::now() >= until {
-                        return Err(StoreError::Unreachable(format!(
-                            "the server that owns the audit spool `{}` has not inserted its \
-                             records within {} s (its log says why)",
-                            spool_path.display(),
-                            spool::BARRIER_TIMEOUT.as_secs()
-                        )));
-                    }
-                    tokio::time::sleep(Duration::from_millis(2)).await;
-                }
-            }
-            Appends::Task(_) => Ok(()),
-        }
-    }
-
-    /// Before an admin change, which appends its record in its own transaction: waits until
-    /// what this process spooled is in the chain, so that the chain keeps the order in which
-    /// records were acknowledged.
-    async fn settle_for_write(&self) -> Result<(), StoreError> {
-        match &self.appends {
-            Appends::Spooled(spool) => spool.sync().await,
-            Appends::Leader(..) | Appends::Task(_) => Ok(()),
-        }
     }
 
     /// The current revision of configuration and credentials.
@@ -390,7 +192,6 @@ impl Store {
         if let Err(errors) = Config::merge(base, resources) {
             return Ok(Err(errors));
         }
-        self.settle_for_write().await?;
         let summary = changed
             .iter()
             .map(|(k, key, _)| format!("{k}/{key}"))
@@ -401,10 +202,12 @@ impl Store {
             "apply",
             serde_json::json!({ "resources": summary }),
         );
-        self.backend
-            .write_resources(&changed, &[], Some(revision), admin)
-            .await
-            .map(Ok)
+        let change = AdminChange::Resources {
+            upserts: changed,
+            deletes: Vec::new(),
+            expected: Some(revision),
+        };
+        self.admin(change, admin).await.map(Ok)
     }
 
     /// Deletes one resource, refusing when others still reference it.
@@ -419,17 +222,18 @@ impl Store {
         if let Err(errors) = current.without(kind, key) {
             return Ok(Err(errors));
         }
-        self.settle_for_write().await?;
         let admin = admin_record(
             now,
             actor,
             "delete",
             serde_json::json!({ "resource": format!("{kind}/{key}") }),
         );
-        self.backend
-            .write_resources(&[], &[(kind, key.to_owned())], Some(revision), admin)
-            .await
-            .map(Ok)
+        let change = AdminChange::Resources {
+            upserts: Vec::new(),
+            deletes: vec![(kind, key.to_owned())],
+            expected: Some(revision),
+        };
+        self.admin(change, admin).await.map(Ok)
     }
 
     /// Creates a token and returns its secret once (AUTH-1). Only the hash is stored.
@@ -471,8 +275,9 @@ impl Store {
             }),
         );
         let row = rows::CredentialRow::from_credential(&credential, TokenHash::of(&secret))?;
-        self.settle_for_write().await?;
-        self.backend.insert_credential(row, admin).await?;
+        self.sink
+            .admin(AdminChange::InsertCredential(row), admin)
+            .await?;
         Ok(NewToken { credential, secret })
     }
 
@@ -484,8 +289,11 @@ impl Store {
         now: Millis,
     ) -> Result<bool, StoreError> {
         let admin = admin_record(now, actor, "token.revoke", serde_json::json!({ "id": id }));
-        self.settle_for_write().await?;
-        self.backend.revoke_credential(id, now, admin).await
+        let change = AdminChange::RevokeCredential {
+            id: id.to_owned(),
+            at: now,
+        };
+        Ok(self.sink.admin(change, admin).await?.is_some())
     }
 
     /// Every credential, without secrets.
@@ -559,8 +367,8 @@ impl Store {
             "bootstrap",
             serde_json::json!({ "user": "admin" }),
         );
-        self.settle_for_write().await?;
-        if !self.backend.bootstrap(&resources, record).await? {
+        let change = AdminChange::Bootstrap { resources };
+        if self.sink.admin(change, record).await?.is_none() {
             return Ok(None);
         }
         let token = self
@@ -580,54 +388,30 @@ impl Store {
         Ok(Some(token))
     }
 
-    /// Where the audit spool's two files end (their frames not yet inserted, or inserted but
-    /// not yet started over), for tests: a file that started over keeps its size.
-    #[cfg(test)]
-    pub(crate) fn spool_lens(&self) -> [u64; 2] {
-        match &self.appends {
-            Appends::Spooled(spool) => spool.lens(),
-            Appends::Leader(..) | Appends::Task(_) => [0; 2],
-        }
-    }
-
     /// Appends audit records, chained, in one transaction; returns once durable. Await it to
     /// the end or drop it: on the embedded store the call may be leading a group commit that
     /// other calls wait for (dropped, it hands that over). A serving store makes them durable
-    /// in its spool and chains them moments later (`spool.rs`).
+    /// in its spool and chains them moments later (`sqlite/spool/`).
     pub async fn append_audit(&self, records: Vec<NewRecord>) -> Result<(), StoreError> {
         if records.is_empty() {
             return Ok(());
         }
-        let durable = match &self.appends {
-            Appends::Spooled(spool) => return spool.append(records),
-            Appends::Leader(appender, _) => {
-                let (done, durable) = tokio::sync::oneshot::channel();
-                if let Some(lead) = appender.submit(PendingAppend { records, done })? {
-                    // Under concurrency, the calls that are ready on this thread queue their
-                    // records before the commit and share it (group commit; measured in
-                    // docs/benchmarks.md). Cancelled here, the lead is handed over.
-                    if lead.gather() {
-                        tokio::task::yield_now().await;
-                    }
-                    lead.run();
-                }
-                durable
-            }
-            Appends::Task(task) => {
-                let (done, durable) = tokio::sync::oneshot::channel();
-                task.send(PendingAppend { records, done })
-                    .map_err(|_| StoreError::Unreachable("the audit writer has stopped".into()))?;
-                durable
-            }
-        };
-        durable
-            .await
-            .map_err(|_| StoreError::Unreachable("the audit writer has stopped".into()))?
+        self.sink.append(records).await
+    }
+
+    /// A change of resources (`AdminChange::Resources`) and its record: the new revision.
+    async fn admin(&self, change: AdminChange, record: NewRecord) -> Result<u64, StoreError> {
+        // INVARIANT: a change of resources always bumps the revision; only bootstrapping and
+        // revoking can find nothing to change.
+        self.sink
+            .admin(change, record)
+            .await?
+            .ok_or_else(|| StoreError::Corrupt("a change of resources reported no revision".into()))
     }
 
     /// Audit records matching a filter, in sequence order.
     pub async fn audit(&self, filter: &AuditFilter) -> Result<Vec<AuditRecord>, StoreError> {
-        self.settle_for_read().await?;
+        self.sink.settle_for_read().await?;
         self.backend
             .query_audit(filter)
             .await?
@@ -640,7 +424,7 @@ impl Store {
     /// record that breaks it.
     pub async fn verify_audit(&self) -> Result<Result<i64, ChainBreak>, StoreError> {
         const PAGE: i64 = 5_000;
-        self.settle_for_read().await?;
+        self.sink.settle_for_read().await?;
         let mut verifier = ChainVerifier::default();
         let mut after = 0;
         loop {
@@ -712,8 +496,52 @@ impl Store {
     /// with direct access would.
     #[doc(hidden)]
     pub async fn execute_raw(&self, sql: &str) -> Result<u64, StoreError> {
-        self.settle_for_read().await?;
+        self.sink.settle_for_read().await?;
         self.backend.execute_raw(sql).await
+    }
+
+    /// Runs, newest first: those with audited calls and unattended agent runs.
+    pub async fn runs(
+        &self,
+        agent: Option<&str>,
+        limit: i64,
+    ) -> Result<Vec<RunSummary>, StoreError> {
+        let records = self.audit(&views::run_records(agent, limit)).await?;
+        let agent_runs = self.agent_runs(agent, limit).await?;
+        Ok(views::summaries(records, agent_runs, limit))
+    }
+
+    /// One run in detail; `None` when no such run exists.
+    pub async fn describe_run(&self, id: &str) -> Result<Option<RunDetail>, StoreError> {
+        let records = self.audit(&views::records_of(id)).await?;
+        let lifecycle = self.agent_run(id).await?;
+        Ok(views::detail(id, records, lifecycle))
+    }
+
+    /// Records a parked call.
+    pub async fn insert_approval(&self, a: &Approval) -> Result<(), StoreError> {
+        self.backend.insert_approval(a).await
+    }
+
+    /// One parked call.
+    pub async fn approval(&self, id: &str) -> Result<Option<Approval>, StoreError> {
+        self.backend.approval(id).await
+    }
+
+    /// Parked calls, oldest first.
+    pub async fn approvals(&self, filter: &ApprovalFilter) -> Result<Vec<Approval>, StoreError> {
+        self.backend.approvals(filter).await
+    }
+
+    /// Moves an approval from one of `from` to `to`; `true` if this writer won (APR-6).
+    pub async fn transition(
+        &self,
+        id: &str,
+        from: &[&str],
+        to: &str,
+        set: Transition,
+    ) -> Result<bool, StoreError> {
+        self.backend.transition(id, from, to, &set).await
     }
 
     /// Path of the SQLite file for a data directory.
@@ -759,17 +587,12 @@ impl Counters for Store {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn urls_are_printed_without_passwords() {
-        assert_eq!(
-            redact_url("postgres://u:secret@h:5432/db"),
-            "postgres://u:***@h:5432/db"
-        );
-        assert_eq!(redact_url("postgres://h/db"), "postgres://h/db");
-        assert_eq!(redact_url("postgres://u@h/db"), "postgres://u@h/db");
+impl ApprovalQueue for Store {
+    async fn park(&self, p: &Parked) -> Result<String, EnvError> {
+        let row = approvals::parked(p);
+        self.insert_approval(&row)
+            .await
+            .map_err(|e| EnvError(e.to_string()))?;
+        Ok(row.id)
     }
 }

@@ -3,7 +3,7 @@
 
 use sqlx::migrate::Migrator;
 
-use crate::StoreError;
+use crate::error::StoreError;
 
 /// Refuses a database migrated by a newer binary.
 pub(crate) fn check_not_newer(migrator: &Migrator, applied: Option<i64>) -> Result<(), StoreError> {

@@ -5,7 +5,12 @@ use warden_core::audit::{AuditRecord, NewRecord, RecordKind};
 use warden_core::principal::{Credential, CredentialKind, Principal, TokenHash};
 use warden_core::time::Millis;
 
-use crate::StoreError;
+use warden_core::config::Kind;
+
+use crate::error::StoreError;
+
+/// A resource as stored: its kind, key and canonical JSON.
+pub(crate) type ResourceRow = (Kind, String, String);
 
 /// A filter over the audit trail (AUD-4).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

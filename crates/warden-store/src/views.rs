@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 use serde_json::Value;
-use warden_core::audit::RecordKind;
+use warden_core::audit::{AuditRecord, RecordKind};
 
-use crate::{AgentRun, AuditFilter, Store, StoreError};
+use crate::rows::{AgentRun, AuditFilter};
 
 /// One line of `warden get runs`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -64,112 +64,119 @@ pub struct RunDetail {
     pub calls: Vec<CallDetail>,
 }
 
-impl Store {
-    /// Runs, newest first: those with audited calls and unattended agent runs.
-    pub async fn runs(
-        &self,
-        agent: Option<&str>,
-        limit: i64,
-    ) -> Result<Vec<RunSummary>, StoreError> {
-        let records = self
-            .audit(&AuditFilter {
-                kind: Some(RecordKind::Run.as_str().into()),
-                agent: agent.map(str::to_owned),
-                limit: Some(limit.saturating_mul(4)),
-                newest_first: true,
-                ..AuditFilter::default()
-            })
-            .await?;
-        let mut by_id: BTreeMap<String, RunSummary> = BTreeMap::new();
-        for r in records {
-            let payload: Value = serde_json::from_str(&r.record.payload).unwrap_or(Value::Null);
-            by_id
-                .entry(r.record.run_id.clone())
-                .or_insert_with(|| RunSummary {
-                    id: r.record.run_id.clone(),
-                    at: r.record.at.0,
-                    mode: payload
-                        .get("mode")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned),
-                    principal: r.record.principal.clone(),
-                    agent: r.record.agent.clone(),
-                    status: None,
-                });
-        }
-        for run in self.agent_runs(agent, limit).await? {
-            let entry = by_id.entry(run.id.clone()).or_insert_with(|| RunSummary {
-                id: run.id.clone(),
-                at: run.queued_at,
-                mode: Some("agent".into()),
-                principal: Some(format!("agent:{}/{}", run.agent, run.id)),
-                agent: Some(run.agent.clone()),
+/// The run records that [`summaries`] reads, newest first.
+pub(crate) fn run_records(agent: Option<&str>, limit: i64) -> AuditFilter {
+    AuditFilter {
+        kind: Some(RecordKind::Run.as_str().into()),
+        agent: agent.map(str::to_owned),
+        limit: Some(limit.saturating_mul(4)),
+        newest_first: true,
+        ..AuditFilter::default()
+    }
+}
+
+/// Runs, newest first, at most `limit`: those with run records (from [`run_records`]) and
+/// the unattended agent runs.
+pub(crate) fn summaries(
+    records: Vec<AuditRecord>,
+    agent_runs: Vec<AgentRun>,
+    limit: i64,
+) -> Vec<RunSummary> {
+    let mut by_id: BTreeMap<String, RunSummary> = BTreeMap::new();
+    for r in records {
+        let payload: Value = serde_json::from_str(&r.record.payload).unwrap_or(Value::Null);
+        by_id
+            .entry(r.record.run_id.clone())
+            .or_insert_with(|| RunSummary {
+                id: r.record.run_id.clone(),
+                at: r.record.at.0,
+                mode: payload
+                    .get("mode")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+                principal: r.record.principal.clone(),
+                agent: r.record.agent.clone(),
                 status: None,
             });
-            entry.status = Some(run.status.clone());
-            entry.at = entry.at.min(run.queued_at);
-        }
-        let mut runs: Vec<RunSummary> = by_id.into_values().collect();
-        runs.sort_by(|a, b| b.at.cmp(&a.at).then_with(|| b.id.cmp(&a.id)));
-        runs.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
-        Ok(runs)
     }
+    for run in agent_runs {
+        let entry = by_id.entry(run.id.clone()).or_insert_with(|| RunSummary {
+            id: run.id.clone(),
+            at: run.queued_at,
+            mode: Some("agent".into()),
+            principal: Some(format!("agent:{}/{}", run.agent, run.id)),
+            agent: Some(run.agent.clone()),
+            status: None,
+        });
+        entry.status = Some(run.status.clone());
+        entry.at = entry.at.min(run.queued_at);
+    }
+    let mut runs: Vec<RunSummary> = by_id.into_values().collect();
+    runs.sort_by(|a, b| b.at.cmp(&a.at).then_with(|| b.id.cmp(&a.id)));
+    runs.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+    runs
+}
 
-    /// One run in detail; `None` when no such run exists.
-    pub async fn describe_run(&self, id: &str) -> Result<Option<RunDetail>, StoreError> {
-        let records = self
-            .audit(&AuditFilter {
-                run_id: Some(id.to_owned()),
-                limit: Some(1_000_000),
-                ..AuditFilter::default()
-            })
-            .await?;
-        let lifecycle = self.agent_run(id).await?;
-        if records.is_empty() && lifecycle.is_none() {
-            return Ok(None);
-        }
-        let mut authority = None;
-        let mut calls: Vec<CallDetail> = Vec::new();
-        for r in records {
-            let payload: Value = serde_json::from_str(&r.record.payload).unwrap_or(Value::Null);
-            let text = |k: &str| payload.get(k).and_then(Value::as_str).map(str::to_owned);
-            match r.record.kind {
-                RecordKind::Run => {
-                    if authority.is_none() {
-                        authority = Some(payload.clone());
-                    }
-                }
-                RecordKind::Call => calls.push(CallDetail {
-                    call_id: r.record.call_id.clone().unwrap_or_default(),
-                    at: r.record.at.0,
-                    tool: r.record.tool.clone(),
-                    ..CallDetail::default()
-                }),
-                RecordKind::Decision | RecordKind::Outcome => {
-                    let Some(call) = calls
-                        .iter_mut()
-                        .rev()
-                        .find(|c| Some(&c.call_id) == r.record.call_id.as_ref())
-                    else {
-                        continue;
-                    };
-                    if r.record.kind == RecordKind::Decision {
-                        call.decision = r.record.decision.clone();
-                        call.code = r.record.code.clone();
-                        call.rule = text("rule");
-                    } else {
-                        call.outcome = r.record.decision.clone();
-                        call.duration_ms = payload.get("duration_ms").and_then(Value::as_i64);
-                    }
-                }
-                RecordKind::Admin | RecordKind::Relay => {}
-            }
-        }
-        Ok(Some(RunDetail {
-            id: id.to_owned(),
-            authority,
-            lifecycle,
-            calls,
-        }))
+/// Every record of run `id`, in order, for [`detail`].
+pub(crate) fn records_of(id: &str) -> AuditFilter {
+    AuditFilter {
+        run_id: Some(id.to_owned()),
+        limit: Some(1_000_000),
+        ..AuditFilter::default()
     }
+}
+
+/// Run `id` in detail from its records (from [`records_of`]) and its lifecycle; `None` when
+/// there is neither.
+pub(crate) fn detail(
+    id: &str,
+    records: Vec<AuditRecord>,
+    lifecycle: Option<AgentRun>,
+) -> Option<RunDetail> {
+    if records.is_empty() && lifecycle.is_none() {
+        return None;
+    }
+    let mut authority = None;
+    let mut calls: Vec<CallDetail> = Vec::new();
+    for r in records {
+        let payload: Value = serde_json::from_str(&r.record.payload).unwrap_or(Value::Null);
+        let text = |k: &str| payload.get(k).and_then(Value::as_str).map(str::to_owned);
+        match r.record.kind {
+            RecordKind::Run => {
+                if authority.is_none() {
+                    authority = Some(payload.clone());
+                }
+            }
+            RecordKind::Call => calls.push(CallDetail {
+                call_id: r.record.call_id.clone().unwrap_or_default(),
+                at: r.record.at.0,
+                tool: r.record.tool.clone(),
+                ..CallDetail::default()
+            }),
+            RecordKind::Decision | RecordKind::Outcome => {
+                let Some(call) = calls
+                    .iter_mut()
+                    .rev()
+                    .find(|c| Some(&c.call_id) == r.record.call_id.as_ref())
+                else {
+                    continue;
+                };
+                if r.record.kind == RecordKind::Decision {
+                    call.decision = r.record.decision.clone();
+                    call.code = r.record.code.clone();
+                    call.rule = text("rule");
+                } else {
+                    call.outcome = r.record.decision.clone();
+                    call.duration_ms = payload.get("duration_ms").and_then(Value::as_i64);
+                }
+            }
+            RecordKind::Admin | RecordKind::Relay => {}
+        }
+    }
+    Some(RunDetail {
+        id: id.to_owned(),
+        authority,
+        lifecycle,
+        calls,
+    })
 }

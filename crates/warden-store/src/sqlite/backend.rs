@@ -1,10 +1,11 @@
-//! The SQLite backend: the embedded default, one file under the data directory, WAL mode.
+//! The SQLite backend's sqlx pool: one file under the data directory, WAL mode; every read,
+//! and the writes that append no audit record (counters, agent runs, approvals).
 //!
 //! Writers are serialised in-process by a mutex and across processes (the CLI working on the
-//! same data directory) — and against the audit appender's own connection
-//! (`sqlite_appender`) — by `BEGIN IMMEDIATE` and the busy timeout. `synchronous = NORMAL` in
-//! WAL mode keeps every committed transaction across a process crash (`kill -9`); only an
-//! operating-system crash or power loss can roll back the last transactions.
+//! same data directory) — and against the audit sink's own connection (`appender.rs`) — by
+//! `BEGIN IMMEDIATE` and the busy timeout. `synchronous = NORMAL` in WAL mode keeps every
+//! committed transaction across a process crash (`kill -9`); only an operating-system crash
+//! or power loss can roll back the last transactions.
 
 use std::path::Path;
 use std::str::FromStr;
@@ -15,8 +16,9 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::{Sqlite, SqlitePool, Transaction};
 use tokio::sync::{Mutex, MutexGuard};
 
-use crate::StoreError;
-use crate::backend::shared_operations;
+use crate::error::StoreError;
+use crate::location::SQLITE_FILE;
+use crate::sql::shared_operations;
 
 static MIGRATOR: Migrator = sqlx::migrate!("./migrations/sqlite");
 
@@ -24,16 +26,11 @@ static MIGRATOR: Migrator = sqlx::migrate!("./migrations/sqlite");
 pub(crate) struct SqliteBackend {
     pub(crate) pool: SqlitePool,
     write_lock: Mutex<()>,
-    /// The database file, when it is one (not in memory): the audit appender
-    /// (`sqlite_appender`) opens its own connection to it. An in-memory database appends
-    /// through the pool.
-    pub(crate) file: Option<std::path::PathBuf>,
+    /// The database file: the audit sink opens its own connection to it.
+    pub(crate) file: std::path::PathBuf,
 }
 
 impl SqliteBackend {
-    const LOCK_STATE: &'static str = "SELECT revision FROM state WHERE id = 1";
-    const LOCK_HEAD: &'static str = "SELECT seq, hash FROM audit_head WHERE id = 1";
-
     pub(crate) async fn open_dir(dir: &Path) -> Result<Self, StoreError> {
         std::fs::create_dir_all(dir).map_err(|e| {
             StoreError::Invalid(format!(
@@ -41,22 +38,29 @@ impl SqliteBackend {
                 dir.display()
             ))
         })?;
-        let file = dir.join(crate::SQLITE_FILE);
+        let file = dir.join(SQLITE_FILE);
         let options = SqliteConnectOptions::new().filename(&file);
-        Self::open_with(options, Some(file)).await
+        Self::open_with(options, file).await
     }
 
+    /// Opens a database file named by a URL. An in-memory database is refused: the audit
+    /// trail must survive the process (AUD-1, REL-3).
     pub(crate) async fn open_url(url: &str) -> Result<Self, StoreError> {
+        if url.contains(":memory:") || url.contains("mode=memory") {
+            return Err(StoreError::Invalid(format!(
+                "`{url}` is an in-memory SQLite database, and an audit trail in memory does not \
+                 survive the process; use a data directory or a file URL (`sqlite://PATH`)"
+            )));
+        }
         let options = SqliteConnectOptions::from_str(url)
             .map_err(|e| StoreError::Invalid(format!("`{url}` is not a valid SQLite URL: {e}")))?;
-        let in_memory = url.contains(":memory:") || url.contains("mode=memory");
-        let file = (!in_memory).then(|| options.get_filename().to_path_buf());
+        let file = options.get_filename().to_path_buf();
         Self::open_with(options, file).await
     }
 
     async fn open_with(
         options: SqliteConnectOptions,
-        file: Option<std::path::PathBuf>,
+        file: std::path::PathBuf,
     ) -> Result<Self, StoreError> {
         let options = options
             .create_if_missing(true)
@@ -101,4 +105,27 @@ impl SqliteBackend {
     }
 
     shared_operations!(Sqlite);
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+    use crate::{Location, Store};
+
+    /// AUD-1, REL-3: a store whose audit trail would vanish with the process is refused when
+    /// it is opened, in either spelling of an in-memory SQLite URL.
+    #[tokio::test]
+    async fn an_in_memory_sqlite_url_is_refused() {
+        for url in ["sqlite::memory:", "sqlite://warden.db?mode=memory"] {
+            let error = Store::open(&Location::Url(url.into())).await.unwrap_err();
+            assert_eq!(
+                error.to_string(),
+                format!(
+                    "`{url}` is an in-memory SQLite database, and an audit trail in memory does \
+                     not survive the process; use a data directory or a file URL (`sqlite://PATH`)"
+                )
+            );
+        }
+    }
 }

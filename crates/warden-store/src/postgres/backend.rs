@@ -1,7 +1,4 @@
-//! The PostgreSQL backend: for several replicas sharing one database.
-//!
-//! Writers are serialised by row locks (`FOR UPDATE` on the state and audit-head rows), so
-//! the audit chain and the revision stay linear across replicas.
+//! The PostgreSQL backend's pool and the operations it shares with SQLite (`crate::sql`).
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -10,25 +7,23 @@ use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgPool, Postgres, Transaction};
 
-use crate::StoreError;
-use crate::backend::shared_operations;
+use crate::error::StoreError;
+use crate::location::redact_url;
+use crate::sql::shared_operations;
 
 static MIGRATOR: Migrator = sqlx::migrate!("./migrations/postgres");
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct PgBackend {
     pub(crate) pool: PgPool,
 }
 
 impl PgBackend {
-    const LOCK_STATE: &'static str = "SELECT revision FROM state WHERE id = 1 FOR UPDATE";
-    const LOCK_HEAD: &'static str = "SELECT seq, hash FROM audit_head WHERE id = 1 FOR UPDATE";
-
     pub(crate) async fn open(url: &str) -> Result<Self, StoreError> {
         let options = PgConnectOptions::from_str(url).map_err(|e| {
             StoreError::Invalid(format!(
                 "`{}` is not a valid PostgreSQL URL: {e}",
-                crate::redact_url(url)
+                redact_url(url)
             ))
         })?;
         let pool = PgPoolOptions::new()

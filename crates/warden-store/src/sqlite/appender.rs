@@ -1,23 +1,20 @@
-//! The audit appender of the embedded store: its own SQLite connection, prepared statements,
-//! and group commit led by the callers themselves.
+//! The embedded store's audit connection: its own rusqlite connection, group commit led by
+//! the callers themselves, and the WAL checkpoints that keep the log bounded.
 //!
-//! A serving Warden that owns the audit spool (`spool.rs`) does not commit per call: its
+//! A serving Warden that owns the audit spool (`spool/`) does not commit per call: its
 //! inserter thread uses this connection through [`SqliteAppender::insert_spooled`]. The group
 //! commit below serves every other store on a database file — the CLI, and a server that
-//! found the spool owned by another process.
+//! found the spool owned by another process. Admin changes run on this connection too
+//! ([`SqliteAppender::admin`]), so that one piece of code chains every audit row
+//! (`chain.rs`).
 //!
-//! The call path appends one or two records per governed call, so this is the hottest write
-//! Warden makes. Through sqlx an append went caller task → writer task → sqlx's connection
-//! thread → writer task → caller, and its statement was parsed every time: profiled in
-//! docs/benchmarks.md, a third of the server's CPU at 64 clients, and at one client ~0.2 ms
-//! of thread wake-ups around an 11 µs commit. Here a caller queues its records; if no append
-//! is being written it becomes the *leader* and commits everything queued, its own records
-//! included, on its own thread, with cached prepared statements; callers that queued while a
-//! leader was writing are answered by the leader's next commit (group commit). Under
-//! concurrency the store's `append_audit` has a leader yield to the scheduler once before it
-//! commits ([`Lead::gather`] says when), so that the calls ready on its thread queue their
-//! records and share its commit. At one client an
-//! append costs one commit and no thread hop; under load, one commit serves many calls.
+//! A caller queues its records; if no append is being written it becomes the *leader* and
+//! commits everything queued, its own records included, on its own thread, with cached
+//! prepared statements; callers that queued while a leader was writing are answered by the
+//! leader's next commit (group commit). Under concurrency the sink has a leader yield to the
+//! scheduler once before it commits ([`Lead::gather`] says when), so that the calls ready on
+//! its thread queue their records and share its commit. At one client an append costs one
+//! commit and no thread hop; under load, one commit serves many calls.
 //!
 //! Blocking is bounded: a leader writes at most [`LEADER_ROUNDS`] commits before handing the
 //! rest to a blocking-pool thread, and it never waits on SQLite's lock on the runtime's thread
@@ -37,22 +34,21 @@
 //! reader holding an older snapshot at that moment (this process's pool, the CLI) can keep
 //! the log from starting over; the next checkpoint, a second later, tries again.
 //!
-//! Correctness is that of the ordinary append: `BEGIN IMMEDIATE` takes SQLite's write lock,
-//! the head is read inside the transaction, the records are chained after it and the head
-//! moves in the same transaction. A caller is answered only after `COMMIT` returned, that is
-//! once the records are in the WAL (`synchronous = NORMAL`: they survive a process crash;
-//! REL-3).
+//! A caller is answered only after `COMMIT` returned, that is once its records are in the WAL
+//! (`synchronous = NORMAL`: they survive a process crash; REL-3).
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, TryLockError, Weak, mpsc};
 use std::time::Duration;
 
-use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension as _, params};
-use warden_core::audit::{NewRecord, RecordView};
+use rusqlite::{Connection, ErrorCode, OpenFlags};
+use warden_core::audit::NewRecord;
 
-use crate::spool::{self, Batch};
-use crate::{GROUP_COMMIT_RECORDS, PendingAppend, StoreError};
+use super::chain;
+use super::spool::frame::Batch;
+use crate::error::StoreError;
+use crate::sink::{AdminChange, GROUP_COMMIT_RECORDS, PendingAppend};
 
 /// Commits a leader writes on the caller's thread before handing over.
 const LEADER_ROUNDS: usize = 2;
@@ -122,7 +118,7 @@ fn open(path: &Path) -> rusqlite::Result<Connection> {
 impl SqliteAppender {
     /// Opens the appender's connection to the (migrated) database file and starts the
     /// checkpoint thread.
-    pub(crate) fn start(path: &Path) -> Result<Self, StoreError> {
+    pub(super) fn start(path: &Path) -> Result<Self, StoreError> {
         Self::start_with(path, CHECKPOINT_PERIOD)
     }
 
@@ -162,7 +158,7 @@ impl SqliteAppender {
     /// Queues `pending`. Its `done` is answered once the records are committed (or the
     /// commit failed). When nobody is writing, the caller becomes the leader: it gets the
     /// [`Lead`], and must [`Lead::run`] it (dropping it hands the commit to a pool thread).
-    pub(crate) fn submit(&self, pending: PendingAppend) -> Result<Option<Lead>, StoreError> {
+    pub(super) fn submit(&self, pending: PendingAppend) -> Result<Option<Lead>, StoreError> {
         if self.inner.closed.load(Ordering::Acquire) {
             return Err(StoreError::Unreachable("the store is closed".into()));
         }
@@ -175,65 +171,57 @@ impl SqliteAppender {
     }
 
     /// Inserts spooled batches into the chain in one transaction, which also records the
-    /// last batch's number as inserted (`crate::spool`). Blocks: for the inserter's thread
-    /// and for opening the store.
-    pub(crate) fn insert_spooled(&self, batches: &[Batch]) -> Result<(), String> {
-        let Some(last) = batches.last().map(|b| b.id) else {
+    /// last batch's number as inserted (`chain::insert_spooled`). Blocks: for the inserter's
+    /// thread and for opening the store.
+    pub(super) fn insert_spooled(&self, batches: &[Batch]) -> Result<(), String> {
+        if batches.is_empty() {
             return Ok(());
-        };
+        }
         let inner = &*self.inner;
         // The commit that starts the WAL over may run here: this is not a runtime thread.
         inner.restart_due.store(false, Ordering::Relaxed);
-        let conn = inner
-            .conn
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let result = conn.busy_timeout(BUSY_TIMEOUT).and_then(|()| {
-            transact(&conn, || {
-                // Batches already inserted are skipped: a retry after a `COMMIT` that reported
-                // an error but was durable must not chain them twice.
-                let done = spool_inserted_on(&conn)?
-                    .map_err(|e| rusqlite::Error::ToSqlConversionFailure(e.into()))?;
-                // The records are read in place from the bytes they were spooled as: no
-                // copies, and what the calls allocated was freed on their own threads.
-                let spooled = batches
-                    .iter()
-                    .filter(|b| b.id > done)
-                    .map(Batch::records)
-                    .collect::<Result<Vec<_>, String>>()
-                    .map_err(|e| rusqlite::Error::ToSqlConversionFailure(e.into()))?;
-                chain_and_insert(&conn, spooled.into_iter().flatten())?;
-                conn.prepare_cached(
-                    "INSERT INTO meta (key, value) VALUES (?1, ?2) \
-                     ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                )?
-                .execute(params![spool::INSERTED_KEY, last.max(done).to_string()])
-                .map(drop)
-            })
-        });
+        let conn = inner.lock_conn();
+        let result = conn
+            .busy_timeout(BUSY_TIMEOUT)
+            .and_then(|()| chain::insert_spooled(&conn, batches));
         drop(conn);
         result.map_err(|e| format!("the audit insert failed: {e}"))?;
-        if inner.commits.fetch_add(1, Ordering::Relaxed) % CHECKPOINT_EVERY == CHECKPOINT_EVERY - 1
-        {
-            let _ = inner.checkpoints.send(());
-        }
+        inner.committed();
         Ok(())
     }
 
-    /// The number of the last spooled batch that is in the audit table (0: none yet).
-    pub(crate) fn spool_inserted(&self) -> Result<u64, String> {
-        let conn = self
-            .inner
-            .conn
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+    /// Makes an admin change and chains its record in one transaction (`chain::admin`).
+    /// Blocks: for a blocking-pool thread.
+    pub(super) fn admin(
+        &self,
+        change: &AdminChange,
+        record: &NewRecord,
+    ) -> Result<Option<u64>, StoreError> {
+        let inner = &*self.inner;
+        if inner.closed.load(Ordering::Acquire) {
+            return Err(StoreError::Unreachable("the store is closed".into()));
+        }
+        // As in `insert_spooled`: not a runtime thread.
+        inner.restart_due.store(false, Ordering::Relaxed);
+        let conn = inner.lock_conn();
         conn.busy_timeout(BUSY_TIMEOUT)
-            .and_then(|()| spool_inserted_on(&conn))
-            .map_err(|e| e.to_string())?
+            .map_err(|e| StoreError::Database(e.to_string()))?;
+        let done = chain::admin(&conn, change, record);
+        drop(conn);
+        inner.committed();
+        done
+    }
+
+    /// The stored number of the last spooled batch that is in the audit table
+    /// (`chain::parse_inserted` reads it). Blocks.
+    pub(super) fn spool_inserted(&self) -> rusqlite::Result<Option<String>> {
+        let conn = self.inner.lock_conn();
+        conn.busy_timeout(BUSY_TIMEOUT)
+            .and_then(|()| chain::inserted_value(&conn))
     }
 
     /// Later appends fail (`UNAVAILABLE` on the call path).
-    pub(crate) fn close(&self) {
+    pub(super) fn close(&self) {
         self.inner.closed.store(true, Ordering::Release);
     }
 }
@@ -304,6 +292,20 @@ impl Inner {
         self.queue
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The connection, waiting for it (off the runtime's threads).
+    fn lock_conn(&self) -> std::sync::MutexGuard<'_, Connection> {
+        self.conn
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Counts a commit, nudging the checkpointer every [`CHECKPOINT_EVERY`] commits.
+    fn committed(&self) {
+        if self.commits.fetch_add(1, Ordering::Relaxed) % CHECKPOINT_EVERY == CHECKPOINT_EVERY - 1 {
+            let _ = self.checkpoints.send(());
+        }
     }
 
     /// Takes up to [`GROUP_COMMIT_RECORDS`] records' worth of waiting appends (at least one
@@ -402,9 +404,7 @@ impl Inner {
             Err(e) => answer(batch, Err(format!("the audit append failed: {e}"))),
             Ok(()) => answer(batch, Ok(())),
         }
-        if self.commits.fetch_add(1, Ordering::Relaxed) % CHECKPOINT_EVERY == CHECKPOINT_EVERY - 1 {
-            let _ = self.checkpoints.send(());
-        }
+        self.committed();
         Commit::Done
     }
 }
@@ -415,86 +415,16 @@ fn answer(batch: Vec<PendingAppend>, result: Result<(), String>) {
     }
 }
 
-/// Chains the batch's records after the stored head and inserts them, in one
-/// `BEGIN IMMEDIATE` transaction. Nothing is written unless all of it is.
+/// Chains the batch's records after the stored head and inserts them, in one transaction.
 fn append(conn: &Connection, batch: &[PendingAppend]) -> rusqlite::Result<()> {
-    transact(conn, || {
-        chain_and_insert(
+    chain::transact(conn, || {
+        chain::chain_and_insert(
             conn,
             batch
                 .iter()
                 .flat_map(|p| p.records.iter().map(NewRecord::view)),
         )
     })
-}
-
-/// [`SqliteAppender::spool_inserted`] on a connection (inside a transaction, or not).
-fn spool_inserted_on(conn: &Connection) -> rusqlite::Result<Result<u64, String>> {
-    let value: Option<String> = conn
-        .prepare_cached("SELECT value FROM meta WHERE key = ?1")?
-        .query_row([spool::INSERTED_KEY], |row| row.get(0))
-        .optional()?;
-    Ok(spool::parse_inserted(value.as_deref()))
-}
-
-/// Runs `body` in one `BEGIN IMMEDIATE` transaction: nothing is written unless all of it is.
-fn transact(
-    conn: &Connection,
-    body: impl FnOnce() -> rusqlite::Result<()>,
-) -> rusqlite::Result<()> {
-    if !conn.is_autocommit() {
-        // A transaction left open (a panic half-way through an earlier commit, or a failed
-        // rollback) would make every later `BEGIN` fail and hold the write lock: end it.
-        conn.execute_batch("ROLLBACK")?;
-    }
-    // `BEGIN` and `COMMIT` are cached statements too: rusqlite's `Transaction` parses both
-    // anew for every commit.
-    conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
-    let written = body().and_then(|()| conn.prepare_cached("COMMIT")?.execute([]).map(drop));
-    if written.is_err() && !conn.is_autocommit() {
-        // Nothing is written unless all of it is.
-        let _ = conn.execute_batch("ROLLBACK");
-    }
-    written
-}
-
-/// The body of [`append`]'s transaction.
-fn chain_and_insert<'a>(
-    tx: &Connection,
-    records: impl Iterator<Item = RecordView<'a>>,
-) -> rusqlite::Result<()> {
-    let (mut seq, mut prev): (i64, String) = tx
-        .prepare_cached("SELECT seq, hash FROM audit_head WHERE id = 1")?
-        .query_row([], |row| Ok((row.get(0)?, row.get(1)?)))?;
-    {
-        let mut insert = tx.prepare_cached(
-            "INSERT INTO audit (seq, at, kind, run_id, call_id, principal, agent, tool, decision, code, payload, prev_hash, hash) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-        )?;
-        for record in records {
-            seq += 1;
-            let hash = record.chain_hash(seq, &prev);
-            insert.execute(params![
-                seq,
-                record.at.0,
-                record.kind.as_str(),
-                record.run_id,
-                record.call_id,
-                record.principal,
-                record.agent,
-                record.tool,
-                record.decision,
-                record.code,
-                record.payload,
-                prev,
-                hash,
-            ])?;
-            prev = hash;
-        }
-    }
-    tx.prepare_cached("UPDATE audit_head SET seq = ?1, hash = ?2 WHERE id = 1")?
-        .execute(params![seq, prev])?;
-    Ok(())
 }
 
 /// Checkpoints the WAL when nudged (every [`CHECKPOINT_EVERY`] commits) or every `period`.
@@ -548,196 +478,4 @@ fn copy_wal(conn: &Connection) -> bool {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
-
-    use super::*;
-    use crate::{Appends, Location, Store};
-    use warden_core::audit::{NewRecord, RecordKind};
-    use warden_core::time::Millis;
-
-    pub(crate) fn records(run: &str) -> Vec<NewRecord> {
-        [RecordKind::Call, RecordKind::Decision]
-            .into_iter()
-            .map(|kind| NewRecord {
-                at: Millis(1_700_000_000_000),
-                kind,
-                run_id: run.into(),
-                call_id: Some("c1".into()),
-                principal: Some("user:t".into()),
-                agent: None,
-                tool: Some("p__t".into()),
-                decision: None,
-                code: None,
-                payload: "{}".into(),
-            })
-            .collect()
-    }
-
-    pub(crate) async fn embedded() -> (tempfile::TempDir, Store) {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&Location::DataDir(dir.path().into()))
-            .await
-            .unwrap();
-        (dir, store)
-    }
-
-    fn appender(store: &Store) -> &SqliteAppender {
-        match &store.appends {
-            Appends::Leader(appender, _) => appender,
-            Appends::Spooled(_) | Appends::Task(_) => {
-                panic!("an embedded store that is not serving has the SQLite appender")
-            }
-        }
-    }
-
-    /// `mxFrame` (frames in the WAL) and `nBackfill` (frames copied into the database) of the
-    /// wal-index, read without taking part: bytes 16..20 and 96..100 of the `-shm` file, in
-    /// native byte order (SQLite's WAL format document).
-    fn wal_index(path: &Path) -> (u32, u32) {
-        let shm = std::fs::read(format!("{}-shm", path.display())).unwrap();
-        let word = |at: usize| u32::from_ne_bytes(shm[at..at + 4].try_into().unwrap());
-        (word(16), word(96))
-    }
-
-    /// AUD, REL-3: a commit that is under way while a checkpoint copies the WAL no longer
-    /// keeps the log from starting over (under steady load it grew without bound): the
-    /// checkpoint finishes with the appender paused, and the next commit writes the WAL from
-    /// its start.
-    #[tokio::test]
-    async fn the_wal_starts_over_after_a_checkpoint_that_raced_a_commit() {
-        let (dir, mut store) = embedded().await;
-        let path = crate::Store::sqlite_path(dir.path());
-        // No periodic checkpoint: this test runs the only one, at the moment it chooses.
-        store.appends = Appends::Leader(
-            SqliteAppender::start_with(&path, Duration::from_secs(24 * 3600)).unwrap(),
-            crate::spool::path_for(&path),
-        );
-        for i in 0..20 {
-            store.append_audit(records(&format!("r{i}"))).await.unwrap();
-        }
-        let inner = appender(&store).inner.clone();
-        let checkpointing = {
-            // A commit under way on the appender's connection: begun, not yet written. Any
-            // write will do; a counter row keeps the audit chain out of it.
-            let conn = inner.conn.lock().unwrap();
-            conn.execute_batch(
-                "BEGIN IMMEDIATE; \
-                 INSERT INTO counters (key, window_start, count) VALUES ('raced', 0, 1)",
-            )
-            .unwrap();
-            let (frames, _) = wal_index(&path);
-            assert!(
-                frames > 40,
-                "{frames} frames: 20 commits of several pages each"
-            );
-            let checkpointing = {
-                let inner = inner.clone();
-                let path = path.clone();
-                std::thread::spawn(move || checkpoint(&inner, &open(&path).unwrap()))
-            };
-            // The first pass copies everything there is, then the commit lands.
-            while wal_index(&path).1 < frames {
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            conn.execute_batch("COMMIT").unwrap();
-            checkpointing
-        };
-        checkpointing.join().unwrap();
-        store.append_audit(records("after")).await.unwrap();
-        let (frames, _) = wal_index(&path);
-        assert!(
-            frames < 10,
-            "{frames} frames: the WAL started over with one commit"
-        );
-        assert_eq!(store.verify_audit().await.unwrap().unwrap(), 42);
-    }
-
-    /// AUD: a batch that fails half-way writes nothing — the chain head and the records stay
-    /// as they were — and the next commit on the same connection (its cached `BEGIN` and
-    /// `COMMIT`) chains after the last durable record.
-    #[tokio::test]
-    async fn a_failed_commit_writes_nothing_and_the_next_one_chains_on() {
-        let (dir, store) = embedded().await;
-        let path = crate::Store::sqlite_path(dir.path());
-        store.append_audit(records("before")).await.unwrap();
-        let outside = open(&path).unwrap();
-        outside
-            .execute_batch(
-                "CREATE TRIGGER refuse BEFORE INSERT ON audit WHEN NEW.run_id = 'refused' \
-                 BEGIN SELECT RAISE(ABORT, 'refused by the test'); END",
-            )
-            .unwrap();
-        let mut batch = records("accepted");
-        batch.extend(records("refused"));
-        let error = store.append_audit(batch).await.unwrap_err();
-        assert!(error.to_string().contains("refused by the test"), "{error}");
-        let head = |conn: &Connection| -> (i64, i64) {
-            conn.query_row(
-                "SELECT (SELECT seq FROM audit_head), (SELECT count(*) FROM audit)",
-                [],
-                |row| Ok((row.get(0)?, row.get(1)?)),
-            )
-            .unwrap()
-        };
-        assert_eq!(head(&outside), (2, 2), "nothing of the failed batch");
-        let inner = appender(&store).inner.clone();
-        assert!(
-            inner.conn.lock().unwrap().is_autocommit(),
-            "the failed transaction is rolled back, not left open"
-        );
-        outside.execute_batch("DROP TRIGGER refuse").unwrap();
-        store.append_audit(records("after")).await.unwrap();
-        assert_eq!(head(&outside), (4, 4));
-        assert_eq!(store.verify_audit().await.unwrap().unwrap(), 4);
-    }
-
-    /// A transaction left open on the appender's connection (as a panic half-way through a
-    /// commit would leave it) is ended by the next commit instead of failing every later one.
-    #[tokio::test]
-    async fn a_transaction_left_open_does_not_block_later_commits() {
-        let (_dir, store) = embedded().await;
-        store.append_audit(records("before")).await.unwrap();
-        let inner = appender(&store).inner.clone();
-        inner
-            .conn
-            .lock()
-            .unwrap()
-            .execute_batch(
-                "BEGIN IMMEDIATE; INSERT INTO counters (key, window_start, count) \
-                 VALUES ('abandoned', 0, 1)",
-            )
-            .unwrap();
-        store.append_audit(records("after")).await.unwrap();
-        assert!(inner.conn.lock().unwrap().is_autocommit());
-        assert_eq!(store.verify_audit().await.unwrap().unwrap(), 4);
-    }
-
-    /// A leader cancelled before it ran (its call dropped while it yielded) hands the commit
-    /// over: its own append, and any queued behind it, still complete.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_dropped_lead_hands_the_commit_over() {
-        let (_dir, store) = embedded().await;
-        let appender = appender(&store);
-        let (done, durable) = tokio::sync::oneshot::channel();
-        let lead = appender
-            .submit(PendingAppend {
-                records: records("dropped"),
-                done,
-            })
-            .unwrap()
-            .expect("nobody else is writing");
-        let (done, queued) = tokio::sync::oneshot::channel();
-        let follower = appender
-            .submit(PendingAppend {
-                records: records("queued"),
-                done,
-            })
-            .unwrap();
-        assert!(follower.is_none(), "one leader at a time");
-        drop(lead);
-        durable.await.unwrap().unwrap();
-        queued.await.unwrap().unwrap();
-        assert_eq!(store.verify_audit().await.unwrap().unwrap(), 4);
-    }
-}
+pub(crate) mod tests;

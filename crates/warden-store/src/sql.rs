@@ -1,0 +1,424 @@
+//! What the backends share: the SQL text that every driver runs, and the sqlx operations
+//! written once in [`shared_operations!`] and expanded in each backend's `impl` block.
+//!
+//! The SQL is the same on SQLite and PostgreSQL (`$N` placeholders, `ON CONFLICT`,
+//! `RETURNING`); only the pool type differs, and each backend supplies `begin_write`, how its
+//! writers are serialised. The statements below are also run by rusqlite (the embedded
+//! store's audit sink, `sqlite::chain`), which binds `$N` by the order in which placeholders
+//! first appear, not by their number: only statements whose placeholders appear in order,
+//! `$1` first, belong here (a test holds them to it).
+
+use warden_core::config::Kind;
+
+use crate::error::StoreError;
+
+/// The configuration's revision.
+pub(crate) const REVISION: &str = "SELECT revision FROM state WHERE id = 1";
+/// Sets the configuration's revision.
+pub(crate) const SET_REVISION: &str = "UPDATE state SET revision = $1 WHERE id = 1";
+/// The audit chain's head: the last record's sequence number and hash.
+pub(crate) const HEAD: &str = "SELECT seq, hash FROM audit_head WHERE id = 1";
+/// Moves the chain's head.
+pub(crate) const SET_HEAD: &str = "UPDATE audit_head SET seq = $1, hash = $2 WHERE id = 1";
+/// One chained audit record.
+pub(crate) const INSERT_AUDIT: &str = "INSERT INTO audit (seq, at, kind, run_id, call_id, principal, agent, tool, decision, code, payload, prev_hash, hash) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)";
+/// One meta value.
+pub(crate) const META_GET: &str = "SELECT value FROM meta WHERE key = $1";
+/// Sets one meta value.
+pub(crate) const META_SET: &str = "INSERT INTO meta (key, value) VALUES ($1, $2) \
+     ON CONFLICT (key) DO UPDATE SET value = excluded.value";
+/// Creates or replaces a resource.
+pub(crate) const UPSERT_RESOURCE: &str = "INSERT INTO resources (kind, key, spec, updated_at, revision) VALUES ($1, $2, $3, $4, $5) \
+     ON CONFLICT (kind, key) DO UPDATE SET spec = excluded.spec, updated_at = excluded.updated_at, revision = excluded.revision";
+/// Deletes a resource.
+pub(crate) const DELETE_RESOURCE: &str = "DELETE FROM resources WHERE kind = $1 AND key = $2";
+/// Marks the store bootstrapped, once: changes no row when it already is.
+pub(crate) const MARK_BOOTSTRAPPED: &str =
+    "INSERT INTO meta (key, value) VALUES ('bootstrapped', $1) ON CONFLICT (key) DO NOTHING";
+/// Stores a credential.
+pub(crate) const INSERT_CREDENTIAL: &str = "INSERT INTO credentials (id, hash, kind, principal, projects, scopes, created_at, expires_at, revoked_at, description) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
+/// Whether a credential exists.
+pub(crate) const CREDENTIAL_EXISTS: &str = "SELECT id FROM credentials WHERE id = $1";
+/// Revokes a credential, unless it is revoked already.
+pub(crate) const REVOKE_CREDENTIAL: &str =
+    "UPDATE credentials SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL";
+
+/// Every statement rusqlite runs too.
+#[cfg(test)]
+const RUN_BY_RUSQLITE: [&str; 13] = [
+    REVISION,
+    SET_REVISION,
+    HEAD,
+    SET_HEAD,
+    INSERT_AUDIT,
+    META_GET,
+    META_SET,
+    UPSERT_RESOURCE,
+    DELETE_RESOURCE,
+    MARK_BOOTSTRAPPED,
+    INSERT_CREDENTIAL,
+    CREDENTIAL_EXISTS,
+    REVOKE_CREDENTIAL,
+];
+
+/// A stored resource kind.
+pub(crate) fn parse_kind(s: &str) -> Result<Kind, StoreError> {
+    Kind::ALL
+        .into_iter()
+        .find(|k| k.as_str() == s)
+        .ok_or_else(|| StoreError::Corrupt(format!("unknown resource kind `{s}`")))
+}
+
+/// A stored revision (never negative).
+pub(crate) fn revision_u64(r: i64) -> u64 {
+    u64::try_from(r).unwrap_or_default()
+}
+
+/// The operations both backends share, expanded inside each backend's `impl` block.
+macro_rules! shared_operations {
+    ($db:ty) => {
+        pub(crate) async fn revision(&self) -> Result<u64, StoreError> {
+            let r: i64 = sqlx::query_scalar($crate::sql::REVISION)
+                .fetch_one(&self.pool)
+                .await?;
+            Ok($crate::sql::revision_u64(r))
+        }
+
+        pub(crate) async fn load_resources(
+            &self,
+        ) -> Result<(Vec<$crate::rows::ResourceRow>, u64), StoreError> {
+            // One transaction: the rows and the revision are a consistent snapshot.
+            let mut tx = self.pool.begin().await?;
+            let revision: i64 = sqlx::query_scalar($crate::sql::REVISION)
+                .fetch_one(&mut *tx)
+                .await?;
+            let rows: Vec<(String, String, String)> =
+                sqlx::query_as("SELECT kind, key, spec FROM resources ORDER BY kind, key")
+                    .fetch_all(&mut *tx)
+                    .await?;
+            tx.commit().await?;
+            let rows = rows
+                .into_iter()
+                .map(|(k, key, spec)| Ok(($crate::sql::parse_kind(&k)?, key, spec)))
+                .collect::<Result<Vec<_>, StoreError>>()?;
+            Ok((rows, $crate::sql::revision_u64(revision)))
+        }
+
+        pub(crate) async fn meta_get(&self, key: &str) -> Result<Option<String>, StoreError> {
+            Ok(sqlx::query_scalar($crate::sql::META_GET)
+                .bind(key)
+                .fetch_optional(&self.pool)
+                .await?)
+        }
+
+        pub(crate) async fn credentials(&self) -> Result<Vec<$crate::rows::CredentialRow>, StoreError> {
+            Ok(sqlx::query_as(
+                "SELECT id, hash, kind, principal, projects, scopes, created_at, expires_at, revoked_at, description \
+                 FROM credentials ORDER BY created_at, id",
+            )
+            .fetch_all(&self.pool)
+            .await?)
+        }
+
+        pub(crate) async fn credential_by_hash(
+            &self,
+            hash: &str,
+        ) -> Result<Option<$crate::rows::CredentialRow>, StoreError> {
+            Ok(sqlx::query_as(
+                "SELECT id, hash, kind, principal, projects, scopes, created_at, expires_at, revoked_at, description \
+                 FROM credentials WHERE hash = $1",
+            )
+            .bind(hash)
+            .fetch_optional(&self.pool)
+            .await?)
+        }
+
+        pub(crate) async fn head(&self) -> Result<(i64, String), StoreError> {
+            Ok(sqlx::query_as($crate::sql::HEAD)
+                .fetch_one(&self.pool)
+                .await?)
+        }
+
+        pub(crate) async fn query_audit(
+            &self,
+            f: &$crate::rows::AuditFilter,
+        ) -> Result<Vec<$crate::rows::AuditRow>, StoreError> {
+            let mut qb = sqlx::QueryBuilder::<$db>::new("SELECT ");
+            qb.push($crate::rows::AUDIT_COLUMNS);
+            qb.push(" FROM audit WHERE 1 = 1");
+            let text_filters = [
+                ("run_id", &f.run_id),
+                ("principal", &f.principal),
+                ("agent", &f.agent),
+                ("tool", &f.tool),
+                ("decision", &f.decision),
+                ("code", &f.code),
+                ("kind", &f.kind),
+            ];
+            for (column, value) in text_filters {
+                if let Some(v) = value {
+                    qb.push(" AND ").push(column).push(" = ").push_bind(v.clone());
+                }
+            }
+            if let Some(since) = f.since {
+                qb.push(" AND at >= ").push_bind(since.0);
+            }
+            if let Some(until) = f.until {
+                qb.push(" AND at < ").push_bind(until.0);
+            }
+            if let Some(after) = f.after_seq {
+                qb.push(" AND seq > ").push_bind(after);
+            }
+            qb.push(if f.newest_first { " ORDER BY seq DESC" } else { " ORDER BY seq ASC" });
+            qb.push(" LIMIT ").push_bind(f.limit.unwrap_or(100).clamp(1, 1_000_000));
+            Ok(qb.build_query_as().fetch_all(&self.pool).await?)
+        }
+
+        pub(crate) async fn scan_audit(
+            &self,
+            after: i64,
+            limit: i64,
+        ) -> Result<Vec<$crate::rows::AuditRow>, StoreError> {
+            Ok(sqlx::query_as(
+                "SELECT seq, at, kind, run_id, call_id, principal, agent, tool, decision, code, payload, prev_hash, hash \
+                 FROM audit WHERE seq > $1 ORDER BY seq LIMIT $2",
+            )
+            .bind(after)
+            .bind(limit)
+            .fetch_all(&self.pool)
+            .await?)
+        }
+
+        pub(crate) async fn take(&self, key: &str, window: i64, limit: i64) -> Result<bool, StoreError> {
+            let (_guard, mut tx) = self.begin_write().await?;
+            let taken: Option<i64> = sqlx::query_scalar(
+                "INSERT INTO counters (key, window_start, count) VALUES ($1, $2, 1) \
+                 ON CONFLICT (key, window_start) DO UPDATE SET count = counters.count + 1 \
+                 WHERE counters.count < $3 RETURNING count",
+            )
+            .bind(key)
+            .bind(window)
+            .bind(limit)
+            .fetch_optional(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            Ok(taken.is_some())
+        }
+
+        pub(crate) async fn insert_agent_run(&self, run: &$crate::rows::AgentRun) -> Result<bool, StoreError> {
+            let (_guard, mut tx) = self.begin_write().await?;
+            let inserted = sqlx::query(
+                "INSERT INTO agent_runs (id, agent, trigger, schedule_key, fire_at, status, requested_by, credential_id, queued_at, started_at, finished_at, exit_code, error) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT DO NOTHING",
+            )
+            .bind(&run.id)
+            .bind(&run.agent)
+            .bind(&run.trigger)
+            .bind(&run.schedule_key)
+            .bind(run.fire_at)
+            .bind(&run.status)
+            .bind(&run.requested_by)
+            .bind(&run.credential_id)
+            .bind(run.queued_at)
+            .bind(run.started_at)
+            .bind(run.finished_at)
+            .bind(run.exit_code)
+            .bind(&run.error)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            tx.commit().await?;
+            Ok(inserted == 1)
+        }
+
+        pub(crate) async fn update_agent_run(&self, run: &$crate::rows::AgentRun) -> Result<(), StoreError> {
+            let (_guard, mut tx) = self.begin_write().await?;
+            sqlx::query(
+                "UPDATE agent_runs SET status = $2, credential_id = $3, started_at = $4, finished_at = $5, exit_code = $6, error = $7 WHERE id = $1",
+            )
+            .bind(&run.id)
+            .bind(&run.status)
+            .bind(&run.credential_id)
+            .bind(run.started_at)
+            .bind(run.finished_at)
+            .bind(run.exit_code)
+            .bind(&run.error)
+            .execute(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            Ok(())
+        }
+
+        pub(crate) async fn agent_runs(
+            &self,
+            agent: Option<&str>,
+            limit: i64,
+        ) -> Result<Vec<$crate::rows::AgentRun>, StoreError> {
+            let mut qb = sqlx::QueryBuilder::<$db>::new("SELECT ");
+            qb.push($crate::rows::AGENT_RUN_COLUMNS);
+            qb.push(" FROM agent_runs");
+            if let Some(agent) = agent {
+                qb.push(" WHERE agent = ").push_bind(agent.to_owned());
+            }
+            qb.push(" ORDER BY queued_at DESC, id DESC LIMIT ").push_bind(limit);
+            Ok(qb.build_query_as().fetch_all(&self.pool).await?)
+        }
+
+        pub(crate) async fn agent_run(&self, id: &str) -> Result<Option<$crate::rows::AgentRun>, StoreError> {
+            let mut qb = sqlx::QueryBuilder::<$db>::new("SELECT ");
+            qb.push($crate::rows::AGENT_RUN_COLUMNS);
+            qb.push(" FROM agent_runs WHERE id = ").push_bind(id.to_owned());
+            Ok(qb.build_query_as().fetch_optional(&self.pool).await?)
+        }
+
+        pub(crate) async fn insert_approval(&self, a: &$crate::approvals::Approval) -> Result<(), StoreError> {
+            let (_guard, mut tx) = self.begin_write().await?;
+            sqlx::query(
+                "INSERT INTO approvals (id, kind, status, run_id, call_id, tool, project, args, args_hash, requested_by, principal, agent, policy_revision, rule, created_at, due_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
+            )
+            .bind(&a.id)
+            .bind(&a.kind)
+            .bind(&a.status)
+            .bind(&a.run_id)
+            .bind(&a.call_id)
+            .bind(&a.tool)
+            .bind(&a.project)
+            .bind(&a.args)
+            .bind(&a.args_hash)
+            .bind(&a.requested_by)
+            .bind(&a.principal)
+            .bind(&a.agent)
+            .bind(a.policy_revision)
+            .bind(&a.rule)
+            .bind(a.created_at)
+            .bind(a.due_at)
+            .execute(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            Ok(())
+        }
+
+        pub(crate) async fn approval(&self, id: &str) -> Result<Option<$crate::approvals::Approval>, StoreError> {
+            let mut qb = sqlx::QueryBuilder::<$db>::new("SELECT ");
+            qb.push($crate::approvals::APPROVAL_COLUMNS);
+            qb.push(" FROM approvals WHERE id = ").push_bind(id.to_owned());
+            Ok(qb.build_query_as().fetch_optional(&self.pool).await?)
+        }
+
+        pub(crate) async fn approvals(
+            &self,
+            f: &$crate::approvals::ApprovalFilter,
+        ) -> Result<Vec<$crate::approvals::Approval>, StoreError> {
+            let mut qb = sqlx::QueryBuilder::<$db>::new("SELECT ");
+            qb.push($crate::approvals::APPROVAL_COLUMNS);
+            qb.push(" FROM approvals WHERE 1 = 1");
+            if !f.status.is_empty() {
+                qb.push(" AND status IN (");
+                let mut sep = qb.separated(", ");
+                for st in &f.status {
+                    sep.push_bind(st.clone());
+                }
+                qb.push(")");
+            }
+            if let Some(due) = f.due_before {
+                qb.push(" AND due_at <= ").push_bind(due);
+            }
+            if let Some(p) = &f.principal {
+                qb.push(" AND principal = ").push_bind(p.clone());
+            }
+            qb.push(" ORDER BY created_at, id LIMIT ").push_bind(f.limit.unwrap_or(100).clamp(1, 100_000));
+            Ok(qb.build_query_as().fetch_all(&self.pool).await?)
+        }
+
+        pub(crate) async fn transition(
+            &self,
+            id: &str,
+            from: &[&str],
+            to: &str,
+            set: &$crate::approvals::Transition,
+        ) -> Result<bool, StoreError> {
+            let (_guard, mut tx) = self.begin_write().await?;
+            let mut qb = sqlx::QueryBuilder::<$db>::new("UPDATE approvals SET status = ");
+            qb.push_bind(to.to_owned());
+            let fields: [(&str, Option<String>); 4] = [
+                ("decided_by", set.decided_by.clone()),
+                ("reason", set.reason.clone()),
+                ("outcome_code", set.outcome_code.clone()),
+                ("outcome_message", set.outcome_message.clone()),
+            ];
+            for (column, value) in fields {
+                if let Some(v) = value {
+                    qb.push(", ").push(column).push(" = ").push_bind(v);
+                }
+            }
+            if let Some(v) = set.result.clone() {
+                qb.push(", result = ").push_bind(v);
+            }
+            let times: [(&str, Option<i64>); 3] = [
+                ("decided_at", set.decided_at),
+                ("claimed_at", set.claimed_at),
+                ("finished_at", set.finished_at),
+            ];
+            for (column, value) in times {
+                if let Some(v) = value {
+                    qb.push(", ").push(column).push(" = ").push_bind(v);
+                }
+            }
+            if set.clear_args {
+                qb.push(", args = NULL");
+            }
+            qb.push(" WHERE id = ").push_bind(id.to_owned());
+            qb.push(" AND status IN (");
+            let mut sep = qb.separated(", ");
+            for st in from {
+                sep.push_bind((*st).to_owned());
+            }
+            qb.push(")");
+            let changed = qb.build().execute(&mut *tx).await?.rows_affected();
+            tx.commit().await?;
+            Ok(changed == 1)
+        }
+
+        pub(crate) async fn execute_raw(&self, sql: &str) -> Result<u64, StoreError> {
+            Ok(sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
+                .execute(&self.pool)
+                .await?
+                .rows_affected())
+        }
+    };
+}
+
+pub(crate) use shared_operations;
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::panic, clippy::indexing_slicing, reason = "tests")]
+
+    use super::*;
+
+    /// rusqlite numbers `$N` by first appearance: a statement both drivers run must name
+    /// `$1`, `$2`, … in that order, each first appearing after the one before.
+    #[test]
+    fn shared_statements_name_their_placeholders_in_order() {
+        for sql in RUN_BY_RUSQLITE {
+            let mut seen: Vec<u32> = Vec::new();
+            for (at, _) in sql.match_indices('$') {
+                let digits: String = sql[at + 1..]
+                    .chars()
+                    .take_while(char::is_ascii_digit)
+                    .collect();
+                let n: u32 = digits
+                    .parse()
+                    .unwrap_or_else(|_| panic!("`{sql}`: a `$` without a number"));
+                if !seen.contains(&n) {
+                    seen.push(n);
+                }
+            }
+            let in_order: Vec<u32> = (1..=u32::try_from(seen.len()).unwrap_or(0)).collect();
+            assert_eq!(seen, in_order, "`{sql}`");
+        }
+    }
+}
