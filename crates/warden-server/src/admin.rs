@@ -9,6 +9,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
+use warden_core::approval::ApprovalStatus;
 use warden_core::authority::Authority;
 use warden_core::name::Name;
 use warden_core::principal::{Credential, CredentialKind, Principal};
@@ -60,11 +61,31 @@ async fn list_approvals(
     axum::extract::Query(q): axum::extract::Query<ApprovalsQuery>,
 ) -> Result<Response, ApiError> {
     let caller = own_authority(&state, &credential)?;
+    let status = q
+        .status
+        .as_deref()
+        .map(|s| {
+            s.split(',')
+                .map(|one| {
+                    ApprovalStatus::parse(one.trim()).ok_or_else(|| {
+                        let known: Vec<&str> =
+                            ApprovalStatus::ALL.iter().map(|st| st.as_str()).collect();
+                        error(
+                            StatusCode::BAD_REQUEST,
+                            format!(
+                                "`{}` is not an approval status; use one of {}",
+                                one.chars().take(64).collect::<String>(),
+                                known.join(", ")
+                            ),
+                        )
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .transpose()?
+        .unwrap_or_default();
     let filter = warden_store::ApprovalFilter {
-        status: q
-            .status
-            .map(|s| s.split(',').map(str::to_owned).collect())
-            .unwrap_or_default(),
+        status,
         principal: (!can_read_all(&caller)).then(|| credential.principal.to_string()),
         limit: q.limit,
         ..Default::default()

@@ -4,18 +4,20 @@
 //! among racing deciders or replicas, exactly one wins, on SQLite and PostgreSQL alike.
 
 use serde::{Deserialize, Serialize};
-use warden_core::approval::Parked;
+use sqlx::{ColumnIndex, Decode, Row, Type};
+use warden_core::approval::{ApprovalKind, ApprovalStatus, Parked};
+use warden_core::decision::DenyCode;
 
 /// A parked call as stored.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, sqlx::FromRow)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Approval {
     /// `apr_…`.
     pub id: String,
-    /// `approval` or `staged`.
-    pub kind: String,
-    /// See the state machine in the migration.
-    pub status: String,
+    /// Approval or staged action.
+    pub kind: ApprovalKind,
+    /// Where it stands ([`ApprovalStatus`] has the state machine).
+    pub status: ApprovalStatus,
     /// The run it was requested in.
     pub run_id: String,
     /// The call that parked it.
@@ -54,11 +56,65 @@ pub struct Approval {
     /// When it ended (ms).
     pub finished_at: Option<i64>,
     /// The denial code of a refused or failed action.
-    pub outcome_code: Option<String>,
+    pub outcome_code: Option<DenyCode>,
     /// What happened, for people.
     pub outcome_message: Option<String>,
     /// The result of the executed action (JSON), for the requester to fetch (APR-7).
     pub result: Option<String>,
+}
+
+/// A stored value that is not one of its type's values: a corrupt row, read as an error rather
+/// than as some default.
+fn invalid(column: &str, value: &str) -> sqlx::Error {
+    sqlx::Error::ColumnDecode {
+        index: column.to_owned(),
+        source: format!("`{value}` is not a valid {column}").into(),
+    }
+}
+
+/// Rows become [`Approval`]s here, on both databases: the kind, the status and the outcome code
+/// are read as text and parsed into their types.
+impl<'r, R: Row> sqlx::FromRow<'r, R> for Approval
+where
+    &'r str: ColumnIndex<R>,
+    String: Decode<'r, R::Database> + Type<R::Database>,
+    Option<String>: Decode<'r, R::Database> + Type<R::Database>,
+    i64: Decode<'r, R::Database> + Type<R::Database>,
+    Option<i64>: Decode<'r, R::Database> + Type<R::Database>,
+{
+    fn from_row(row: &'r R) -> Result<Self, sqlx::Error> {
+        let kind: String = row.try_get("kind")?;
+        let status: String = row.try_get("status")?;
+        let outcome_code: Option<String> = row.try_get("outcome_code")?;
+        Ok(Self {
+            id: row.try_get("id")?,
+            kind: ApprovalKind::parse(&kind).ok_or_else(|| invalid("kind", &kind))?,
+            status: ApprovalStatus::parse(&status).ok_or_else(|| invalid("status", &status))?,
+            run_id: row.try_get("run_id")?,
+            call_id: row.try_get("call_id")?,
+            tool: row.try_get("tool")?,
+            project: row.try_get("project")?,
+            args: row.try_get("args")?,
+            args_hash: row.try_get("args_hash")?,
+            requested_by: row.try_get("requested_by")?,
+            principal: row.try_get("principal")?,
+            agent: row.try_get("agent")?,
+            policy_revision: row.try_get("policy_revision")?,
+            rule: row.try_get("rule")?,
+            created_at: row.try_get("created_at")?,
+            due_at: row.try_get("due_at")?,
+            decided_by: row.try_get("decided_by")?,
+            decided_at: row.try_get("decided_at")?,
+            reason: row.try_get("reason")?,
+            claimed_at: row.try_get("claimed_at")?,
+            finished_at: row.try_get("finished_at")?,
+            outcome_code: outcome_code
+                .map(|c| DenyCode::parse(&c).ok_or_else(|| invalid("outcome_code", &c)))
+                .transpose()?,
+            outcome_message: row.try_get("outcome_message")?,
+            result: row.try_get("result")?,
+        })
+    }
 }
 
 /// Fields set by a transition (unset ones keep their value).
@@ -75,7 +131,7 @@ pub struct Transition {
     /// When it ended.
     pub finished_at: Option<i64>,
     /// Denial code.
-    pub outcome_code: Option<String>,
+    pub outcome_code: Option<DenyCode>,
     /// Message.
     pub outcome_message: Option<String>,
     /// Result.
@@ -88,7 +144,7 @@ pub struct Transition {
 #[derive(Clone, Debug, Default)]
 pub struct ApprovalFilter {
     /// Only these statuses.
-    pub status: Vec<String>,
+    pub status: Vec<ApprovalStatus>,
     /// Only approvals due at or before this time.
     pub due_before: Option<i64>,
     /// Only this requester.
@@ -103,8 +159,8 @@ pub(crate) const APPROVAL_COLUMNS: &str = "id, kind, status, run_id, call_id, to
 pub(crate) fn parked(p: &Parked) -> Approval {
     Approval {
         id: format!("apr_{}", uuid::Uuid::now_v7().simple()),
-        kind: p.kind.as_str().into(),
-        status: p.kind.initial_status().as_str().into(),
+        kind: p.kind,
+        status: p.kind.initial_status(),
         run_id: p.run_id.clone(),
         call_id: p.call_id.clone(),
         tool: p.tool.clone(),

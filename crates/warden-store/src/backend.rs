@@ -145,8 +145,8 @@ impl Backend {
     pub(crate) async fn transition(
         &self,
         id: &str,
-        from: &[&str],
-        to: &str,
+        from: &[warden_core::approval::ApprovalStatus],
+        to: warden_core::approval::ApprovalStatus,
         set: &crate::approvals::Transition,
     ) -> Result<bool, StoreError> {
         dispatch!(self, b => b.transition(id, from, to, set).await)

@@ -537,8 +537,8 @@ impl Store {
     pub async fn transition(
         &self,
         id: &str,
-        from: &[&str],
-        to: &str,
+        from: &[warden_core::approval::ApprovalStatus],
+        to: warden_core::approval::ApprovalStatus,
         set: Transition,
     ) -> Result<bool, StoreError> {
         self.backend.transition(id, from, to, &set).await

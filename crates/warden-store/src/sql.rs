@@ -280,8 +280,8 @@ macro_rules! shared_operations {
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
             )
             .bind(&a.id)
-            .bind(&a.kind)
-            .bind(&a.status)
+            .bind(a.kind.as_str())
+            .bind(a.status.as_str())
             .bind(&a.run_id)
             .bind(&a.call_id)
             .bind(&a.tool)
@@ -319,7 +319,7 @@ macro_rules! shared_operations {
                 qb.push(" AND status IN (");
                 let mut sep = qb.separated(", ");
                 for st in &f.status {
-                    sep.push_bind(st.clone());
+                    sep.push_bind(st.as_str());
                 }
                 qb.push(")");
             }
@@ -336,17 +336,17 @@ macro_rules! shared_operations {
         pub(crate) async fn transition(
             &self,
             id: &str,
-            from: &[&str],
-            to: &str,
+            from: &[warden_core::approval::ApprovalStatus],
+            to: warden_core::approval::ApprovalStatus,
             set: &$crate::approvals::Transition,
         ) -> Result<bool, StoreError> {
             let (_guard, mut tx) = self.begin_write().await?;
             let mut qb = sqlx::QueryBuilder::<$db>::new("UPDATE approvals SET status = ");
-            qb.push_bind(to.to_owned());
+            qb.push_bind(to.as_str());
             let fields: [(&str, Option<String>); 4] = [
                 ("decided_by", set.decided_by.clone()),
                 ("reason", set.reason.clone()),
-                ("outcome_code", set.outcome_code.clone()),
+                ("outcome_code", set.outcome_code.map(|c| c.as_str().to_owned())),
                 ("outcome_message", set.outcome_message.clone()),
             ];
             for (column, value) in fields {
@@ -374,7 +374,7 @@ macro_rules! shared_operations {
             qb.push(" AND status IN (");
             let mut sep = qb.separated(", ");
             for st in from {
-                sep.push_bind((*st).to_owned());
+                sep.push_bind(st.as_str());
             }
             qb.push(")");
             let changed = qb.build().execute(&mut *tx).await?.rows_affected();

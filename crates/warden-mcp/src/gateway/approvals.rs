@@ -13,11 +13,12 @@
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
-use warden_core::approval::resolve_requester;
+use warden_core::approval::{ApprovalKind, ApprovalStatus, resolve_requester};
 use warden_core::audit::{NewRecord, RecordKind, canonical_json, hash_value};
 use warden_core::authority::Authority;
 use warden_core::capability::APPROVALS_DECIDE;
 use warden_core::contract::{ToolOutput, Verdict};
+use warden_core::decision::DenyCode;
 use warden_core::decision::{Decision, Purpose, decide};
 use warden_core::pipeline::{ApprovedCall, Clock as _};
 use warden_core::principal::{Credential, PrincipalRef, Provenance};
@@ -155,32 +156,43 @@ impl Approvals<'_> {
             ))
         };
         match verb {
-            Verb::Approve | Verb::Reject if approval.kind != "approval" => {
+            Verb::Approve | Verb::Reject if approval.kind != ApprovalKind::Approval => {
                 return Err(DecideError::Conflict(format!(
                     "`{id}` is a staged action: veto it, or let it run"
                 )));
             }
-            Verb::Veto if approval.kind != "staged" => {
+            Verb::Veto if approval.kind != ApprovalKind::Staged => {
                 return Err(DecideError::Conflict(format!(
                     "`{id}` waits for an approval: approve or reject it"
                 )));
             }
             _ => {}
         }
-        if approval.kind == "approval" && approval.status == "pending" && approval.due_at <= now {
+        if approval.kind == ApprovalKind::Approval
+            && approval.status == ApprovalStatus::Pending
+            && approval.due_at <= now
+        {
             self.expire(&approval).await.map_err(store_err)?;
             return Err(DecideError::Conflict(format!(
                 "approval `{id}` expired undecided; ask again"
             )));
         }
         let (from, to, code) = match verb {
-            Verb::Approve => ("pending", "approved", None),
-            Verb::Reject => ("pending", "rejected", Some("APPROVAL_REJECTED")),
-            Verb::Veto => ("staged", "vetoed", Some("VETOED")),
+            Verb::Approve => (ApprovalStatus::Pending, ApprovalStatus::Approved, None),
+            Verb::Reject => (
+                ApprovalStatus::Pending,
+                ApprovalStatus::Rejected,
+                Some(DenyCode::ApprovalRejected),
+            ),
+            Verb::Veto => (
+                ApprovalStatus::Staged,
+                ApprovalStatus::Vetoed,
+                Some(DenyCode::Vetoed),
+            ),
         };
         let mut transition = decided;
         if let Some(code) = code {
-            transition.outcome_code = Some(code.to_owned());
+            transition.outcome_code = Some(code);
             transition.outcome_message = Some(format!("{} by {}", verb.past(), decider.principal));
             transition.finished_at = Some(now);
             transition.clear_args = true;
@@ -247,10 +259,10 @@ impl Approvals<'_> {
             .store()
             .transition(
                 &approval.id,
-                &["pending"],
-                "expired",
+                &[ApprovalStatus::Pending],
+                ApprovalStatus::Expired,
                 Transition {
-                    outcome_code: Some("APPROVAL_EXPIRED".into()),
+                    outcome_code: Some(DenyCode::ApprovalExpired),
                     outcome_message: Some("expired undecided".into()),
                     finished_at: Some(now),
                     clear_args: true,
@@ -259,8 +271,14 @@ impl Approvals<'_> {
             )
             .await?;
         if expired {
-            self.record_decision(approval, "expire", "warden", None, Some("APPROVAL_EXPIRED"))
-                .await;
+            self.record_decision(
+                approval,
+                "expire",
+                "warden",
+                None,
+                Some(DenyCode::ApprovalExpired),
+            )
+            .await;
         }
         Ok(())
     }
@@ -271,7 +289,7 @@ impl Approvals<'_> {
         verb: &str,
         decider: &str,
         reason: Option<&str>,
-        code: Option<&str>,
+        code: Option<DenyCode>,
     ) {
         let record = NewRecord {
             at: SystemClock.now(),
@@ -282,7 +300,7 @@ impl Approvals<'_> {
             agent: a.agent.clone(),
             tool: Some(a.tool.clone()),
             decision: Some(verb.to_owned()),
-            code: code.map(str::to_owned),
+            code: code.map(|c| c.as_str().to_owned()),
             payload: canonical_json(&json!({
                 "decision": verb,
                 "approval_id": a.id,
@@ -306,17 +324,17 @@ impl Approvals<'_> {
         let store = self.store();
         let snapshot = self.snapshot();
         let now = SystemClock.now();
-        let fail = |code: &str, message: String| Transition {
-            outcome_code: Some(code.to_owned()),
+        let fail = |code: DenyCode, message: String| Transition {
+            outcome_code: Some(code),
             outcome_message: Some(message),
             finished_at: Some(SystemClock.now().0),
             clear_args: true,
             ..Transition::default()
         };
-        let from: &[&str] = if decider.is_some() {
-            &["approved"]
+        let from: &[ApprovalStatus] = if decider.is_some() {
+            &[ApprovalStatus::Approved]
         } else {
-            &["staged"]
+            &[ApprovalStatus::Staged]
         };
         // The requester, resolved again now (APR-3, APR-5).
         let requester = resolve_requester(
@@ -332,8 +350,8 @@ impl Approvals<'_> {
                     .transition(
                         &approval.id,
                         from,
-                        "failed",
-                        fail(denial.code.as_str(), denial.message.clone()),
+                        ApprovalStatus::Failed,
+                        fail(denial.code, denial.message.clone()),
                     )
                     .await;
                 self.record_decision(
@@ -341,7 +359,7 @@ impl Approvals<'_> {
                     "refuse",
                     "warden",
                     Some(&denial.message),
-                    Some(denial.code.as_str()),
+                    Some(denial.code),
                 )
                 .await;
                 return;
@@ -353,9 +371,9 @@ impl Approvals<'_> {
                         .transition(
                             &approval.id,
                             from,
-                            "failed",
+                            ApprovalStatus::Failed,
                             fail(
-                                "UNAVAILABLE",
+                                DenyCode::Unavailable,
                                 format!("the decider's authority cannot be resolved: {e}"),
                             ),
                         )
@@ -369,7 +387,7 @@ impl Approvals<'_> {
             .transition(
                 &approval.id,
                 from,
-                "executing",
+                ApprovalStatus::Executing,
                 Transition {
                     claimed_at: Some(SystemClock.now().0),
                     ..Transition::default()
@@ -420,18 +438,19 @@ impl Approvals<'_> {
                     ..Transition::default()
                 }
             }
-            Verdict::Denied(d) => fail(d.code.as_str(), d.message.clone()),
-            Verdict::Pending { .. } => {
-                fail("UNAVAILABLE", "the approved action was parked again".into())
-            }
+            Verdict::Denied(d) => fail(d.code, d.message.clone()),
+            Verdict::Pending { .. } => fail(
+                DenyCode::Unavailable,
+                "the approved action was parked again".into(),
+            ),
         };
         let to = if matches!(outcome.verdict, Verdict::Executed { .. }) {
-            "executed"
+            ApprovalStatus::Executed
         } else {
-            "failed"
+            ApprovalStatus::Failed
         };
         if let Err(e) = store
-            .transition(&approval.id, &["executing"], to, transition)
+            .transition(&approval.id, &[ApprovalStatus::Executing], to, transition)
             .await
         {
             tracing::error!(approval = %approval.id, error = %e, "cannot record the end of an approved action");
@@ -445,13 +464,13 @@ impl Approvals<'_> {
     pub(super) async fn sweep(&self, startup: bool) {
         let store = self.store();
         let now = SystemClock.now().0;
-        let due = |status: &str, due_before: Option<i64>| ApprovalFilter {
-            status: vec![status.to_owned()],
+        let due = |status: ApprovalStatus, due_before: Option<i64>| ApprovalFilter {
+            status: vec![status],
             due_before,
             limit: Some(500),
             ..ApprovalFilter::default()
         };
-        if let Ok(executing) = store.approvals(&due("executing", None)).await {
+        if let Ok(executing) = store.approvals(&due(ApprovalStatus::Executing, None)).await {
             for a in executing {
                 let stale = a.claimed_at.is_none_or(|c| {
                     now - c > i64::try_from(EXECUTION_LEASE.as_millis()).unwrap_or(i64::MAX)
@@ -460,10 +479,10 @@ impl Approvals<'_> {
                     let marked = store
                         .transition(
                             &a.id,
-                            &["executing"],
-                            "failed",
+                            &[ApprovalStatus::Executing],
+                            ApprovalStatus::Failed,
                             Transition {
-                                outcome_code: Some("UNAVAILABLE".into()),
+                                outcome_code: Some(DenyCode::Unavailable),
                                 outcome_message: Some(
                                     "interrupted: Warden stopped while executing; the action was not retried and may or may not have taken effect upstream".into(),
                                 ),
@@ -479,18 +498,24 @@ impl Approvals<'_> {
                 }
             }
         }
-        if let Ok(expired) = store.approvals(&due("pending", Some(now))).await {
+        if let Ok(expired) = store
+            .approvals(&due(ApprovalStatus::Pending, Some(now)))
+            .await
+        {
             for a in expired {
                 let _ = self.expire(&a).await;
             }
         }
-        if let Ok(staged) = store.approvals(&due("staged", Some(now))).await {
+        if let Ok(staged) = store
+            .approvals(&due(ApprovalStatus::Staged, Some(now)))
+            .await
+        {
             for a in staged {
                 self.execute_parked(&a, None).await;
             }
         }
         // Decided but never claimed: the decider's process stopped in between.
-        if let Ok(approved) = store.approvals(&due("approved", None)).await {
+        if let Ok(approved) = store.approvals(&due(ApprovalStatus::Approved, None)).await {
             for a in approved {
                 let settled = a.decided_at.is_some_and(|d| startup || now - d > 5_000);
                 if !settled {
@@ -512,10 +537,10 @@ impl Approvals<'_> {
                         let _ = store
                             .transition(
                                 &a.id,
-                                &["approved"],
-                                "failed",
+                                &[ApprovalStatus::Approved],
+                                ApprovalStatus::Failed,
                                 Transition {
-                                    outcome_code: Some("APPROVAL_PROVENANCE_INVALID".into()),
+                                    outcome_code: Some(DenyCode::ApprovalProvenanceInvalid),
                                     outcome_message: Some("the decider cannot be resolved".into()),
                                     finished_at: Some(now),
                                     clear_args: true,
