@@ -47,7 +47,7 @@
 # mutation, a denied tool), and `warden bench upstream`, all on 127.0.0.1 free ports (`forward`
 # starts `warden bench forward` in front of the upstream instead of Warden).
 #
-# Environment: WARDEN_BIN (default: `cargo build --release -p warden`), DURATION (default
+# Environment: WARDEN_BIN (default: `cargo build --profile dist -p warden`), DURATION (default
 # 10s per round), ROUNDS (default 3), OUTPUT (table or json; default table), WARDEN_PREFIX (a
 # command run before `warden serve`, as `perf record -F 2999 -g -o perf.data --` to profile
 # the server; it is stopped with SIGTERM and must stop the server with it: `perf record` does,
@@ -88,8 +88,8 @@ if [[ "$scenario" == instructions ]]; then
 		die "instructions needs valgrind (e.g. apt-get install valgrind)"
 fi
 if [[ -z "${WARDEN_BIN:-}" ]]; then
-	(cd "$root" && cargo build --release -p warden >&2) || die "cargo build failed"
-	WARDEN_BIN="${CARGO_TARGET_DIR:-$root/target}/release/warden"
+	(cd "$root" && cargo build --profile dist -p warden >&2) || die "cargo build failed"
+	WARDEN_BIN="${CARGO_TARGET_DIR:-$root/target}/dist/warden"
 fi
 W="$WARDEN_BIN"
 

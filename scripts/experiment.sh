@@ -7,7 +7,7 @@
 #   scripts/experiment.sh docs/experiments/audit-spool.patch  # the audit spooled, then inserted
 #
 # The patch is applied in a worktree of its own, built in a target directory of its own (a
-# cold release build, ~10 min), and the worktree removed. The profile in `pgo/` still applies;
+# cold `dist` build, ~15 min), and the worktree removed. The profile in `pgo/` still applies;
 # rustc warns about the functions the patch changed, which are then built without it.
 #
 # Environment: EXPERIMENT_DIR (default: target/experiments under the repository).
@@ -29,6 +29,6 @@ git -C "$dir/src" apply "$patch" || {
 	echo "experiment.sh: $patch does not apply to HEAD" >&2
 	exit 1
 }
-(cd "$dir/src" && CARGO_TARGET_DIR="$dir/target" cargo build --release -p warden --locked >&2)
-cp "$dir/target/release/warden" "$dir/warden"
+(cd "$dir/src" && CARGO_TARGET_DIR="$dir/target" cargo build --profile dist -p warden --locked >&2)
+cp "$dir/target/dist/warden" "$dir/warden"
 echo "$dir/warden"

@@ -3,7 +3,7 @@
 #
 #   scripts/pgo.sh
 #
-# 1. builds an instrumented release binary (`-C profile-generate`, its own target directory);
+# 1. builds an instrumented `dist` binary (`-C profile-generate`, its own target directory);
 # 2. runs the training workload on it: `scripts/bench.sh perf1`, `perf2` and `eras` (Warden on
 #    its embedded default with the benchmark project, at 1 and 64 clients: reads, writes,
 #    denials, both protocol eras);
@@ -14,7 +14,7 @@
 # Needs `llvm-profdata` of rustc's LLVM major version (`rustc -vV`; a newer one may write a
 # profile format rustc cannot read; on Debian `apt-get install llvm-22` gives
 # /usr/lib/llvm-22/bin/llvm-profdata); set LLVM_PROFDATA to use another. Takes about as long
-# as a release build, plus a minute and a half of training.
+# as a `dist` build, plus a minute and a half of training.
 # Environment: PGO_TARGET_DIR (default: target/pgo-generate).
 set -euo pipefail
 
@@ -50,8 +50,8 @@ echo "pgo.sh: building the instrumented binary in $target" >&2
 # Build scripts and proc macros count into the target directory; the training's counts are
 # written to the scratch directory instead (LLVM_PROFILE_FILE below).
 (cd "$root" && WARDEN_PGO=0 RUSTFLAGS="-Cprofile-generate=$target/profraw" \
-	cargo build --release -p warden --locked --target-dir "$target" >&2)
-W="$target/release/warden"
+	cargo build --profile dist -p warden --locked --target-dir "$target" >&2)
+W="$target/dist/warden"
 
 # The training is scripts/bench.sh's own scenarios, run on the instrumented binary. Only
 # `warden serve`'s counts make the profile (WARDEN_PREFIX is how bench.sh starts it): the load

@@ -3,7 +3,7 @@
 # fixture alone, or against Warden in front of that fixture (XPORT-4).
 #
 # Usage: tests/conformance/run.sh fixture|gateway|both [suite options…]
-#   fixture  the suite talks to `warden conformance-fixture` directly
+#   fixture  the suite talks to `warden_fixture conformance` directly
 #   gateway  the suite talks to `warden serve` (an upstream `conf` pointing at the fixture),
 #            through auth-proxy.mjs, which adds the bearer token the suite cannot send
 #   both     fixture, then gateway, then a check that every scenario has the same verdict
@@ -12,6 +12,8 @@
 #
 # Environment:
 #   WARDEN_BIN        a built `warden` binary (default: `cargo build -p warden` and use it)
+#   FIXTURE_BIN       a built `warden_fixture` binary (default: next to WARDEN_BIN; built with
+#                     it when WARDEN_BIN is not set)
 #   CARGO_TARGET_DIR  where cargo builds (default: the workspace's `target/`)
 #   NODE_BIN_DIR      a directory holding Node ≥ 22 (`node`, `npx`), put first on PATH
 #   NODE22_PREFIX     where to install node@22 from npm when no Node ≥ 22 is found
@@ -65,10 +67,12 @@ suite="$here/node_modules/.bin/conformance"
 
 if [[ -z "${WARDEN_BIN:-}" ]]; then
 	echo "conformance: building warden…" >&2
-	(cd "$root" && cargo build -p warden >&2) || die "cargo build failed"
+	(cd "$root" && cargo build -p warden -p warden-testkit >&2) || die "cargo build failed"
 	WARDEN_BIN="${CARGO_TARGET_DIR:-$root/target}/debug/warden"
 fi
+FIXTURE_BIN="${FIXTURE_BIN:-$(dirname "$WARDEN_BIN")/warden_fixture}"
 [[ -x "$WARDEN_BIN" ]] || die "no warden binary at $WARDEN_BIN"
+[[ -x "$FIXTURE_BIN" ]] || die "no warden_fixture binary at $FIXTURE_BIN (cargo build -p warden-testkit)"
 
 work="$(mktemp -d)"
 results="${RESULTS_DIR:-$work/results}"
@@ -102,7 +106,7 @@ if ((${#suite_args[@]} == 0)); then
 fi
 
 # Port 0: the kernel picks a free port; the fixture prints the address it bound.
-"$WARDEN_BIN" conformance-fixture --listen 127.0.0.1:0 >"$work/fixture.out" 2>"$work/fixture.err" &
+"$FIXTURE_BIN" conformance --listen 127.0.0.1:0 >"$work/fixture.out" 2>"$work/fixture.err" &
 pids+=($!)
 fixture_url="$(wait_for "$work/fixture.out" 's/^mcp: \(http:\/\/127\.0\.0\.1:[0-9]*\/mcp\)$/\1/p' "${pids[-1]}")"
 [[ -n "$fixture_url" ]] || {

@@ -5,6 +5,7 @@
 # SDK interop scripts against it.
 #
 #   WARDEN_BIN      the warden binary (default: <repo>/target/debug/warden)
+#   FIXTURE_BIN     the test fixtures' binary, `warden_fixture` (default: next to WARDEN_BIN)
 #   INTEROP_PORT    listen port (default 8650)
 #   INTEROP_SDKS    comma list: python,ts (default both)
 #   INTEROP_ERAS    passed through to the scripts (default: every leg)
@@ -15,11 +16,13 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 WARDEN_BIN="${WARDEN_BIN:-$repo/target/debug/warden}"
+FIXTURE_BIN="${FIXTURE_BIN:-$(dirname "$WARDEN_BIN")/warden_fixture}"
 port="${INTEROP_PORT:-8650}"
 sdks="${INTEROP_SDKS:-python,ts}"
 venv="${INTEROP_VENV:-/tmp/warden-interop-venv}"
 
 [ -x "$WARDEN_BIN" ] || { echo "run.sh: no warden binary at $WARDEN_BIN (build it, or set WARDEN_BIN)" >&2; exit 2; }
+[ -x "$FIXTURE_BIN" ] || { echo "run.sh: no warden_fixture binary at $FIXTURE_BIN (cargo build -p warden-testkit, or set FIXTURE_BIN)" >&2; exit 2; }
 
 data="$(mktemp -d /tmp/warden-interop.XXXXXX)"
 serve_pid=""
@@ -59,16 +62,16 @@ kind: Upstream
 name: other
 project: other
 stdio:
-  command: $WARDEN_BIN
-  args: ["upstream-fixture", "--stdio"]
+  command: $FIXTURE_BIN
+  args: ["notes", "--stdio"]
 ---
 kind: Upstream
 name: relay
 project: demo
 protocol: "2025-11-25"
 stdio:
-  command: $WARDEN_BIN
-  args: ["upstream-fixture", "--stdio"]
+  command: $FIXTURE_BIN
+  args: ["notes", "--stdio"]
 EOF
 "$WARDEN_BIN" apply -f "$data/other.yaml" --data-dir "$data/wd" >/dev/null
 bound="$("$WARDEN_BIN" token create --user admin --project demo --data-dir "$data/wd")"

@@ -222,6 +222,9 @@ pub async fn run(
     mix: &Mix,
     amount: Amount,
 ) -> Result<Measured, String> {
+    // The TLS provider (`warden_mcp::http_client::install_tls`), for a load generator used
+    // as a library.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(amount.clients.max(1))
         .tcp_nodelay(true)

@@ -19,7 +19,6 @@ pub mod cron;
 pub mod decision;
 pub mod error;
 pub mod explain;
-pub mod memory;
 pub mod name;
 pub mod pipeline;
 pub mod policy;

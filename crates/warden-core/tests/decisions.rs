@@ -17,13 +17,13 @@ use warden_core::capability::{Capability, CapabilitySet};
 use warden_core::config::{Config, Kind, Resource, parse_documents};
 use warden_core::contract::Verdict;
 use warden_core::decision::{Purpose, decide};
-use warden_core::memory::{EchoExecutor, ManualClock, MemoryAudit, MemoryCounters};
 use warden_core::name::Name;
 use warden_core::pipeline::{CallRequest, Governance, Pipeline, RunState};
 use warden_core::policy::Policy;
 use warden_core::principal::{Credential, CredentialKind, Principal};
 use warden_core::time::Millis;
 use warden_core::tool::{Catalog, ToolDescriptor, UpstreamTool, catalog_name, matching_policy};
+use warden_testkit::memory::{EchoExecutor, ManualClock, MemoryAudit, MemoryCounters};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -180,7 +180,7 @@ fn run_fixture(text: &str) -> Vec<CaseResult> {
         counters: &counters,
         clock: &clock,
         executor: &executor,
-        approvals: &warden_core::memory::MemoryApprovals::default(),
+        approvals: &warden_testkit::memory::MemoryApprovals::default(),
     };
     let mut results = Vec::new();
     for (i, case) in fixture.cases.iter().enumerate() {

@@ -10,6 +10,14 @@
 
 use std::time::Duration;
 
+/// Makes rustls with *ring* the process's TLS provider, which every HTTP client of the process
+/// (reqwest's, rmcp's) uses for `https://`. Idempotent; called before any client is built:
+/// by `warden`'s main and by [`upstream_http_client`].
+pub fn install_tls() {
+    // An error means a provider is installed already, which is all that is needed.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 /// How long an idle upstream connection is kept for reuse.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// How many redirects one request may follow.
@@ -28,6 +36,7 @@ pub fn shared() -> Result<reqwest::Client, String> {
 /// keep the method and the JSON-RPC body; any other redirect would drop the body or replay
 /// the session and headers to another host), at most [`MAX_REDIRECTS`] of them.
 pub fn upstream_http_client() -> Result<reqwest::Client, String> {
+    install_tls();
     reqwest::Client::builder()
         .tcp_nodelay(true)
         .pool_idle_timeout(IDLE_TIMEOUT)

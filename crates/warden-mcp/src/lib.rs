@@ -6,14 +6,13 @@
 //! - [`upstream`]: supervised upstream MCP servers (stdio children, HTTP URLs).
 //! - [`builtin`]: the built-in tool set `warden` (`whoami`, `explain`).
 //! - [`wire`]: the one mapping from outcomes to MCP results.
-//! - [`fixture`]: a small real MCP server (the demo tool set and the tests' upstream).
+//! - [`demo`]: the demo project's notebook, a real MCP server over stdio (`warden demo-server`).
 
 pub mod bridge;
 pub mod builtin;
 pub mod client;
 pub mod clock;
-pub mod conformance;
-pub mod fixture;
+pub mod demo;
 pub mod gateway;
 pub mod handler;
 pub mod http_client;

@@ -180,7 +180,7 @@ fn serving_thread(
 /// turn of the event loop to read it) whenever a timer is set to expire before every other
 /// one; with one client that was every call's upstream timeout, then the only timer of its
 /// thread: three `write`s per governed call where the spool's two are all that is needed
-/// (`scripts/bench.sh kernel BEFORE NOW 1`, docs/benchmarks.md thirteenth round). Behind a
+/// (`scripts/bench.sh kernel BEFORE NOW 1`, docs/benchmarks.md). Behind a
 /// timer due within a second, the timeouts (seconds to minutes) never come first.
 async fn timer_anchor() {
     let mut tick = tokio::time::interval(TIMER_ANCHOR);

@@ -20,7 +20,6 @@ use warden_core::capability::{Capability, CapabilitySet};
 use warden_core::config::{Kind, Located, parse_documents};
 use warden_core::contract::Verdict;
 use warden_core::decision::DenyCode;
-use warden_core::memory::{EchoExecutor, ManualClock};
 use warden_core::name::Name;
 use warden_core::pipeline::{CallRequest, Governance, Pipeline, RunState};
 use warden_core::policy::{CounterSpec, Policy};
@@ -28,6 +27,7 @@ use warden_core::principal::{CredentialKind, CredentialRejection, Principal};
 use warden_core::time::Millis;
 use warden_core::tool::Catalog;
 use warden_store::{AuditFilter, Store, StoreError, TokenRequest};
+use warden_testkit::memory::{EchoExecutor, ManualClock};
 use warden_testkit::{TestStore, stores};
 
 const NOW: Millis = Millis(1_800_000_000_000);
@@ -148,7 +148,7 @@ impl Call<'_> {
             counters: &s.store,
             clock: &clock,
             executor: self.executor,
-            approvals: &warden_core::memory::MemoryApprovals::default(),
+            approvals: &warden_testkit::memory::MemoryApprovals::default(),
         };
         let args = match args {
             Value::Object(m) => Some(m),
@@ -428,7 +428,7 @@ async fn a_store_error_during_a_call_is_unavailable_and_never_an_execution() {
             counters: &s.store,
             clock: &clock,
             executor: &executor,
-            approvals: &warden_core::memory::MemoryApprovals::default(),
+            approvals: &warden_testkit::memory::MemoryApprovals::default(),
         };
         let outcome = pipeline
             .call(

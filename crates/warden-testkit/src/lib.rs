@@ -1,9 +1,13 @@
-//! Test fixtures shared by Warden's crates.
+//! Every fixture of Warden's tests; no product crate depends on this one.
 //!
 //! - [`stores`]: a fresh store on every backend available — SQLite always, PostgreSQL when
 //!   `WARDEN_TEST_POSTGRES_URL` is set (CI sets it; without it the PostgreSQL half prints that
 //!   it was skipped).
 //! - [`catalog`]: a catalog of upstream tools classified by a policy, without an upstream.
+//! - [`memory`]: the pipeline's traits in memory (audit log, counters, clock, executor).
+//! - [`notes`]: the tests' upstream MCP server (in-process, or `warden_fixture notes`).
+//! - [`conformance`]: the MCP conformance suite's fixture server (`warden_fixture conformance`).
+//! - [`fixture_bin`]: the `warden_fixture` binary, to start either as a child process.
 
 #![allow(
     clippy::expect_used,
@@ -11,6 +15,11 @@
     reason = "test fixtures fail loudly"
 )]
 
+pub mod conformance;
+pub mod memory;
+pub mod notes;
+
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::{Map, Value};
@@ -160,4 +169,23 @@ pub fn catalog(policy: &Policy, tools: &[ToolSpec<'_>]) -> Catalog {
         ToolDescriptor::for_upstream(&u.project, &u.name, &name, &raw, pol).expect("tool schema")
     });
     Catalog::new(descriptors).0
+}
+
+/// The `warden_fixture` binary (this crate's), for a stdio upstream's `command` or a child
+/// process: next to the test executables' directory, where `cargo test --workspace` builds it.
+pub fn fixture_bin() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test executable's path");
+    // target/<profile>/deps/<test> or target/<profile>/<test>
+    let bin = exe
+        .ancestors()
+        .skip(1)
+        .take(2)
+        .map(|dir| dir.join(format!("warden_fixture{}", std::env::consts::EXE_SUFFIX)))
+        .find(|p| p.is_file());
+    bin.unwrap_or_else(|| {
+        panic!(
+            "the `warden_fixture` binary is not built next to {}: run `cargo build -p warden-testkit` (or the whole `cargo test --workspace`)",
+            exe.display()
+        )
+    })
 }

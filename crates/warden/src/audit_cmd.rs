@@ -3,7 +3,8 @@
 use warden_store::AuditFilter;
 
 use crate::cli::{AuditArgs, AuditCommand, Output};
-use crate::{location, now, open, output, usage};
+use crate::common::{location, now, open, usage};
+use crate::output;
 
 pub(crate) async fn run(args: AuditArgs) -> anyhow::Result<()> {
     if let Some(AuditCommand::Verify(v)) = &args.command {

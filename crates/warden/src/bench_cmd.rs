@@ -3,7 +3,8 @@
 use warden_bench::{Amount, BenchOptions, Era, Mix, Op, Tools};
 
 use crate::cli::{BenchArgs, BenchCommand, Output};
-use crate::{location, open, serve, usage};
+use crate::common::{location, open, usage};
+use crate::serve;
 
 pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<()> {
     match args.command {

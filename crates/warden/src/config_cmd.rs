@@ -7,7 +7,10 @@ use warden_core::name::Name;
 use warden_core::principal::Subject;
 
 use crate::cli::{ApplyArgs, ConfigCommand, DeleteArgs, GetArgs, KillArgs, Output};
-use crate::{cli_actor, config_errors, location, now, open, output, read_config_files, usage};
+use crate::common::{
+    cli_actor, config_errors, location, now, open, parse_kind, read_config_files, usage,
+};
+use crate::output;
 
 pub(crate) async fn apply(args: ApplyArgs) -> anyhow::Result<()> {
     let resources = read_config_files(&args.files)?;
@@ -58,16 +61,6 @@ pub(crate) async fn apply(args: ApplyArgs) -> anyhow::Result<()> {
         println!("{}/{} {status}", r.resource.kind(), r.resource.key());
     }
     Ok(())
-}
-
-pub(crate) fn parse_kind(s: &str) -> anyhow::Result<Kind> {
-    Kind::parse_loose(s).ok_or_else(|| {
-        let kinds: Vec<&str> = Kind::ALL.iter().map(|k| k.as_str()).collect();
-        usage(format!(
-            "unknown kind `{s}`; expected one of {}",
-            kinds.join(", ")
-        ))
-    })
 }
 
 pub(crate) async fn get(args: GetArgs) -> anyhow::Result<()> {

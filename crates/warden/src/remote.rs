@@ -3,7 +3,8 @@
 use serde_json::{Value, json};
 
 use crate::cli::{ApprovalsCommand, ExplainArgs, InventoryArgs, Output, RemoteArgs, RunAgentArgs};
-use crate::{output, usage};
+use crate::common::usage;
+use crate::output;
 
 /// A field of a JSON object, or null.
 fn f<'a>(v: &'a Value, key: &str) -> &'a Value {

@@ -4,7 +4,8 @@
 use serde_json::Value;
 
 use crate::cli::{DescribeArgs, GetArgs, Output};
-use crate::{location, open, output};
+use crate::common::{location, open};
+use crate::output;
 
 pub(crate) async fn list(args: GetArgs) -> anyhow::Result<()> {
     let store = open(&location(&args.store)?).await?;
@@ -46,7 +47,7 @@ pub(crate) async fn list(args: GetArgs) -> anyhow::Result<()> {
 pub(crate) async fn describe(args: DescribeArgs) -> anyhow::Result<()> {
     let store = open(&location(&args.store)?).await?;
     if !matches!(args.kind.to_ascii_lowercase().as_str(), "run" | "runs") {
-        let kind = crate::config_cmd::parse_kind(&args.kind)?;
+        let kind = crate::common::parse_kind(&args.kind)?;
         let (config, _) = store.load_config().await?;
         let resource = config
             .get(kind, &args.name)

@@ -11,9 +11,15 @@ use warden_server::{AppState, Bound, HostPolicy};
 use warden_store::Location;
 
 use crate::cli::ServeArgs;
-use crate::{config_errors, location, now, open_serving, read_config_files, usage};
+use crate::common::{config_errors, location, now, open_serving, read_config_files, usage};
 
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    if cfg!(debug_assertions) {
+        tracing::warn!(
+            "this warden is an unoptimised build (the `dev` profile): fine to try Warden, slow \
+             under load; for real use build it with `cargo build --release` (README, builds)"
+        );
+    }
     let hosts = HostPolicy::for_listener(args.listen, &args.allowed_hosts, &args.allowed_origins)
         .map_err(usage)?;
     let location = location(&args.store)?;
@@ -75,7 +81,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     result
 }
 
-/// The demo configuration: project `demo` with the notes tool set (the fixture MCP server,
+/// The demo configuration: project `demo` with the notes tool set (`warden demo-server`,
 /// started from this very binary as a stdio child), a read, an ordinary mutation and a
 /// dangerous one.
 fn demo_config(data_dir: &Path) -> anyhow::Result<Vec<Located>> {
@@ -92,7 +98,7 @@ instructions: "A demo notebook. notes__list_notes reads; notes__add_note writes 
 kind: Upstream
 name: notes
 project: demo
-stdio: {{ command: {exe}, args: ["upstream-fixture", "--stdio", "--file", {notes}] }}
+stdio: {{ command: {exe}, args: ["demo-server", "--file", {notes}] }}
 ---
 kind: ToolPolicy
 project: demo

@@ -11,7 +11,7 @@ use warden_mcp::{Gateway, GatewayOptions, McpHandler, SessionAuth};
 use warden_store::Location;
 
 use crate::cli::{GovernanceMode, StdioArgs};
-use crate::{location, open, usage};
+use crate::common::{location, open, usage};
 
 pub(crate) async fn run(args: StdioArgs) -> anyhow::Result<()> {
     let token = std::env::var("WARDEN_TOKEN")

@@ -7,7 +7,8 @@ use warden_core::principal::{CredentialKind, Principal};
 use warden_store::TokenRequest;
 
 use crate::cli::{Output, TokenCommand};
-use crate::{cli_actor, location, now, open, output, usage};
+use crate::common::{cli_actor, location, now, open, usage};
+use crate::output;
 
 pub(crate) async fn run(cmd: TokenCommand) -> anyhow::Result<()> {
     match cmd {

@@ -103,6 +103,7 @@ struct Api {
 
 impl Api {
     fn new(w: &TestWarden) -> Self {
+        warden_mcp::http_client::install_tls();
         Self {
             base: w.base.clone(),
             http: reqwest::Client::new(),
@@ -572,9 +573,9 @@ async fn kill_9_right_after_a_decision_runs_the_action_once_or_marks_it_failed_v
     let notes = dir.path().join("ledger-notes.json");
     let cfg = dir.path().join("warden.yaml");
     let config = config("").replace(
-        r#"args: ["upstream-fixture", "--stdio"]"#,
+        r#"args: ["notes", "--stdio"]"#,
         &format!(
-            r#"args: ["upstream-fixture", "--stdio", "--file", {:?}]"#,
+            r#"args: ["notes", "--stdio", "--file", {:?}]"#,
             notes.display().to_string()
         ),
     );
@@ -587,6 +588,7 @@ async fn kill_9_right_after_a_decision_runs_the_action_once_or_marks_it_failed_v
     };
     let (alice, bob) = (token("alice"), token("bob"));
     tokio::time::sleep(Duration::from_millis(600)).await;
+    warden_mcp::http_client::install_tls();
     let http = reqwest::Client::new();
     for (round, delay_ms) in [0u64, 15, 40, 120, 400].into_iter().enumerate() {
         let client = http_client(&format!("{}/mcp", served.base), &alice, Era::Stateless).await;

@@ -22,6 +22,7 @@ fn the_conformance_suite_passes_through_warden_exactly_as_against_the_fixture() 
         .arg(repo.join("tests/conformance/run.sh"))
         .arg("both")
         .env("WARDEN_BIN", env!("CARGO_BIN_EXE_warden"))
+        .env("FIXTURE_BIN", warden_testkit::fixture_bin())
         .env("NODE22_PREFIX", tmp.join("node22"))
         .status()
         .expect("run tests/conformance/run.sh");

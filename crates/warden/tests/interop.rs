@@ -28,6 +28,7 @@ fn run(sdks: &str) {
     let status = Command::new("bash")
         .arg(repo.join("tests/interop/run.sh"))
         .env("WARDEN_BIN", env!("CARGO_BIN_EXE_warden"))
+        .env("FIXTURE_BIN", warden_testkit::fixture_bin())
         .env("INTEROP_PORT", free_port().to_string())
         .env("INTEROP_SDKS", sdks)
         .env("INTEROP_VENV", venv)

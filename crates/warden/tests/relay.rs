@@ -577,8 +577,8 @@ async fn with_relay_off_an_input_required_result_is_refused_and_recorded() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_a_2026_http_upstream_progress_logs_input_and_cancellation_reach_their_call() {
     let shutdown = tokio_util::sync::CancellationToken::new();
-    let addr = warden_mcp::fixture::spawn_http_with(
-        warden_mcp::fixture::NotesServer::new(None),
+    let addr = warden_testkit::notes::spawn_http_with(
+        warden_testkit::notes::NotesServer::new(None),
         "127.0.0.1:0".parse().unwrap(),
         shutdown.clone(),
         false,

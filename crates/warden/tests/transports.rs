@@ -169,6 +169,7 @@ async fn the_serving_threads_answer_and_stop_with_the_server() {
     let addr = w.addr;
     // While it serves, the port is taken for anyone else (a second server is refused).
     assert!(std::net::TcpListener::bind(addr).is_err());
+    warden_mcp::http_client::install_tls();
     let client = reqwest::Client::new();
     let asks = (0..16).map(|_| {
         let client = client.clone();

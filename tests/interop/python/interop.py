@@ -8,7 +8,7 @@ Configuration (environment):
                       with an `other` upstream; see ../README.md)
   WARDEN_BIN          optional: the warden binary, for the stdio legs (`warden stdio`)
   WARDEN_DATA_DIR     optional: data directory for `warden stdio --data-dir`
-  WARDEN_RELAY_PREFIX optional: prefix of a 2025-11-25 `upstream-fixture` upstream visible to
+  WARDEN_RELAY_PREFIX optional: prefix of a 2025-11-25 `warden_fixture notes` upstream visible to
                       WARDEN_TOKEN (run.sh: `relay`); turns on the relay checks (XPORT-4) of the
                       http-2025 leg: progress, logging, elicitation, sampling, cancellation
   INTEROP_ERAS        optional comma list of legs: http-2026, http-2025, stdio, stdio-2025
@@ -65,8 +65,6 @@ DEMO_TOOLS = (
     "notes__list_notes",
     "notes__add_note",
     "notes__delete_note",
-    "notes__echo",
-    "notes__add",
     "warden__whoami",
     "warden__explain",
 )

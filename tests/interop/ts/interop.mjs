@@ -7,7 +7,7 @@
 //   WARDEN_BOUND_TOKEN  optional: a token bound to project `demo` only ("hidden tool == unknown tool")
 //   WARDEN_BIN          optional: the warden binary, for the stdio leg (`warden stdio`)
 //   WARDEN_DATA_DIR     optional: data directory for `warden stdio --data-dir`
-//   WARDEN_RELAY_PREFIX optional: prefix of a 2025-11-25 `upstream-fixture` upstream visible to
+//   WARDEN_RELAY_PREFIX optional: prefix of a 2025-11-25 `warden_fixture notes` upstream visible to
 //                       WARDEN_TOKEN (run.sh: `relay`); turns on the relay checks (XPORT-4) of the
 //                       http-2025 leg: progress, logging, elicitation, sampling, cancellation. They
 //                       use their own connection, whose client declares elicitation and sampling.
@@ -31,8 +31,6 @@ const DEMO_TOOLS = [
   'notes__list_notes',
   'notes__add_note',
   'notes__delete_note',
-  'notes__echo',
-  'notes__add',
   'warden__whoami',
   'warden__explain',
 ];

@@ -12,7 +12,7 @@
 //! commits everything queued, its own records included, on its own thread, with cached
 //! prepared statements; callers that queued while a leader was writing are answered by the
 //! leader's next commit (group commit). Under concurrency the sink has a leader yield to the
-//! scheduler once before it commits ([`Lead::gather`] says when), so that the calls ready on
+//! scheduler once before it commits ([`LeaderTurn::gather`] says when), so that the calls ready on
 //! its thread queue their records and share its commit. At one client an append costs one
 //! commit and no thread hop; under load, one commit serves many calls.
 //!
@@ -84,7 +84,7 @@ struct Inner {
     /// thread rather than run on a runtime thread.
     restart_due: AtomicBool,
     /// Whether commits have lately been shared by several appends: raised by
-    /// [`GATHER_RAISE`] when one was, lowered by one when one was not (see [`Lead::gather`]).
+    /// [`GATHER_RAISE`] when one was, lowered by one when one was not (see [`LeaderTurn::gather`]).
     sharing: AtomicU32,
     checkpoints: mpsc::Sender<()>,
 }
@@ -157,8 +157,8 @@ impl SqliteAppender {
 
     /// Queues `pending`. Its `done` is answered once the records are committed (or the
     /// commit failed). When nobody is writing, the caller becomes the leader: it gets the
-    /// [`Lead`], and must [`Lead::run`] it (dropping it hands the commit to a pool thread).
-    pub(super) fn submit(&self, pending: PendingAppend) -> Result<Option<Lead>, StoreError> {
+    /// [`LeaderTurn`], and must [`LeaderTurn::run`] it (dropping it hands the commit to a pool thread).
+    pub(super) fn submit(&self, pending: PendingAppend) -> Result<Option<LeaderTurn>, StoreError> {
         if self.inner.closed.load(Ordering::Acquire) {
             return Err(StoreError::Unreachable("the store is closed".into()));
         }
@@ -167,7 +167,7 @@ impl SqliteAppender {
             queue.waiting.push(pending);
             !std::mem::replace(&mut queue.leading, true)
         };
-        Ok(lead.then(|| Lead(Some(self.inner.clone()))))
+        Ok(lead.then(|| LeaderTurn(Some(self.inner.clone()))))
     }
 
     /// Inserts spooled batches into the chain in one transaction, which also records the
@@ -226,18 +226,18 @@ impl SqliteAppender {
     }
 }
 
-/// The duty to commit what is queued, held by the caller that found nobody writing.
+/// The turn to commit what is queued, held by the caller that found nobody writing.
 ///
 /// The caller may first let other ready tasks queue their records (the store yields to the
 /// scheduler once), so that under load one commit serves every call that was ready — a commit
-/// costs the same for one record pair as for fifty. A `Lead` dropped before it ran (its
+/// costs the same for one record pair as for fifty. A `LeaderTurn` dropped before it ran (its
 /// caller was cancelled) hands the queue to a blocking-pool thread, so no queued append is
 /// ever left without a leader.
 #[derive(Debug)]
-#[must_use = "a lead that is not run hands the commit to another thread"]
-pub(crate) struct Lead(Option<Arc<Inner>>);
+#[must_use = "a leader turn that is not run hands the commit to another thread"]
+pub(crate) struct LeaderTurn(Option<Arc<Inner>>);
 
-impl Lead {
+impl LeaderTurn {
     /// Whether the leader should let other ready calls queue their records before it commits:
     /// only while commits have lately been shared, that is under concurrency. A lone client
     /// (whose appends never overlap) commits at once and pays nothing for the wait.
@@ -255,7 +255,7 @@ impl Lead {
     }
 }
 
-impl Drop for Lead {
+impl Drop for LeaderTurn {
     fn drop(&mut self) {
         if let Some(inner) = self.0.take() {
             inner.hand_over(None);
@@ -266,9 +266,9 @@ impl Drop for Lead {
 /// The rest of a leader's work, for a blocking-pool thread. A runtime that is shutting down
 /// drops it without running it; then it runs where it is dropped, so that no queued append is
 /// left waiting with `leading` still set.
-struct Duty(Option<(Arc<Inner>, Option<Vec<PendingAppend>>)>);
+struct HandedOver(Option<(Arc<Inner>, Option<Vec<PendingAppend>>)>);
 
-impl Duty {
+impl HandedOver {
     fn run(&mut self) {
         if let Some((inner, busy)) = self.0.take() {
             if let Some(batch) = busy {
@@ -281,7 +281,7 @@ impl Duty {
     }
 }
 
-impl Drop for Duty {
+impl Drop for HandedOver {
     fn drop(&mut self) {
         self.run();
     }
@@ -357,12 +357,12 @@ impl Inner {
 
     /// Continues leading on a blocking-pool thread, where waiting is allowed.
     fn hand_over(self: Arc<Self>, busy: Option<Vec<PendingAppend>>) {
-        let mut duty = Duty(Some((self, busy)));
+        let mut handed_over = HandedOver(Some((self, busy)));
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => {
-                runtime.spawn_blocking(move || duty.run());
+                runtime.spawn_blocking(move || handed_over.run());
             }
-            Err(_) => duty.run(),
+            Err(_) => handed_over.run(),
         }
     }
 

@@ -28,10 +28,11 @@ use warden_testkit::TestStore;
 /// The binary under test.
 pub const WARDEN: &str = env!("CARGO_BIN_EXE_warden");
 
-/// YAML for an upstream served by this binary's fixture over stdio.
+/// YAML for an upstream served by the fixture server `warden_fixture notes` over stdio.
 pub fn stdio_upstream(name: &str, project: &str, extra: &str) -> String {
+    let fixture = warden_testkit::fixture_bin().display().to_string();
     format!(
-        "kind: Upstream\nname: {name}\nproject: {project}\nstdio: {{ command: {WARDEN:?}, args: [\"upstream-fixture\", \"--stdio\"] }}\n{extra}"
+        "kind: Upstream\nname: {name}\nproject: {project}\nstdio: {{ command: {fixture:?}, args: [\"notes\", \"--stdio\"] }}\n{extra}"
     )
 }
 
@@ -76,6 +77,9 @@ impl TestWarden {
 
     /// Starts on `store` with `config` applied.
     pub async fn start_on(store: TestStore, config: &str) -> Self {
+        // The process's TLS provider, which every HTTP client a test builds needs (rmcp's
+        // default client among them); `warden` installs it in its main.
+        warden_mcp::http_client::install_tls();
         let admin = store
             .store
             .bootstrap(now())
@@ -226,6 +230,7 @@ pub type Client = RunningService<RoleClient, ()>;
 
 /// An MCP client over HTTP with a bearer token.
 pub async fn http_client(url: &str, token: &str, era: Era) -> Client {
+    warden_mcp::http_client::install_tls();
     let config =
         StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(token.to_owned());
     ().serve_with_lifecycle(

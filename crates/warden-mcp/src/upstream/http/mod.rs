@@ -564,7 +564,10 @@ mod tests {
         let plain = tool("read", serde_json::json!({"type": "object"}));
         let exit = |protocol: ProtocolVersion, tools: &[UpstreamTool]| {
             HttpExit::new(
-                reqwest::Client::new(),
+                {
+                    crate::http_client::install_tls();
+                    reqwest::Client::new()
+                },
                 "http://127.0.0.1:1/mcp",
                 &HashMap::new(),
                 protocol,
@@ -629,7 +632,10 @@ mod tests {
     #[test]
     fn call_params_are_what_rmcp_writes() {
         let exit = HttpExit::new(
-            reqwest::Client::new(),
+            {
+                crate::http_client::install_tls();
+                reqwest::Client::new()
+            },
             "http://127.0.0.1:1/mcp",
             &std::collections::HashMap::new(),
             ProtocolVersion::V_2026_07_28,

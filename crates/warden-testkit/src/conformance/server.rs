@@ -1,25 +1,5 @@
-//! The conformance fixture: an MCP server with exactly the tools, resources and prompts the
-//! official MCP conformance suite (`@modelcontextprotocol/conformance`, server scenarios)
-//! expects, written by hand on rmcp's [`ServerHandler`].
-//!
-//! It passes the suite on its own (`tests/conformance/run.sh fixture`); Warden put in front of
-//! it must pass the suite exactly as it does (`run.sh both`, run by `cargo test`).
-//!
-//! - Tools: `test_simple_text`, `test_image_content`, `test_audio_content`,
-//!   `test_embedded_resource`, `test_multiple_content_types`, `test_tool_with_logging`,
-//!   `test_tool_with_progress`, `test_error_handling`, `test_reconnection` (closes its own SSE
-//!   stream mid-call, SEP-1699), `test_sampling` and `test_elicitation` and
-//!   `test_elicitation_sep1034_defaults` and `test_elicitation_sep1330_enums` (server-to-client
-//!   requests), `json_schema_2020_12_tool` (SEP-1613 schema keywords).
-//! - Resources: `test://static-text`, `test://static-binary`, `test://watched-resource`
-//!   (subscribable), template `test://template/{id}/data`.
-//! - Prompts: `test_simple_prompt`, `test_prompt_with_arguments`,
-//!   `test_prompt_with_embedded_resource`, `test_prompt_with_image`.
-//! - Logging (`logging/setLevel`, filtered by level) and completions.
-//!
-//! Over HTTP it serves Streamable HTTP at `/mcp`: 2025-era clients get sessions (SSE responses,
-//! priming events, resumption with `Last-Event-ID`), 2026-07-28 requests are served statelessly
-//! on the same endpoint. Host and Origin must be loopback (DNS-rebinding protection).
+//! The conformance fixture's MCP server: one instance per session, its tool calls and the
+//! rest of rmcp's [`ServerHandler`].
 
 #![allow(
     deprecated,
@@ -30,35 +10,23 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::Stream;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ClientJsonRpcMessage,
-    CompleteRequestParams, CompleteResult, ContentBlock, CustomRequest, GetExtensions as _,
-    GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, JsonObject,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-    LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams,
-    ProgressNotificationParam, Prompt, PromptArgument, PromptMessage, ReadResourceRequestParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+    ContentBlock, CustomRequest, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
+    Implementation, JsonObject, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
+    PaginatedRequestParams, ProgressNotificationParam, PromptMessage, ReadResourceRequestParams,
     ReadResourceResponse, ReadResourceResult, Reference, Resource, ResourceContents,
-    ResourceTemplate, Role, ServerCapabilities, ServerConfig, ServerRequest, SetLevelRequestParams,
+    ResourceTemplate, Role, ServerConfig, ServerRequest, SetLevelRequestParams,
     SubscribeRequestParams, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::RequestContext;
-use rmcp::transport::streamable_http_server::session::local::{
-    LocalSessionHandle, LocalSessionManager, LocalSessionManagerError,
-};
-use rmcp::transport::streamable_http_server::session::{
-    EventStore, RestoreOutcome, ServerSseMessage, SessionId, SessionManager,
-};
-use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt as _};
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
-use tokio_util::sync::CancellationToken;
 
-/// A 1×1 red PNG.
-const PNG_BASE64: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
-/// A minimal WAV file.
-const WAV_BASE64: &str = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA=";
-const JSON_SCHEMA_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
+use super::catalog::*;
+use super::sessions::RequestStream;
 
 /// The conformance fixture server. One instance per session (its log level and resource
 /// subscriptions are per session); cheap to clone.
@@ -73,151 +41,6 @@ impl Default for ConformanceServer {
     fn default() -> Self {
         Self::new()
     }
-}
-
-fn schema(v: Value) -> Arc<JsonObject> {
-    match v {
-        Value::Object(m) => Arc::new(m),
-        _ => Arc::new(JsonObject::new()),
-    }
-}
-
-fn no_args() -> Arc<JsonObject> {
-    schema(json!({"type": "object", "properties": {}}))
-}
-
-fn tools() -> Vec<Tool> {
-    vec![
-        Tool::new(
-            "test_simple_text",
-            "Tests simple text content response",
-            no_args(),
-        ),
-        Tool::new(
-            "test_image_content",
-            "Tests image content response",
-            no_args(),
-        ),
-        Tool::new(
-            "test_audio_content",
-            "Tests audio content response",
-            no_args(),
-        ),
-        Tool::new(
-            "test_embedded_resource",
-            "Tests embedded resource content response",
-            no_args(),
-        ),
-        Tool::new(
-            "test_multiple_content_types",
-            "Tests response with multiple content types (text, image, resource)",
-            no_args(),
-        ),
-        Tool::new(
-            "test_tool_with_logging",
-            "Tests tool that emits log messages during execution",
-            no_args(),
-        ),
-        Tool::new(
-            "test_tool_with_progress",
-            "Tests tool that reports progress notifications",
-            no_args(),
-        ),
-        Tool::new(
-            "test_error_handling",
-            "Tests error response handling",
-            no_args(),
-        ),
-        Tool::new(
-            "test_reconnection",
-            "Tests SSE stream disconnection and client reconnection (SEP-1699): closes the \
-             stream mid-call and sends the result after the client reconnects",
-            no_args(),
-        ),
-        Tool::new(
-            "test_sampling",
-            "Tests server-initiated sampling (LLM completion request)",
-            schema(json!({
-                "type": "object",
-                "properties": {"prompt": {"type": "string", "description": "The prompt to send to the LLM"}},
-                "required": ["prompt"]
-            })),
-        ),
-        Tool::new(
-            "test_elicitation",
-            "Tests server-initiated elicitation (user input request)",
-            schema(json!({
-                "type": "object",
-                "properties": {"message": {"type": "string", "description": "The message to show the user"}},
-                "required": ["message"]
-            })),
-        ),
-        Tool::new(
-            "test_elicitation_sep1034_defaults",
-            "Tests elicitation with default values per SEP-1034",
-            no_args(),
-        ),
-        Tool::new(
-            "test_elicitation_sep1330_enums",
-            "Tests elicitation with enum schema improvements per SEP-1330",
-            no_args(),
-        ),
-        Tool::new(
-            "json_schema_2020_12_tool",
-            "Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613)",
-            schema(json!({
-                "$schema": JSON_SCHEMA_2020_12,
-                "type": "object",
-                "$defs": {
-                    "address": {
-                        "type": "object",
-                        "properties": {"street": {"type": "string"}, "city": {"type": "string"}}
-                    }
-                },
-                "properties": {
-                    "name": {"type": "string"},
-                    "address": {"$ref": "#/$defs/address"}
-                },
-                "additionalProperties": false
-            })),
-        ),
-    ]
-}
-
-fn log_rank(level: &LoggingLevel) -> u8 {
-    match level {
-        LoggingLevel::Debug => 0,
-        LoggingLevel::Info => 1,
-        LoggingLevel::Notice => 2,
-        LoggingLevel::Warning => 3,
-        LoggingLevel::Error => 4,
-        LoggingLevel::Critical => 5,
-        LoggingLevel::Alert => 6,
-        LoggingLevel::Emergency => 7,
-    }
-}
-
-fn text(t: impl Into<String>) -> CallToolResult {
-    CallToolResult::success(vec![ContentBlock::text(t)])
-}
-
-fn text_resource(uri: &str, mime: &str, body: impl Into<String>) -> ResourceContents {
-    ResourceContents::text(body, uri).with_mime_type(mime)
-}
-
-fn from_json<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, McpError> {
-    serde_json::from_value(v).map_err(|e| McpError::internal_error(e.to_string(), None))
-}
-
-fn sleep_ms(ms: u64) -> tokio::time::Sleep {
-    tokio::time::sleep(Duration::from_millis(ms))
-}
-
-/// The id of a template resource `test://template/{id}/data`.
-fn template_id(uri: &str) -> Option<&str> {
-    uri.strip_prefix("test://template/")?
-        .strip_suffix("/data")
-        .filter(|id| !id.is_empty() && !id.contains('/'))
 }
 
 impl ConformanceServer {
@@ -537,55 +360,6 @@ impl ConformanceServer {
     }
 }
 
-fn capabilities() -> ServerCapabilities {
-    // As the suite's reference server declares them.
-    from_json(json!({
-        "tools": {"listChanged": true},
-        "resources": {"subscribe": true, "listChanged": true},
-        "prompts": {"listChanged": true},
-        "logging": {},
-        "completions": {}
-    }))
-    .unwrap_or_default()
-}
-
-fn prompts() -> Vec<Prompt> {
-    let arg = |name: &str, description: &str| {
-        PromptArgument::new(name)
-            .with_description(description)
-            .with_required(true)
-    };
-    vec![
-        Prompt::new(
-            "test_simple_prompt",
-            Some("A simple prompt without arguments"),
-            None,
-        )
-        .with_title("Simple Test Prompt"),
-        Prompt::new(
-            "test_prompt_with_arguments",
-            Some("A prompt with required arguments"),
-            Some(vec![
-                arg("arg1", "First test argument"),
-                arg("arg2", "Second test argument"),
-            ]),
-        )
-        .with_title("Prompt With Arguments"),
-        Prompt::new(
-            "test_prompt_with_embedded_resource",
-            Some("A prompt that includes an embedded resource"),
-            Some(vec![arg("resourceUri", "URI of the resource to embed")]),
-        )
-        .with_title("Prompt With Embedded Resource"),
-        Prompt::new(
-            "test_prompt_with_image",
-            Some("A prompt that includes image content"),
-            None,
-        )
-        .with_title("Prompt With Image"),
-    ]
-}
-
 impl ServerHandler for ConformanceServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(capabilities())
@@ -814,141 +588,4 @@ impl ServerHandler for ConformanceServer {
             "completion": {"values": values, "total": values.len(), "hasMore": false}
         }))
     }
-}
-
-/// Where a session request's response goes: its session and the HTTP request (SSE stream) it
-/// arrived on. Put in the request's extensions by [`Sessions`] so a tool can close its own stream
-/// (SEP-1699 polling); rmcp does not hand that id to handlers.
-#[derive(Clone, Debug)]
-struct RequestStream {
-    session: LocalSessionHandle,
-    http_request_id: u64,
-}
-
-/// rmcp's in-memory session manager, but recording in each request where its stream is.
-#[derive(Debug, Default)]
-struct Sessions {
-    inner: LocalSessionManager,
-}
-
-impl SessionManager for Sessions {
-    type Error = LocalSessionManagerError;
-    type Transport = <LocalSessionManager as SessionManager>::Transport;
-
-    async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
-        self.inner.create_session().await
-    }
-
-    async fn initialize_session(
-        &self,
-        id: &SessionId,
-        message: ClientJsonRpcMessage,
-    ) -> Result<rmcp::model::ServerJsonRpcMessage, Self::Error> {
-        self.inner.initialize_session(id, message).await
-    }
-
-    async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
-        self.inner.has_session(id).await
-    }
-
-    async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
-        self.inner.close_session(id).await
-    }
-
-    async fn create_stream(
-        &self,
-        id: &SessionId,
-        mut message: ClientJsonRpcMessage,
-    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        // What `LocalSessionManager::create_stream` does, plus the marker.
-        let handle = self
-            .inner
-            .sessions
-            .read()
-            .await
-            .get(id)
-            .cloned()
-            .ok_or_else(|| LocalSessionManagerError::SessionNotFound(id.clone()))?;
-        let receiver = handle.establish_request_wise_channel().await?;
-        let http_request_id = receiver.http_request_id;
-        if let (ClientJsonRpcMessage::Request(request), Some(http_request_id)) =
-            (&mut message, http_request_id)
-        {
-            request.request.extensions_mut().insert(RequestStream {
-                session: handle.clone(),
-                http_request_id,
-            });
-        }
-        handle.push_message(message, http_request_id).await?;
-        let mut rx = receiver.inner;
-        Ok(futures::stream::poll_fn(move |cx| rx.poll_recv(cx)))
-    }
-
-    async fn accept_message(
-        &self,
-        id: &SessionId,
-        message: ClientJsonRpcMessage,
-    ) -> Result<(), Self::Error> {
-        self.inner.accept_message(id, message).await
-    }
-
-    async fn create_standalone_stream(
-        &self,
-        id: &SessionId,
-    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        self.inner.create_standalone_stream(id).await
-    }
-
-    async fn resume(
-        &self,
-        id: &SessionId,
-        last_event_id: String,
-    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        self.inner.resume(id, last_event_id).await
-    }
-
-    async fn restore_session(
-        &self,
-        id: SessionId,
-    ) -> Result<RestoreOutcome<Self::Transport>, Self::Error> {
-        self.inner.restore_session(id).await
-    }
-
-    fn event_store(&self) -> Option<Arc<dyn EventStore>> {
-        self.inner.event_store()
-    }
-}
-
-/// Serves the fixture over stdin/stdout until stdin closes.
-pub async fn serve_stdio() -> anyhow::Result<()> {
-    let running = ConformanceServer::new()
-        .serve(rmcp::transport::stdio())
-        .await?;
-    running.waiting().await?;
-    Ok(())
-}
-
-/// Serves the fixture over Streamable HTTP at `/mcp` on `listener` until `shutdown`.
-///
-/// Sessions answer with SSE streams (priming events, `retry`, resumption); only loopback `Host`
-/// and `Origin` values are accepted.
-pub async fn serve_http(
-    listener: tokio::net::TcpListener,
-    shutdown: CancellationToken,
-) -> anyhow::Result<()> {
-    use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
-    let config = StreamableHttpServerConfig::default()
-        .with_allowed_origins(["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"])
-        .with_cancellation_token(shutdown.child_token());
-    let service = StreamableHttpService::new(
-        || Ok(ConformanceServer::new()),
-        Arc::new(Sessions::default()),
-        config,
-    );
-    let app = axum::Router::new().route_service("/mcp", service);
-    let ct = shutdown.clone();
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move { ct.cancelled().await })
-        .await?;
-    Ok(())
 }

@@ -5,12 +5,12 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
-use crate::audit::{AuditRecord, GENESIS_HASH, NewRecord};
-use crate::contract::ToolOutput;
-use crate::error::{EnvError, ExecError};
-use crate::pipeline::{AuditLog, Clock, Counters, Execution, Executor};
-use crate::policy::CounterSpec;
-use crate::time::Millis;
+use warden_core::audit::{AuditRecord, GENESIS_HASH, NewRecord};
+use warden_core::contract::ToolOutput;
+use warden_core::error::{EnvError, ExecError};
+use warden_core::pipeline::{AuditLog, Clock, Counters, Execution, Executor};
+use warden_core::policy::CounterSpec;
+use warden_core::time::Millis;
 
 /// An audit log in memory, chained like the real one. Can be switched to fail.
 #[derive(Debug, Default)]
@@ -135,18 +135,18 @@ impl Executor for EchoExecutor {
 /// Parked calls in memory.
 #[derive(Debug, Default)]
 pub struct MemoryApprovals {
-    parked: Mutex<Vec<(String, crate::approval::Parked)>>,
+    parked: Mutex<Vec<(String, warden_core::approval::Parked)>>,
 }
 
 impl MemoryApprovals {
     /// The parked calls, with their ids.
-    pub fn parked(&self) -> Vec<(String, crate::approval::Parked)> {
+    pub fn parked(&self) -> Vec<(String, warden_core::approval::Parked)> {
         self.parked.lock().map(|p| p.clone()).unwrap_or_default()
     }
 }
 
-impl crate::approval::ApprovalQueue for MemoryApprovals {
-    async fn park(&self, parked: &crate::approval::Parked) -> Result<String, EnvError> {
+impl warden_core::approval::ApprovalQueue for MemoryApprovals {
+    async fn park(&self, parked: &warden_core::approval::Parked) -> Result<String, EnvError> {
         let mut all = self
             .parked
             .lock()

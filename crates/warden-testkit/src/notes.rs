@@ -1,9 +1,11 @@
-//! A small, real MCP server used as an upstream: the embedded default's demo tool set, the
-//! fixture of integration tests and the trivial upstream of `warden bench`.
+//! The tests' upstream: a small, real MCP server, run in-process ([`spawn_http`]) or as a child
+//! process (`warden_fixture notes`, over stdio or HTTP).
 //!
-//! Tools: `list_notes` and `echo` and `add` (reads), `add_note` (mutation), `delete_note`
-//! (destructive mutation), `slow` (a read that waits and honours cancellation) and
-//! `call_count` (how many calls this server executed, for exactly-once tests).
+//! Tools: `list_notes`, `echo` and `add` (reads), `add_note` (mutation), `delete_note`
+//! (destructive mutation), `slow` (a read that waits and honours cancellation), `call_count`
+//! and `cancellations` (what this server executed and saw cancelled, for exactly-once and
+//! cancellation tests), `ask` and `sample` (server-to-client requests) and `progress`
+//! (notifications before the result). A prompt `summarize` and a resource `notes://all`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -1,0 +1,113 @@
+//! The test fixtures as MCP servers of their own, for tests that need a real child process or
+//! a real URL:
+//!
+//! ```text
+//! warden_fixture notes [--stdio | --listen ADDR] [--file FILE]   the tests' upstream
+//! warden_fixture conformance [--stdio | --listen ADDR]          the conformance suite's server
+//! ```
+//!
+//! Over HTTP it prints `mcp: http://ADDR/mcp` on stdout once it listens, and stops on SIGINT
+//! or SIGTERM.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+use tokio_util::sync::CancellationToken;
+use warden_testkit::{conformance, notes};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "warden_fixture",
+    about = "Warden's test fixtures as MCP servers"
+)]
+struct Cli {
+    #[command(subcommand)]
+    server: Server,
+}
+
+#[derive(Debug, Subcommand)]
+enum Server {
+    /// The tests' upstream (`warden_testkit::notes`).
+    Notes {
+        #[command(flatten)]
+        transport: Transport,
+        /// Keep the notes in this JSON file.
+        #[arg(long)]
+        file: Option<PathBuf>,
+    },
+    /// The MCP conformance suite's fixture server (`warden_testkit::conformance`).
+    Conformance {
+        #[command(flatten)]
+        transport: Transport,
+    },
+}
+
+#[derive(Debug, Args)]
+struct Transport {
+    /// Serve over stdin/stdout (the default).
+    #[arg(long, conflicts_with = "listen")]
+    stdio: bool,
+    /// Serve Streamable HTTP at `/mcp` on this address.
+    #[arg(long)]
+    listen: Option<SocketAddr>,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber_init();
+    let cli = Cli::parse();
+    let listen = match &cli.server {
+        Server::Notes { transport, .. } | Server::Conformance { transport } => transport.listen,
+    };
+    let Some(addr) = listen else {
+        return match cli.server {
+            Server::Notes { file, .. } => notes::serve_stdio(notes::NotesServer::new(file)).await,
+            Server::Conformance { .. } => conformance::serve_stdio().await,
+        };
+    };
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
+    println!("mcp: http://{}/mcp", listener.local_addr()?);
+    let shutdown = CancellationToken::new();
+    let signal = shutdown.clone();
+    tokio::spawn(async move {
+        stopped().await;
+        signal.cancel();
+    });
+    match cli.server {
+        Server::Notes { file, .. } => {
+            notes::serve_http(notes::NotesServer::new(file), listener, shutdown).await
+        }
+        Server::Conformance { .. } => conformance::serve_http(listener, shutdown).await,
+    }
+}
+
+/// Logs go to stderr (stdout is the protocol over stdio).
+fn tracing_subscriber_init() {
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .try_init();
+}
+
+async fn stopped() {
+    let interrupt = tokio::signal::ctrl_c();
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|e| anyhow::anyhow!("cannot watch SIGTERM: {e}"));
+    match term.as_mut() {
+        Ok(term) => {
+            tokio::select! {
+                _ = interrupt => {}
+                _ = term.recv() => {}
+            }
+        }
+        Err(_) => {
+            let _ = interrupt.await;
+        }
+    }
+}

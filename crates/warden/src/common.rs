@@ -1,0 +1,150 @@
+//! What the verbs share: errors with their exit status, where the store is, reading
+//! configuration files, the clock.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use warden_core::config::{ConfigError, Kind, Located, parse_documents};
+use warden_core::time::Millis;
+use warden_store::{Location, Store};
+
+use crate::cli::StoreArgs;
+
+/// A usage or configuration error: exit status 2.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// Shorthand for a usage error.
+pub(crate) fn usage(message: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(UsageError(message.into()))
+}
+
+/// Configuration errors, one per line: exit status 2.
+pub(crate) fn config_errors(errors: &[ConfigError]) -> anyhow::Error {
+    usage(
+        errors
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("\nerror: "),
+    )
+}
+
+/// The default data directory: `$XDG_DATA_HOME/warden` or `~/.local/share/warden`.
+pub fn default_data_dir() -> anyhow::Result<PathBuf> {
+    if let Some(xdg) = std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
+        return Ok(PathBuf::from(xdg).join("warden"));
+    }
+    let home = std::env::var_os("HOME")
+        .filter(|v| !v.is_empty())
+        .ok_or_else(|| {
+            usage("cannot find a default data directory ($HOME is not set); pass --data-dir")
+        })?;
+    Ok(PathBuf::from(home).join(".local/share/warden"))
+}
+
+pub(crate) fn location(args: &StoreArgs) -> anyhow::Result<Location> {
+    Ok(match (&args.data_dir, &args.database_url) {
+        (_, Some(url)) => Location::Url(url.clone()),
+        (Some(dir), None) => Location::DataDir(dir.clone()),
+        (None, None) => Location::DataDir(default_data_dir()?),
+    })
+}
+
+pub(crate) async fn open(location: &Location) -> anyhow::Result<Store> {
+    opened(location, Store::open(location).await)
+}
+
+/// [`open`] for `warden serve`: on the embedded store, the server owns the audit spool.
+pub(crate) async fn open_serving(location: &Location) -> anyhow::Result<Store> {
+    opened(location, Store::open_serving(location).await)
+}
+
+fn opened(
+    location: &Location,
+    store: Result<Store, warden_store::StoreError>,
+) -> anyhow::Result<Store> {
+    store.map_err(|e| match e {
+        warden_store::StoreError::Invalid(m) => usage(m),
+        other => anyhow::Error::new(other).context(format!(
+            "failed to open the store at {}",
+            location.display()
+        )),
+    })
+}
+
+pub(crate) fn now() -> Millis {
+    Millis(chrono::Utc::now().timestamp_millis())
+}
+
+/// Who is acting, for operator records in the audit trail.
+pub(crate) fn cli_actor() -> String {
+    let user = std::env::var("USER").unwrap_or_else(|_| "unknown".into());
+    format!("cli:{user}")
+}
+
+/// Reads YAML resources from files and directories (`.yaml`/`.yml`, sorted by name).
+pub(crate) fn read_config_files(paths: &[PathBuf]) -> anyhow::Result<Vec<Located>> {
+    let mut files = Vec::new();
+    for path in paths {
+        collect_files(path, &mut files)?;
+    }
+    let mut resources = Vec::new();
+    let mut errors = Vec::new();
+    for file in files {
+        let label = file.display().to_string();
+        let text = std::fs::read_to_string(&file)
+            .map_err(|e| usage(format!("{label}: cannot be read: {e}")))?;
+        match parse_documents(&label, &text) {
+            Ok(mut docs) => resources.append(&mut docs),
+            Err(mut e) => errors.append(&mut e),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(config_errors(&errors));
+    }
+    Ok(resources)
+}
+
+fn collect_files(path: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
+    let meta = std::fs::metadata(path)
+        .map_err(|e| usage(format!("{}: cannot be read: {e}", path.display())))?;
+    if meta.is_dir() {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
+            .with_context(|| format!("failed to list {}", path.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml")))
+            .collect();
+        entries.sort();
+        if entries.is_empty() {
+            return Err(usage(format!(
+                "{}: no .yaml or .yml files in this directory",
+                path.display()
+            )));
+        }
+        out.extend(entries);
+    } else {
+        out.push(path.to_path_buf());
+    }
+    Ok(())
+}
+
+/// A kind named on the command line (`get`, `describe`, `delete`), in any case, singular or
+/// plural.
+pub(crate) fn parse_kind(s: &str) -> anyhow::Result<Kind> {
+    Kind::parse_loose(s).ok_or_else(|| {
+        let kinds: Vec<&str> = Kind::ALL.iter().map(|k| k.as_str()).collect();
+        usage(format!(
+            "unknown kind `{s}`; expected one of {}",
+            kinds.join(", ")
+        ))
+    })
+}
