@@ -46,7 +46,8 @@ fn object(v: Value) -> Arc<JsonObject> {
     }
 }
 
-fn tools() -> Vec<Tool> {
+/// The notebook's three tools, as it lists them.
+pub fn tools() -> Vec<Tool> {
     let mutation = |destructive| {
         ToolAnnotations::new()
             .read_only(false)
@@ -117,7 +118,8 @@ impl DemoNotes {
             .map_err(|e| McpError::internal_error(format!("cannot save the notes: {e}"), None))
     }
 
-    async fn call(&self, name: &str, args: &JsonObject) -> Result<CallToolResult, McpError> {
+    /// Runs one of [`tools`]; another name is an invalid-params error.
+    pub async fn call(&self, name: &str, args: &JsonObject) -> Result<CallToolResult, McpError> {
         let mut notes = self.notes.lock().await;
         self.load(&mut notes).await;
         match name {

@@ -1,11 +1,11 @@
 //! The tests' upstream: a small, real MCP server, run in-process ([`spawn_http`]) or as a child
 //! process (`warden_fixture notes`, over stdio or HTTP).
 //!
-//! Tools: `list_notes`, `echo` and `add` (reads), `add_note` (mutation), `delete_note`
-//! (destructive mutation), `slow` (a read that waits and honours cancellation), `call_count`
-//! and `cancellations` (what this server executed and saw cancelled, for exactly-once and
-//! cancellation tests), `ask` and `sample` (server-to-client requests) and `progress`
-//! (notifications before the result). A prompt `summarize` and a resource `notes://all`.
+//! The demo's notebook (`warden_mcp::demo`: `list_notes`, `add_note`, `delete_note`, the prompt
+//! `summarize`, the resource `notes://all`) and more tools: `echo` and `add` (reads), `slow`
+//! (a read that waits and honours cancellation), `call_count` and `cancellations` (what this
+//! server executed and saw cancelled, for exactly-once and cancellation tests), `ask` and
+//! `sample` (server-to-client requests) and `progress` (notifications before the result).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -15,38 +15,26 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
-    GetPromptResponse, GetPromptResult, Implementation, JsonObject, ListPromptsResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, Prompt, PromptMessage,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
-    ResourceContents, Role, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    GetPromptResponse, Implementation, JsonObject, ListPromptsResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt as _};
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tokio::sync::Mutex;
-
-/// A note.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Note {
-    /// Its id.
-    pub id: u64,
-    /// Its text.
-    pub text: String,
-}
+use warden_mcp::demo::DemoNotes;
 
 #[derive(Debug, Default)]
-struct State {
-    notes: Mutex<Vec<Note>>,
+struct Counts {
     calls: AtomicU64,
     cancellations: AtomicU64,
-    file: Option<PathBuf>,
 }
 
 /// The fixture server. Cheap to clone: state is shared.
 #[derive(Clone, Debug)]
 pub struct NotesServer {
-    state: Arc<State>,
+    notebook: DemoNotes,
+    counts: Arc<Counts>,
     tools: Arc<Vec<Tool>>,
 }
 
@@ -59,21 +47,8 @@ fn schema(v: Value) -> Arc<JsonObject> {
 
 fn tools() -> Vec<Tool> {
     let read = || ToolAnnotations::new().read_only(true).open_world(false);
-    vec![
-        Tool::new("list_notes", "List every note", schema(json!({"type": "object", "properties": {}})))
-            .with_annotations(read()),
-        Tool::new(
-            "add_note",
-            "Add a note",
-            schema(json!({"type": "object", "properties": {"text": {"type": "string", "minLength": 1}}, "required": ["text"]})),
-        )
-        .with_annotations(ToolAnnotations::new().read_only(false).destructive(false).open_world(false)),
-        Tool::new(
-            "delete_note",
-            "Delete a note by id",
-            schema(json!({"type": "object", "properties": {"id": {"type": "integer", "minimum": 1}}, "required": ["id"]})),
-        )
-        .with_annotations(ToolAnnotations::new().read_only(false).destructive(true).open_world(false)),
+    let mut tools = warden_mcp::demo::tools();
+    tools.extend([
         Tool::new(
             "echo",
             "Echo a text",
@@ -115,51 +90,23 @@ fn tools() -> Vec<Tool> {
             schema(json!({"type": "object", "properties": {"steps": {"type": "integer", "minimum": 1, "maximum": 100}, "delay_ms": {"type": "integer", "minimum": 0, "maximum": 10000}}, "required": ["steps"]})),
         )
         .with_annotations(read()),
-    ]
+    ]);
+    tools
 }
 
 impl NotesServer {
     /// A server keeping notes in memory, or in `file` (JSON) when given.
     pub fn new(file: Option<PathBuf>) -> Self {
-        let notes = file
-            .as_ref()
-            .and_then(|f| std::fs::read_to_string(f).ok())
-            .and_then(|text| serde_json::from_str::<Vec<Note>>(&text).ok())
-            .unwrap_or_default();
         Self {
-            state: Arc::new(State {
-                notes: Mutex::new(notes),
-                calls: AtomicU64::new(0),
-                cancellations: AtomicU64::new(0),
-                file,
-            }),
+            notebook: DemoNotes::new(file),
+            counts: Arc::new(Counts::default()),
             tools: Arc::new(tools()),
         }
     }
 
     /// Tool calls executed so far.
     pub fn calls(&self) -> u64 {
-        self.state.calls.load(Ordering::SeqCst)
-    }
-
-    /// With a file, other processes may share it (a server and `warden stdio` on one data
-    /// directory): read it again before each use.
-    async fn reload(&self, notes: &mut Vec<Note>) {
-        if let Some(file) = &self.state.file
-            && let Ok(text) = tokio::fs::read_to_string(file).await
-            && let Ok(on_disk) = serde_json::from_str::<Vec<Note>>(&text)
-        {
-            *notes = on_disk;
-        }
-    }
-
-    async fn persist(&self, notes: &[Note]) {
-        if let Some(file) = &self.state.file
-            && let Ok(text) = serde_json::to_string_pretty(notes)
-            && let Err(e) = tokio::fs::write(file, text).await
-        {
-            tracing::warn!(error = %e, "cannot save the notes");
-        }
+        self.counts.calls.load(Ordering::SeqCst)
     }
 
     async fn run(
@@ -176,29 +123,7 @@ impl NotesServer {
             r
         };
         match name {
-            "list_notes" => Ok(structured(json!({"notes": *self.state.notes.lock().await}))),
-            "add_note" => {
-                let text = text_arg("text")
-                    .ok_or_else(|| McpError::invalid_params("`text` is required", None))?;
-                let mut notes = self.state.notes.lock().await;
-                let id = notes.iter().map(|n| n.id).max().unwrap_or(0) + 1;
-                notes.push(Note { id, text });
-                self.persist(&notes).await;
-                Ok(structured(json!({"id": id})))
-            }
-            "delete_note" => {
-                let id = args
-                    .get("id")
-                    .and_then(Value::as_u64)
-                    .ok_or_else(|| McpError::invalid_params("`id` is required", None))?;
-                let mut notes = self.state.notes.lock().await;
-                self.reload(&mut notes).await;
-                let before = notes.len();
-                notes.retain(|n| n.id != id);
-                let deleted = notes.len() != before;
-                self.persist(&notes).await;
-                Ok(structured(json!({"deleted": deleted})))
-            }
+            "list_notes" | "add_note" | "delete_note" => self.notebook.call(name, args).await,
             "echo" => Ok(CallToolResult::success(vec![ContentBlock::text(
                 text_arg("text").unwrap_or_default(),
             )])),
@@ -211,14 +136,14 @@ impl NotesServer {
                 tokio::select! {
                     () = tokio::time::sleep(Duration::from_millis(ms)) => Ok(structured(json!({"slept_ms": ms}))),
                     () = ctx.ct.cancelled() => {
-                        self.state.cancellations.fetch_add(1, Ordering::SeqCst);
+                        self.counts.cancellations.fetch_add(1, Ordering::SeqCst);
                         Err(McpError::internal_error("cancelled", None))
                     }
                 }
             }
             "call_count" => Ok(structured(json!({"calls": self.calls()}))),
             "cancellations" => Ok(structured(
-                json!({"cancellations": self.state.cancellations.load(Ordering::SeqCst)}),
+                json!({"cancellations": self.counts.cancellations.load(Ordering::SeqCst)}),
             )),
             "ask" => {
                 let question = text_arg("question").unwrap_or_default();
@@ -320,59 +245,34 @@ impl ServerHandler for NotesServer {
 
     async fn list_prompts(
         &self,
-        _request: Option<PaginatedRequestParams>,
-        _ctx: RequestContext<RoleServer>,
+        request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
-        Ok(ListPromptsResult::with_all_items(vec![Prompt::new(
-            "summarize",
-            Some("Summarize the notes"),
-            None,
-        )]))
+        self.notebook.list_prompts(request, ctx).await
     }
 
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _ctx: RequestContext<RoleServer>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
-        if request.name != "summarize" {
-            return Err(McpError::invalid_params(
-                format!("unknown prompt `{}`", request.name),
-                None,
-            ));
-        }
-        Ok(GetPromptResult::new(vec![PromptMessage::new_text(
-            Role::User,
-            "Summarize the notes in one line.",
-        )])
-        .into())
+        self.notebook.get_prompt(request, ctx).await
     }
 
     async fn list_resources(
         &self,
-        _request: Option<PaginatedRequestParams>,
-        _ctx: RequestContext<RoleServer>,
+        request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        Ok(ListResourcesResult::with_all_items(vec![
-            Resource::new("notes://all", "all notes").with_mime_type("application/json"),
-        ]))
+        self.notebook.list_resources(request, ctx).await
     }
 
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _ctx: RequestContext<RoleServer>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        if request.uri != "notes://all" {
-            return Err(McpError::resource_not_found(
-                format!("unknown resource `{}`", request.uri),
-                None,
-            ));
-        }
-        let mut notes = self.state.notes.lock().await;
-        self.reload(&mut notes).await;
-        let text = serde_json::to_string(&*notes).unwrap_or_default();
-        Ok(ReadResourceResult::new(vec![ResourceContents::text(text, request.uri.clone())]).into())
+        self.notebook.read_resource(request, ctx).await
     }
 
     async fn call_tool(
@@ -398,7 +298,7 @@ impl ServerHandler for NotesServer {
                 .as_ref()
                 .and_then(|r| r.get("answer"))
             {
-                self.state.calls.fetch_add(1, Ordering::SeqCst);
+                self.counts.calls.fetch_add(1, Ordering::SeqCst);
                 let v = json!({"answer": answer, "requestState": request.request_state});
                 let mut r = CallToolResult::success(vec![ContentBlock::text(v.to_string())]);
                 r.structured_content = Some(v);
@@ -427,7 +327,7 @@ impl ServerHandler for NotesServer {
         }
         let result = self.run(&request.name, &args, &ctx).await;
         if result.is_ok() {
-            self.state.calls.fetch_add(1, Ordering::SeqCst);
+            self.counts.calls.fetch_add(1, Ordering::SeqCst);
         }
         result.map(Into::into)
     }
