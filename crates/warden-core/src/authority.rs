@@ -6,7 +6,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::capability::{Capability, Grant};
+use crate::capability::{Capability, Grant, RUN_PROJECTS};
 use crate::name::Name;
 use crate::policy::{Actor, Policy};
 use crate::principal::{Credential, Principal};
@@ -77,6 +77,22 @@ pub enum AuthorityError {
 }
 
 impl Authority {
+    /// The capabilities this run holds, as patterns: the grant's (`owner ∩ scopes`, see
+    /// [`Grant::effective`]) with its `run:projects:…` patterns replaced by the projects whose
+    /// tools the run may use — so a token bound to one project shows that project only, never
+    /// its owner's others.
+    pub fn effective_capabilities(&self) -> Vec<Capability> {
+        let mut held: Vec<Capability> = self
+            .grant
+            .effective()
+            .into_iter()
+            .filter(|c| !c.as_str().starts_with(RUN_PROJECTS))
+            .collect();
+        held.extend(self.projects.keys().map(Capability::run_project));
+        held.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+        held
+    }
+
     /// Who this run acts as, for matching the policy's subjects.
     pub fn actor(&self) -> Actor<'_> {
         Actor {

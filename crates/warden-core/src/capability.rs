@@ -146,6 +146,33 @@ impl Grant {
     pub fn holds(&self, cap: &str) -> bool {
         self.owner.allows(cap) && self.ceiling.as_ref().is_none_or(|c| c.allows(cap))
     }
+
+    /// The patterns held, `owner ∩ ceiling` as patterns: of an owner pattern and a scope
+    /// pattern where one covers the other, the narrower one. Two patterns that overlap without
+    /// either covering the other (`a:*:x` and `a:y:*`) give nothing: what is listed is held,
+    /// never more.
+    pub fn effective(&self) -> Vec<Capability> {
+        let Some(ceiling) = &self.ceiling else {
+            return self.owner.patterns().to_vec();
+        };
+        let mut held: Vec<Capability> = Vec::new();
+        for owned in self.owner.patterns() {
+            for scope in ceiling.patterns() {
+                let narrower = if owned.matches(scope.as_str()) {
+                    scope
+                } else if scope.matches(owned.as_str()) {
+                    owned
+                } else {
+                    continue;
+                };
+                if !held.contains(narrower) {
+                    held.push(narrower.clone());
+                }
+            }
+        }
+        held.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+        held
+    }
 }
 
 #[cfg(test)]
@@ -167,6 +194,22 @@ mod tests {
         assert!(grant.holds("ledger:read"));
         // the scope allows ledger:write but the owner does not hold it: never wider than the owner
         assert!(!grant.holds("ledger:write"));
+    }
+
+    #[test]
+    fn the_effective_patterns_are_the_narrower_of_each_covering_pair() {
+        let grant = Grant {
+            owner: set(&["run:projects:*", "ledger:read", "tasks:create"]),
+            ceiling: Some(set(&["run:projects:payments", "ledger:*"])),
+        };
+        let held = grant.effective();
+        let held: Vec<&str> = held.iter().map(Capability::as_str).collect();
+        assert_eq!(held, ["ledger:read", "run:projects:payments"]);
+        let unscoped = Grant {
+            owner: set(&["run:projects:*"]),
+            ceiling: None,
+        };
+        assert_eq!(unscoped.effective(), [Capability::new("run:projects:*")]);
     }
 
     #[test]

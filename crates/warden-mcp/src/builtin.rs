@@ -139,7 +139,9 @@ pub fn whoami(authority: &Authority) -> Value {
         "agent": authority.agent,
         "projects": projects,
         "knowledgeOnly": knowledge_only,
-        "capabilities": authority.grant.owner.patterns(),
+        // The run's effective scope only: never the owner's grant for projects this credential
+        // cannot reach.
+        "capabilities": authority.effective_capabilities(),
         "scopes": authority.grant.ceiling.as_ref().map(|c| c.patterns().to_vec()),
         "toolsWithheld": authority.withheld,
     })

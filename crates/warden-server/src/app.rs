@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use warden_mcp::upstream::UpstreamStatus;
 use warden_mcp::{McpHandler, SessionAuth};
 
+use crate::sessions::SessionOwners;
 use crate::state::{AppState, MAX_BODY_BYTES};
 use crate::{admin, auth, hosts, inline};
 
@@ -51,7 +52,9 @@ fn routes(state: Arc<AppState>, shutdown: CancellationToken) -> (Router, Endpoin
         .with_sse_keep_alive(Some(Duration::from_secs(15)))
         // Host and Origin are checked by our own middleware for every route.
         .disable_allowed_hosts()
+        .with_max_request_body_bytes(MAX_BODY_BYTES)
         .with_cancellation_token(shutdown.child_token());
+    let sessions = Arc::new(LocalSessionManager::default());
     let mcp = StreamableHttpService::new(
         move || {
             Ok(McpHandler::new(
@@ -60,10 +63,11 @@ fn routes(state: Arc<AppState>, shutdown: CancellationToken) -> (Router, Endpoin
                 None,
             ))
         },
-        Arc::new(LocalSessionManager::default()),
+        sessions.clone(),
         config,
     );
-    let endpoint = inline::McpEndpoint::new(state.gateway.clone(), mcp);
+    let owners = Arc::new(SessionOwners::new(sessions));
+    let endpoint = inline::McpEndpoint::new(state.gateway.clone(), mcp, owners);
     let routed = endpoint.clone();
     let serve = move |request: axum::extract::Request| routed.clone().serve(request);
     let authenticated = Router::new()
@@ -161,7 +165,13 @@ async fn healthz() -> &'static str {
 
 /// Ready when the store answers and the configuration is loaded; the body lists upstreams.
 async fn readyz(State(state): State<Arc<AppState>>) -> Response {
-    let store_ok = state.gateway.store().revision().await.is_ok();
+    // Ready only while the store is there, answers and takes appends: a removed database
+    // file, a held write lock or a full disk fail every governed call (REL-2).
+    let store = state.gateway.store();
+    let problem = match store.health().await {
+        Err(e) => Some(e.to_string()),
+        Ok(_) => store.append_problem(),
+    };
     let snapshot = state.gateway.snapshot();
     let upstreams: serde_json::Map<String, serde_json::Value> = state
         .gateway
@@ -175,13 +185,16 @@ async fn readyz(State(state): State<Arc<AppState>>) -> Response {
             )
         })
         .collect();
-    let ready = store_ok && snapshot.loaded;
-    let body = serde_json::json!({
+    let ready = problem.is_none() && snapshot.store_ok && snapshot.loaded;
+    let mut body = serde_json::json!({
         "ready": ready,
-        "store": if store_ok { "ok" } else { "unreachable" },
+        "store": if problem.is_none() && snapshot.store_ok { "ok" } else { "unavailable" },
         "revision": snapshot.revision,
         "upstreams": upstreams,
     });
+    if let (Some(problem), Some(fields)) = (problem, body.as_object_mut()) {
+        fields.insert("storeProblem".into(), serde_json::Value::String(problem));
+    }
     let status = if ready {
         StatusCode::OK
     } else {

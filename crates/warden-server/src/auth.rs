@@ -2,7 +2,10 @@
 //!
 //! Identity comes only from a verified credential: identity headers such as
 //! `x-service-account` are ignored (and logged). Failed authentications are counted per
-//! source address and limited.
+//! source address and limited — the failures only: a valid credential is always let through,
+//! so that one client's mistakes never lock out its neighbours behind the same address (every
+//! local agent shares loopback). Past the limit a bad credential is answered 429 instead of
+//! 401, counted (`warden_auth_rate_limited_total`) and logged, never with what was presented.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -82,15 +85,6 @@ pub(crate) fn verify(
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
         .map(|c| c.0.ip());
-    if let Some(ip) = source
-        && failures.blocked(ip)
-    {
-        return Err((
-            StatusCode::TOO_MANY_REQUESTS,
-            "too many failed authentications from this address; try again in a minute\n",
-        )
-            .into_response());
-    }
     for name in &IDENTITY_HEADERS {
         if request.headers().contains_key(name) {
             tracing::warn!(
@@ -118,6 +112,21 @@ pub(crate) fn verify(
     let credential = match gateway.authenticate(&token) {
         Ok(c) => c,
         Err(e) => {
+            if let Some(ip) = source
+                && failures.blocked(ip)
+            {
+                metrics::counter!("warden_auth_rate_limited_total").increment(1);
+                tracing::warn!(
+                    source = %ip,
+                    reason = %e,
+                    "authentication failed past the limit of this address: answered 429"
+                );
+                return Err((
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "too many failed authentications from this address; try again in a minute\n",
+                )
+                    .into_response());
+            }
             if let Some(ip) = source {
                 failures.record(ip);
             }

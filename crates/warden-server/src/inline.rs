@@ -39,6 +39,8 @@ use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 use warden_mcp::{Gateway, McpHandler, SessionAuth};
 
+use crate::sessions::SessionOwners;
+
 /// The MCP headers read on every request, as names: a lookup by string parses it first.
 static MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
 static MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
@@ -53,6 +55,7 @@ const MAX_INLINE_BODY: u64 = crate::state::MAX_BODY_BYTES as u64;
 pub(crate) struct McpEndpoint<S> {
     gateway: Arc<Gateway>,
     rmcp: S,
+    sessions: Arc<SessionOwners>,
     peer: Arc<OnceLock<Peer<RoleServer>>>,
     served: Arc<Served>,
 }
@@ -71,10 +74,11 @@ where
     S::Future: Send,
 {
     /// The metrics recorder must be installed first: the counters are registered here.
-    pub(crate) fn new(gateway: Arc<Gateway>, rmcp: S) -> Self {
+    pub(crate) fn new(gateway: Arc<Gateway>, rmcp: S, sessions: Arc<SessionOwners>) -> Self {
         Self {
             gateway,
             rmcp,
+            sessions,
             peer: Arc::new(OnceLock::new()),
             served: Arc::new(Served {
                 inline: metrics::counter!("warden_mcp_requests_total", "served" => "inline"),
@@ -117,11 +121,43 @@ where
         }
     }
 
-    async fn delegate(self, request: Request) -> Response {
+    /// Hands a request to rmcp, on the session its credential owns (`sessions.rs`), with
+    /// JSON-RPC's own answer to a body that is no JSON-RPC request (`jsonrpc.rs`).
+    async fn delegate(self, mut request: Request) -> Response {
         self.served.rmcp.increment(1);
-        match self.rmcp.oneshot(request).await {
+        let screened = match self.sessions.screen(&mut request) {
+            Ok(screened) => screened,
+            Err(refused) => return refused,
+        };
+        let mut sent = None;
+        if request.method() == http::Method::POST && json_content(request.headers()) {
+            let (parts, body) = request.into_parts();
+            let bytes = match axum::body::to_bytes(body, MAX_INLINE_BODY as usize).await {
+                Ok(bytes) => bytes,
+                Err(_) => {
+                    return (
+                        StatusCode::PAYLOAD_TOO_LARGE,
+                        format!("Payload Too Large: request body exceeds {MAX_INLINE_BODY} bytes"),
+                    )
+                        .into_response();
+                }
+            };
+            sent = Some(bytes.clone());
+            request = Request::from_parts(parts, Body::from(bytes));
+        }
+        let response = match self.rmcp.oneshot(request).await {
             Ok(response) => response.into_response(),
             Err(never) => match never {},
+        };
+        if self.sessions.settle(screened, &response) {
+            self.sessions.prune().await;
+        }
+        match sent {
+            // With a JSON body, rmcp's 415 means that it is no JSON-RPC message.
+            Some(body) if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE => {
+                crate::jsonrpc::malformed(&body)
+            }
+            _ => response,
         }
     }
 
@@ -182,6 +218,18 @@ where
     }
 }
 
+/// Whether the body is declared JSON (`Content-Type: application/json`, any parameters).
+fn json_content(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.split(';')
+                .next()
+                .is_some_and(|e| e.trim().eq_ignore_ascii_case("application/json"))
+        })
+}
+
 /// Whether the headers allow an inline answer; the body decides the rest.
 pub(crate) fn candidate(request: &Request) -> bool {
     let headers = request.headers();
@@ -189,14 +237,7 @@ pub(crate) fn candidate(request: &Request) -> bool {
         && !headers.contains_key(&MCP_SESSION_ID)
         && single(headers, &MCP_PROTOCOL_VERSION) == Some(ProtocolVersion::V_2026_07_28.as_str())
         && accepts_json_and_sse(headers)
-        && headers
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| {
-                v.split(';')
-                    .next()
-                    .is_some_and(|e| e.trim().eq_ignore_ascii_case("application/json"))
-            })
+        && json_content(headers)
         && headers
             .get(header::CONTENT_LENGTH)
             .and_then(|v| v.to_str().ok())

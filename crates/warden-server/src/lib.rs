@@ -5,7 +5,9 @@
 //! authentication: a missing or bad token gets 401 with a one-line reason.
 //!
 //! - [`app`]: the routes and the service the listeners serve; [`inline`]: stateless
-//!   2026-07-28 calls answered on the connection's own task;
+//!   2026-07-28 calls answered on the connection's own task, everything else handed to rmcp;
+//!   [`sessions`]: each 2025-11-25 session kept to its credential; [`jsonrpc`]: JSON-RPC's
+//!   errors for bodies that are no JSON-RPC request;
 //! - [`serve`]: sockets, serving threads, background work;
 //! - [`auth`], [`hosts`]: authentication and the host check; [`admin`]: the admin API;
 //!   [`agents`]: agent runs and schedules; [`state`]: what the handlers share.
@@ -16,7 +18,9 @@ mod app;
 mod auth;
 mod hosts;
 mod inline;
+mod jsonrpc;
 mod serve;
+mod sessions;
 mod state;
 
 pub use admin::{

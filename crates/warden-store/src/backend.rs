@@ -179,6 +179,13 @@ impl AuditSink for Sink {
         }
     }
 
+    fn check(&self) -> Result<(), StoreError> {
+        match self {
+            Sink::Sqlite(s) => s.check(),
+            Sink::Postgres(s) => s.check(),
+        }
+    }
+
     async fn settle_for_read(&self) -> Result<(), StoreError> {
         match self {
             Sink::Sqlite(s) => s.settle_for_read().await,

@@ -26,6 +26,9 @@ pub enum StoreError {
     /// Stored data cannot be read back.
     #[error("the store holds unreadable data: {0}")]
     Corrupt(String),
+    /// No store where one was expected (a command that does not create one).
+    #[error("{0}")]
+    Missing(String),
     /// Bad input to the store (an unsupported URL, …).
     #[error("{0}")]
     Invalid(String),

@@ -9,6 +9,7 @@
 mod approvals;
 mod backend;
 mod error;
+mod health;
 mod location;
 mod migrations;
 mod postgres;
@@ -52,6 +53,8 @@ pub struct Store {
     /// the audit spool and chained in bulk moments later; on PostgreSQL, group-committed by a
     /// writer task. Each append is acknowledged once durable.
     sink: Sink,
+    /// Whether the latest audit append succeeded.
+    appends: health::AppendHealth,
 }
 
 /// A token just created: the credential and its secret, shown once.
@@ -88,6 +91,44 @@ impl Store {
         Self::open_as(location, None).await
     }
 
+    /// [`Store::open`] for a command that reads, or changes only what exists (`audit`, `get`,
+    /// `describe`, `delete`, `token list`, …): where there is no store it is refused with
+    /// [`StoreError::Missing`], never created.
+    pub async fn open_existing(location: &Location) -> Result<Self, StoreError> {
+        let missing = |what: String| {
+            Err(StoreError::Missing(format!(
+                "no Warden store at {what}; `warden serve` or `warden migrate` creates one"
+            )))
+        };
+        match location {
+            Location::DataDir(dir) => {
+                let file = dir.join(SQLITE_FILE);
+                if !file.is_file() {
+                    return missing(format!("{} (no such file)", file.display()));
+                }
+            }
+            Location::Url(url) if url.starts_with("sqlite:") => {
+                if let Some(file) = sqlite::url_file(url)
+                    && !file.is_file()
+                {
+                    return missing(format!("{} (no such file)", file.display()));
+                }
+            }
+            Location::Url(url)
+                if url.starts_with("postgres://") || url.starts_with("postgresql://") =>
+            {
+                if !postgres::has_schema(url).await? {
+                    return missing(format!(
+                        "{} (the database has no Warden tables)",
+                        redact_url(url)
+                    ));
+                }
+            }
+            Location::Url(_) => {}
+        }
+        Self::open(location).await
+    }
+
     /// [`Store::open`] for a long-running server: on the embedded store it owns the audit
     /// spool, so that a call's audit records are made durable with one write to the spool and
     /// inserted into the chain in bulk off the call path (see `sqlite/spool/`). A store whose spool
@@ -120,7 +161,11 @@ impl Store {
                 )));
             }
         };
-        Ok(Store { backend, sink })
+        Ok(Store {
+            backend,
+            sink,
+            appends: health::AppendHealth::default(),
+        })
     }
 
     /// Which backend this is: `sqlite` or `postgres`.
@@ -396,7 +441,23 @@ impl Store {
         if records.is_empty() {
             return Ok(());
         }
-        self.sink.append(records).await
+        let result = self.sink.append(records).await;
+        self.appends.record(&result);
+        result
+    }
+
+    /// Whether the store is there and answers: the embedded store's database file is still
+    /// the one it opened (`sqlite/files.rs`) and the database answers. `Ok` with the current
+    /// revision.
+    pub async fn health(&self) -> Result<u64, StoreError> {
+        self.sink.check()?;
+        self.backend.revision().await
+    }
+
+    /// Why the latest audit append failed, while appends fail (a held write lock, a full
+    /// disk, a lost connection or database file).
+    pub fn append_problem(&self) -> Option<String> {
+        self.appends.problem()
     }
 
     /// A change of resources (`AdminChange::Resources`) and its record: the new revision.

@@ -41,6 +41,10 @@ pub(crate) trait AuditSink {
     /// process, or by another that shares the database — is in the chain.
     fn settle_for_read(&self) -> impl Future<Output = Result<(), StoreError>> + Send;
 
+    /// Whether the store this sink writes is still the store it opened (the embedded store's
+    /// database file, `sqlite/files.rs`); a lost store fails every later append.
+    fn check(&self) -> Result<(), StoreError>;
+
     /// Refuses later appends and admin changes; what is acknowledged but not yet in the chain
     /// is inserted first.
     fn close(&self);

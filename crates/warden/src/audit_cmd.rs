@@ -3,12 +3,12 @@
 use warden_store::AuditFilter;
 
 use crate::cli::{AuditArgs, AuditCommand, Output};
-use crate::common::{location, now, open, usage};
+use crate::common::{location, now, open_existing, usage};
 use crate::output;
 
 pub(crate) async fn run(args: AuditArgs) -> anyhow::Result<()> {
     if let Some(AuditCommand::Verify(v)) = &args.command {
-        let store = open(&location(&v.store)?).await?;
+        let store = open_existing(&location(&v.store)?).await?;
         return match store.verify_audit().await? {
             Ok(n) => {
                 println!("audit chain verified: {n} records");
@@ -47,7 +47,7 @@ pub(crate) async fn run(args: AuditArgs) -> anyhow::Result<()> {
         limit: Some(args.limit),
         newest_first: false,
     };
-    let store = open(&location(&args.store)?).await?;
+    let store = open_existing(&location(&args.store)?).await?;
     let records = store.audit(&filter).await?;
     match args.output {
         Output::Json => {

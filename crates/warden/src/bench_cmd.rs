@@ -3,7 +3,7 @@
 use warden_bench::{Amount, BenchOptions, Era, Mix, Op, Tools};
 
 use crate::cli::{BenchArgs, BenchCommand, Output};
-use crate::common::{location, open, usage};
+use crate::common::{location, open, open_existing, usage};
 use crate::serve;
 
 pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<()> {
@@ -49,7 +49,7 @@ pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<()> {
             Ok(())
         }
         Some(BenchCommand::Trail(a)) => {
-            let store = open(&location(&a.store)?).await?;
+            let store = open_existing(&location(&a.store)?).await?;
             let (records, took) =
                 warden_bench::seed::read_trail(&store, &a.run, usize::from(a.times))
                     .await

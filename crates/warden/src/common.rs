@@ -63,6 +63,12 @@ pub(crate) async fn open(location: &Location) -> anyhow::Result<Store> {
     opened(location, Store::open(location).await)
 }
 
+/// [`open`] for a command that reads, or changes only what exists: a missing store is a
+/// runtime error (exit 1), and nothing is created.
+pub(crate) async fn open_existing(location: &Location) -> anyhow::Result<Store> {
+    opened(location, Store::open_existing(location).await)
+}
+
 /// [`open`] for `warden serve`: on the embedded store, the server owns the audit spool.
 pub(crate) async fn open_serving(location: &Location) -> anyhow::Result<Store> {
     opened(location, Store::open_serving(location).await)
@@ -74,6 +80,7 @@ fn opened(
 ) -> anyhow::Result<Store> {
     store.map_err(|e| match e {
         warden_store::StoreError::Invalid(m) => usage(m),
+        warden_store::StoreError::Missing(m) => anyhow::anyhow!(m),
         other => anyhow::Error::new(other).context(format!(
             "failed to open the store at {}",
             location.display()

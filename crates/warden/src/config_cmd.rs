@@ -8,7 +8,8 @@ use warden_core::principal::Subject;
 
 use crate::cli::{ApplyArgs, ConfigCommand, DeleteArgs, GetArgs, KillArgs, Output};
 use crate::common::{
-    cli_actor, config_errors, location, now, open, parse_kind, read_config_files, usage,
+    cli_actor, config_errors, location, now, open, open_existing, parse_kind, read_config_files,
+    usage,
 };
 use crate::output;
 
@@ -68,7 +69,7 @@ pub(crate) async fn get(args: GetArgs) -> anyhow::Result<()> {
         return crate::runs_cmd::list(args).await;
     }
     let kind = parse_kind(&args.kind)?;
-    let store = open(&location(&args.store)?).await?;
+    let store = open_existing(&location(&args.store)?).await?;
     let (config, _) = store.load_config().await?;
     let mut resources: Vec<&Resource> = config.of_kind(kind).collect();
     if let Some(name) = &args.name {
@@ -190,7 +191,7 @@ fn rows(kind: Kind, resources: &[&Resource]) -> (Vec<&'static str>, Vec<Vec<Stri
 
 pub(crate) async fn delete(args: DeleteArgs) -> anyhow::Result<()> {
     let kind = parse_kind(&args.kind)?;
-    let store = open(&location(&args.store)?).await?;
+    let store = open_existing(&location(&args.store)?).await?;
     let (config, _) = store.load_config().await?;
     if !config.contains(kind, &args.name) {
         return Err(anyhow::anyhow!("no {kind} named `{}`", args.name));

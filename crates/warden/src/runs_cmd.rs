@@ -4,11 +4,11 @@
 use serde_json::Value;
 
 use crate::cli::{DescribeArgs, GetArgs, Output};
-use crate::common::{location, open};
+use crate::common::{location, open_existing};
 use crate::output;
 
 pub(crate) async fn list(args: GetArgs) -> anyhow::Result<()> {
-    let store = open(&location(&args.store)?).await?;
+    let store = open_existing(&location(&args.store)?).await?;
     let mut runs = store.runs(None, 100).await?;
     if let Some(id) = &args.name {
         runs.retain(|r| &r.id == id);
@@ -45,7 +45,7 @@ pub(crate) async fn list(args: GetArgs) -> anyhow::Result<()> {
 }
 
 pub(crate) async fn describe(args: DescribeArgs) -> anyhow::Result<()> {
-    let store = open(&location(&args.store)?).await?;
+    let store = open_existing(&location(&args.store)?).await?;
     if !matches!(args.kind.to_ascii_lowercase().as_str(), "run" | "runs") {
         let kind = crate::common::parse_kind(&args.kind)?;
         let (config, _) = store.load_config().await?;

@@ -7,7 +7,7 @@ use warden_core::principal::{CredentialKind, Principal};
 use warden_store::TokenRequest;
 
 use crate::cli::{Output, TokenCommand};
-use crate::common::{cli_actor, location, now, open, usage};
+use crate::common::{cli_actor, location, now, open, open_existing, usage};
 use crate::output;
 
 pub(crate) async fn run(cmd: TokenCommand) -> anyhow::Result<()> {
@@ -77,7 +77,7 @@ pub(crate) async fn run(cmd: TokenCommand) -> anyhow::Result<()> {
             }
         }
         TokenCommand::List(args) => {
-            let store = open(&location(&args.store)?).await?;
+            let store = open_existing(&location(&args.store)?).await?;
             let credentials = store.credentials().await?;
             let now = now();
             match args.output {
@@ -121,7 +121,7 @@ pub(crate) async fn run(cmd: TokenCommand) -> anyhow::Result<()> {
             }
         }
         TokenCommand::Revoke(args) => {
-            let store = open(&location(&args.store)?).await?;
+            let store = open_existing(&location(&args.store)?).await?;
             if store.revoke_token(&args.id, &cli_actor(), now()).await? {
                 println!("token {} revoked", args.id);
                 Ok(())

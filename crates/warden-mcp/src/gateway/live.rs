@@ -146,6 +146,7 @@ impl Live {
                     store_ok: true,
                     loaded: true,
                 }));
+                metrics::gauge!("warden_store_up").set(1.0);
                 let _ = self.catalog_changed.send(());
                 tracing::debug!(revision, "configuration loaded");
             }
@@ -154,6 +155,7 @@ impl Live {
     }
 
     fn mark_store(&self, ok: bool, error: Option<&str>) {
+        metrics::gauge!("warden_store_up").set(if ok { 1.0 } else { 0.0 });
         let current = self.snapshot.load_full();
         if current.store_ok == ok {
             return;
@@ -253,7 +255,9 @@ pub(super) async fn watch(
             () = cancel.cancelled() => return,
             _ = timer.tick() => {
                 let Some(live) = live.upgrade() else { return };
-                match live.store.revision().await {
+                // Health, not only the revision: the embedded store's file must still be the
+                // one it opened (a deleted database keeps answering through its open handle).
+                match live.store.health().await {
                     Ok(revision) => {
                         let current = live.snapshot.load();
                         if revision != current.revision || !current.store_ok || !current.loaded {

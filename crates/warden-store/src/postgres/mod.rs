@@ -11,6 +11,17 @@ pub(crate) use sink::PgSink;
 
 use crate::error::StoreError;
 
+/// Whether the database at `url` holds Warden's tables (its migrations table), without
+/// changing anything.
+pub(crate) async fn has_schema(url: &str) -> Result<bool, StoreError> {
+    let backend = PgBackend::open(url).await?;
+    let found: Option<String> = sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations')::text")
+        .fetch_one(&backend.pool)
+        .await?;
+    backend.pool.close().await;
+    Ok(found.is_some())
+}
+
 /// Opens and migrates the database at `url`, and starts its audit sink.
 pub(crate) async fn open(url: &str) -> Result<(PgBackend, PgSink), StoreError> {
     let backend = PgBackend::open(url).await?;

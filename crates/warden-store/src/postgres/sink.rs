@@ -27,6 +27,11 @@ impl PgSink {
 }
 
 impl AuditSink for PgSink {
+    /// A PostgreSQL store is its connection: a lost one fails the append itself.
+    fn check(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
     async fn append(&self, records: Vec<NewRecord>) -> Result<(), StoreError> {
         let (done, durable) = oneshot::channel();
         self.queue

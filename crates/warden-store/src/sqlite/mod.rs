@@ -20,6 +20,7 @@
 mod appender;
 mod backend;
 mod chain;
+mod files;
 mod sink;
 mod spool;
 
@@ -47,6 +48,14 @@ pub(crate) async fn open_url(
     serving: Option<Duration>,
 ) -> Result<(SqliteBackend, SqliteSink), StoreError> {
     opened(SqliteBackend::open_url(url).await?, serving).await
+}
+
+/// The database file a `sqlite:` URL names, if it is a valid URL.
+pub(crate) fn url_file(url: &str) -> Option<std::path::PathBuf> {
+    use std::str::FromStr as _;
+    sqlx::sqlite::SqliteConnectOptions::from_str(url)
+        .ok()
+        .map(|o| o.get_filename().to_path_buf())
 }
 
 async fn opened(

@@ -9,6 +9,7 @@ use warden_core::audit::NewRecord;
 
 use super::appender::SqliteAppender;
 use super::chain::parse_inserted;
+use super::files::DatabaseFile;
 use super::spool::{self, Spool};
 use crate::error::StoreError;
 use crate::sink::{AdminChange, AuditSink, PendingAppend};
@@ -23,6 +24,8 @@ pub(crate) struct SqliteSink {
     /// changes.
     pub(super) appender: SqliteAppender,
     pub(super) durable: Durable,
+    /// The database file this sink writes, checked before an append is acknowledged.
+    pub(super) database: DatabaseFile,
 }
 
 /// How an append is made durable.
@@ -41,6 +44,7 @@ impl SqliteSink {
     /// insert delay for a serving store, which keeps the spool and appends to it.
     pub(super) async fn open(file: &Path, serving: Option<Duration>) -> Result<Self, StoreError> {
         let appender = SqliteAppender::start(file)?;
+        let database = DatabaseFile::capture(file)?;
         let spool_path = spool::path_for(file);
         let mut claimed = spool::claim(&spool_path, &appender)?;
         if serving.is_some() {
@@ -66,7 +70,11 @@ impl SqliteSink {
             // Replayed (and let go), or owned by a live server: commit directly.
             _ => Durable::Committed { spool: spool_path },
         };
-        Ok(Self { appender, durable })
+        Ok(Self {
+            appender,
+            durable,
+            database,
+        })
     }
 
     /// Before an admin change: waits until what this process spooled is in the chain, so that
@@ -96,8 +104,13 @@ impl AuditSink for SqliteSink {
     /// Await it to the end or drop it: a committing append may be leading a group commit
     /// that other calls wait for (dropped, it hands that over).
     async fn append(&self, records: Vec<NewRecord>) -> Result<(), StoreError> {
+        self.database.check()?;
         match &self.durable {
-            Durable::Spooled(spool) => spool.append(records),
+            Durable::Spooled(spool) => {
+                spool.append(records)?;
+                // Durable, but only acknowledged while it is durable in *the store*.
+                self.database.check()
+            }
             Durable::Committed { .. } => {
                 let (done, durable) = oneshot::channel();
                 if let Some(lead) = self.appender.submit(PendingAppend { records, done })? {
@@ -109,11 +122,16 @@ impl AuditSink for SqliteSink {
                     }
                     lead.run();
                 }
-                durable
-                    .await
-                    .map_err(|_| StoreError::Unreachable("the audit writer has stopped".into()))?
+                durable.await.map_err(|_| {
+                    StoreError::Unreachable("the audit writer has stopped".into())
+                })??;
+                self.database.check()
             }
         }
+    }
+
+    fn check(&self) -> Result<(), StoreError> {
+        self.database.check()
     }
 
     async fn admin(

@@ -51,6 +51,7 @@ fn appender(store: &Store) -> &SqliteAppender {
         Sink::Sqlite(SqliteSink {
             appender,
             durable: Durable::Committed { .. },
+            ..
         }) => appender,
         _ => panic!("an embedded store that is not serving has the SQLite appender"),
     }

@@ -153,6 +153,7 @@ async fn a_reader_replays_what_a_dead_owner_left_and_nothing_twice() {
     let Sink::Sqlite(SqliteSink {
         appender,
         durable: Durable::Committed { spool },
+        ..
     }) = &store.sink
     else {
         panic!("a store opened by the CLI appends directly");

@@ -1,0 +1,337 @@
+//! What a security and reliability review found wrong, each as the behaviour it must have now:
+//! read-only commands never create a store, failed authentications never lock out a valid
+//! credential (AUTH-5), a session belongs to its credential for every method, and a body that is
+//! no JSON-RPC request gets JSON-RPC's own error (REL-1).
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    reason = "test code"
+)]
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+
+fn http() -> reqwest::Client {
+    warden_mcp::http_client::install_tls();
+    reqwest::Client::new()
+}
+
+/// A POST to `/mcp` with the headers every MCP client sends.
+fn post(
+    client: &reqwest::Client,
+    w: &TestWarden,
+    token: &str,
+    version: &str,
+) -> reqwest::RequestBuilder {
+    client
+        .post(w.mcp())
+        .bearer_auth(token)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", version)
+}
+
+/// Opens a 2025-11-25 session; returns its id.
+async fn open_session(client: &reqwest::Client, w: &TestWarden, token: &str) -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "hardening", "version": "1"}}});
+    let response = post(client, w, token, "2025-11-25")
+        .json(&init)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let session = response.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let response = post(client, w, token, "2025-11-25")
+        .header("mcp-session-id", &session)
+        .json(&initialized)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 202);
+    session
+}
+
+/// Status and body of a request.
+async fn answer(request: reqwest::RequestBuilder) -> (u16, String) {
+    let response = request.send().await.unwrap();
+    (response.status().as_u16(), response.text().await.unwrap())
+}
+
+#[test]
+fn read_only_commands_refuse_a_missing_store_and_create_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-such-dir");
+    for args in [
+        vec!["audit", "verify"],
+        vec!["audit"],
+        vec!["get", "projects"],
+        vec!["token", "list"],
+        vec!["describe", "run", "run_x"],
+    ] {
+        let out = std::process::Command::new(WARDEN)
+            .args(&args)
+            .arg("--data-dir")
+            .arg(&missing)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr).trim_end(),
+            format!(
+                "error: no Warden store at {} (no such file); `warden serve` or `warden migrate` creates one",
+                missing.join("warden.db").display()
+            ),
+            "{args:?}"
+        );
+        assert!(out.stdout.is_empty(), "{args:?}");
+        assert!(!missing.exists(), "{args:?} created {}", missing.display());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_tokens_from_an_address_never_lock_out_a_valid_one() {
+    let w = TestWarden::start("").await;
+    let client = http();
+    let whoami = format!("{}/api/v1/whoami", w.base);
+    let mut statuses = Vec::new();
+    for _ in 0..40 {
+        let response = client
+            .get(&whoami)
+            .bearer_auth("wdn_not_a_real_token")
+            .send()
+            .await
+            .unwrap();
+        statuses.push(response.status().as_u16());
+    }
+    // Past the limit (30 a minute) a bad token is answered 429 instead of 401…
+    assert_eq!(statuses[..30], [401; 30]);
+    assert_eq!(statuses[30..], [429; 10]);
+    // …and a valid one from the same address is served as ever.
+    for _ in 0..3 {
+        let response = client
+            .get(&whoami)
+            .bearer_auth(&w.admin)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_credential_cannot_end_or_resume_a_session_it_does_not_own() {
+    let w = TestWarden::start("").await;
+    let client = http();
+    let owner = w.token("admin", None, None).await;
+    let other = w.token("admin", None, None).await;
+    let session = open_session(&client, &w, &owner).await;
+    let unknown = "0190c6d2-0000-7000-8000-000000000000";
+    for method in [reqwest::Method::DELETE, reqwest::Method::GET] {
+        let on = |id: &str| {
+            client
+                .request(method.clone(), w.mcp())
+                .bearer_auth(&other)
+                .header("accept", "application/json, text/event-stream")
+                .header("mcp-protocol-version", "2025-11-25")
+                .header("mcp-session-id", id)
+        };
+        let foreign = answer(on(&session)).await;
+        let nowhere = answer(on(unknown)).await;
+        assert_eq!(foreign, nowhere, "{method}");
+        assert_eq!(foreign.0, 404, "{method}");
+    }
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}});
+    let foreign = answer(
+        post(&client, &w, &other, "2025-11-25")
+            .header("mcp-session-id", &session)
+            .json(&list),
+    )
+    .await;
+    let nowhere = answer(
+        post(&client, &w, &other, "2025-11-25")
+            .header("mcp-session-id", unknown)
+            .json(&list),
+    )
+    .await;
+    assert_eq!(foreign, nowhere);
+    // The owner's session is still there.
+    let (status, body) = answer(
+        post(&client, &w, &owner, "2025-11-25")
+            .header("mcp-session-id", &session)
+            .json(&list),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    // A session's answer may come as a server-sent event.
+    let json = body
+        .lines()
+        .find_map(|l| l.strip_prefix("data: ").filter(|d| d.starts_with('{')))
+        .unwrap_or(&body);
+    let body: Value = serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {body}"));
+    assert!(body["result"]["tools"].is_array(), "{body}");
+    // Its owner can end it.
+    let (status, _) = answer(
+        client
+            .delete(w.mcp())
+            .bearer_auth(&owner)
+            .header("mcp-protocol-version", "2025-11-25")
+            .header("mcp-session-id", &session),
+    )
+    .await;
+    assert_eq!(status, 202);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_that_is_no_json_rpc_request_gets_json_rpc_errors_with_400() {
+    let w = TestWarden::start("").await;
+    let client = http();
+    for version in ["2026-07-28", "2025-11-25"] {
+        for (body, code) in [
+            (r#"{"jsonrpc": "2.0", "id": 1, "#, -32700),
+            (
+                r#"[{"jsonrpc":"2.0","id":1,"method":"tools/list"}]"#,
+                -32600,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":true,"method":"tools/list"}"#,
+                -32600,
+            ),
+            (r#""tools/list""#, -32600),
+        ] {
+            let (status, answer) = answer(
+                post(&client, &w, &w.admin, version)
+                    .header("mcp-method", "tools/list")
+                    .body(body),
+            )
+            .await;
+            assert_eq!(status, 400, "{version} {body}: {answer}");
+            let answer: Value = serde_json::from_str(&answer).unwrap();
+            assert_eq!(answer["jsonrpc"], "2.0");
+            assert_eq!(answer["id"], Value::Null, "{version} {body}");
+            assert_eq!(answer["error"]["code"], code, "{version} {body}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn whoami_shows_a_project_bound_token_its_effective_scope_only() {
+    let config = r#"
+kind: Project
+name: payments
+---
+kind: Project
+name: infra
+---
+kind: User
+name: alice
+---
+kind: Role
+name: everywhere
+permissions: ["run:projects:*", "ledger:write"]
+---
+kind: RoleBinding
+role: everywhere
+subject: { user: alice }
+"#;
+    let w = TestWarden::start(config).await;
+    let bound = w.token("alice", Some(&["payments"]), None).await;
+    let unbound = w.token("alice", None, None).await;
+    let client = http();
+    let whoami = |token: String| {
+        let client = client.clone();
+        let url = format!("{}/api/v1/whoami", w.base);
+        async move {
+            let response = client.get(url).bearer_auth(token).send().await.unwrap();
+            assert_eq!(response.status(), 200);
+            response.json::<Value>().await.unwrap()
+        }
+    };
+    let me = whoami(bound).await;
+    assert_eq!(
+        me["capabilities"],
+        json!(["ledger:write", "run:projects:payments"])
+    );
+    assert_eq!(me["projects"].as_array().unwrap().len(), 1, "{me}");
+    let me = whoami(unbound).await;
+    assert_eq!(
+        me["capabilities"],
+        json!([
+            "ledger:write",
+            "run:projects:infra",
+            "run:projects:payments"
+        ])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_whose_files_are_removed_refuses_every_call_and_is_not_ready() {
+    let notes = tempfile::tempdir().unwrap();
+    let notes_file = notes.path().join("notes.json");
+    let config = format!(
+        "kind: Project\nname: alpha\n---\nkind: User\nname: alice\n---\nkind: Role\nname: r\npermissions: [\"run:projects:alpha\"]\n---\nkind: RoleBinding\nrole: r\nsubject: {{ user: alice }}\n---\n{}---\nkind: ToolPolicy\nproject: alpha\ntool: \"alpha__*_note\"\nclass: mutation\n",
+        stdio_upstream("alpha", "alpha", "",).replace(
+            r#"args: ["notes", "--stdio"]"#,
+            &format!(
+                r#"args: ["notes", "--stdio", "--file", {:?}]"#,
+                notes_file.display().to_string()
+            ),
+        )
+    );
+    let w = TestWarden::start(&config).await;
+    let token = w.token("alice", None, None).await;
+    let client = http_client(&w.mcp(), &token, Era::Stateless).await;
+    let added = call(&client, "alpha__add_note", json!({"text": "before"})).await;
+    assert_eq!(decision(&added)["status"], "executed", "{added:?}");
+    let ready = http()
+        .get(format!("{}/readyz", w.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ready.status(), 200);
+
+    let warden_store::Location::DataDir(dir) = &w.store.location else {
+        panic!("an embedded store")
+    };
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(dir.join(format!("warden.db{suffix}")));
+    }
+    let notes_before = std::fs::read_to_string(&notes_file).unwrap();
+    for i in 0..5 {
+        let refused = call(
+            &client,
+            "alpha__add_note",
+            json!({"text": format!("after {i}")}),
+        )
+        .await;
+        let d = decision(&refused);
+        assert_eq!(d["status"], "denied", "{refused:?}");
+        assert_eq!(d["code"], "UNAVAILABLE", "{refused:?}");
+        assert_eq!(refused.is_error, Some(true));
+    }
+    // Nothing reached the upstream.
+    assert_eq!(std::fs::read_to_string(&notes_file).unwrap(), notes_before);
+    let ready = http()
+        .get(format!("{}/readyz", w.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ready.status(), 503);
+    let body: Value = ready.json().await.unwrap();
+    assert_eq!(body["ready"], false);
+    let problem = body["storeProblem"].as_str().unwrap();
+    assert!(
+        problem.contains("was removed while Warden was running"),
+        "{problem}"
+    );
+}
