@@ -455,6 +455,8 @@ mod tests {
             governance: GovernanceStatus::Read,
             policy: None,
             project_arguments: Vec::new(),
+            audit_arguments: crate::audit::ArgumentsAudit::default(),
+            secret_arguments: std::sync::Arc::from([]),
         }
     }
 

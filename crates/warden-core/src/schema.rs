@@ -167,6 +167,11 @@ impl InputSchema {
         }
     }
 
+    /// Whether this schema was compiled from `source`.
+    pub fn compiled_from(&self, source: &SchemaText) -> bool {
+        self.source == *source
+    }
+
     fn validator(&self) -> Option<&jsonschema::Validator> {
         self.validator
             .get_or_init(|| {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::audit::{ArgumentsAudit, Path, sensitive_paths};
 use crate::capability::Capability;
 use crate::config::ToolPolicySpec;
 pub use crate::config::{Risk, ToolClass};
@@ -110,6 +111,20 @@ pub struct ToolDescriptor {
     pub policy: Option<String>,
     /// JSON pointers of arguments naming projects (RUN-3).
     pub project_arguments: Vec<String>,
+    /// What the audit trail keeps of the arguments (ToolPolicy `audit.arguments`; AUD-3).
+    pub audit_arguments: ArgumentsAudit,
+    /// The arguments the input schema marks secret (`writeOnly`, `format: password`), never
+    /// kept whatever `audit_arguments` says.
+    pub secret_arguments: Arc<[Path]>,
+}
+
+/// The argument paths `schema` marks secret; the text is parsed only when it can hold one.
+pub fn secret_arguments(schema: &SchemaText) -> Arc<[Path]> {
+    let text = schema.as_str();
+    if !text.contains("writeOnly") && !text.contains("password") {
+        return Arc::from([]);
+    }
+    Arc::from(sensitive_paths(&schema.to_object()))
 }
 
 /// A tool as an upstream advertises it.
@@ -228,6 +243,14 @@ impl ToolDescriptor {
             project_arguments: policy
                 .map(|(_, p)| p.project_arguments.clone())
                 .unwrap_or_default(),
+            audit_arguments: policy
+                .and_then(|(_, p)| p.audit.as_ref())
+                .map(|a| a.arguments)
+                .unwrap_or_default(),
+            secret_arguments: match previous {
+                Some(p) if p.schema.compiled_from(&raw.input_schema) => p.secret_arguments.clone(),
+                _ => secret_arguments(&raw.input_schema),
+            },
         })
     }
 

@@ -66,6 +66,8 @@ fn descriptor(tool: &str, description: &str, schema: Map<String, Value>) -> Opti
         governance: GovernanceStatus::Read,
         policy: None,
         project_arguments: Vec::new(),
+        audit_arguments: warden_core::audit::ArgumentsAudit::default(),
+        secret_arguments: std::sync::Arc::from([]),
     })
 }
 

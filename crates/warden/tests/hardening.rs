@@ -335,3 +335,49 @@ async fn a_store_whose_files_are_removed_refuses_every_call_and_is_not_ready() {
         "{problem}"
     );
 }
+
+/// The call record of the latest call of `tool`: what the audit trail kept of its arguments.
+async fn kept_arguments(w: &TestWarden, tool: &str) -> Value {
+    let records = w
+        .store
+        .store
+        .audit(&warden_store::AuditFilter {
+            tool: Some(tool.to_owned()),
+            kind: Some("call".into()),
+            limit: Some(100_000),
+            ..warden_store::AuditFilter::default()
+        })
+        .await
+        .unwrap();
+    let last = records.last().expect("a call record");
+    let payload: Value = serde_json::from_str(&last.record.payload).unwrap();
+    payload["args"].clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secret_arguments_are_never_kept_and_a_tool_policy_chooses_the_rest() {
+    let config = format!(
+        "kind: Project\nname: alpha\n---\nkind: User\nname: alice\n---\nkind: Role\nname: r\npermissions: [\"run:projects:alpha\"]\n---\nkind: RoleBinding\nrole: r\nsubject: {{ user: alice }}\n---\n{}---\nkind: ToolPolicy\nproject: alpha\ntool: alpha__list_notes\naudit: {{ arguments: hash }}\n---\nkind: ToolPolicy\nproject: alpha\ntool: alpha__add\naudit: {{ arguments: full }}\n",
+        stdio_upstream("alpha", "alpha", "")
+    );
+    let w = TestWarden::start(&config).await;
+    let token = w.token("alice", None, None).await;
+    let client = http_client(&w.mcp(), &token, Era::Stateless).await;
+    let secrets = json!({"text": "hello", "prompt": "p", "bearer": "b", "pwd": "w",
+        "session": "s", "pin": "1234", "ssn": "078-05-1120", "shipping": "kept"});
+    let echoed = call(&client, "alpha__echo", secrets).await;
+    assert_eq!(decision(&echoed)["status"], "executed", "{echoed:?}");
+    assert_eq!(
+        kept_arguments(&w, "alpha__echo").await,
+        json!({"text": "hello", "prompt": "[redacted]", "bearer": "[redacted]",
+            "pwd": "[redacted]", "session": "[redacted]", "pin": "[redacted]",
+            "ssn": "[redacted]", "shipping": "kept"})
+    );
+    call(&client, "alpha__list_notes", json!({})).await;
+    assert_eq!(kept_arguments(&w, "alpha__list_notes").await, Value::Null);
+    call(&client, "alpha__add", json!({"a": 1, "b": 2, "token": "t"})).await;
+    assert_eq!(
+        kept_arguments(&w, "alpha__add").await,
+        json!({"a": 1, "b": 2, "token": "t"})
+    );
+}

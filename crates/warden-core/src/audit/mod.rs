@@ -5,7 +5,7 @@
 //! record, and `warden audit verify` names it.
 //!
 //! - [`canonical`]: the canonical JSON that hashes cover, and the hashes;
-//! - [`redact`]: the redacted copy of arguments kept beside their hash (AUD-3).
+//! - [`redact`]: what is kept of arguments beside their hash (AUD-3).
 
 use std::fmt;
 
@@ -23,7 +23,9 @@ pub use canonical::{
     CanonicalObject, canonical_json, hash_arguments, hash_object, hash_value, to_hex,
 };
 use canonical::{write_json, write_str};
-pub use redact::redact;
+pub use redact::{
+    ArgumentsAudit, Path, SECRET_MARKERS, SECRET_WORDS, keep, redact, sensitive_paths,
+};
 
 /// The hash "before" the first record.
 pub const GENESIS_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";

@@ -2,7 +2,9 @@
 
 use serde_json::{Value, json};
 
-use super::redact::{SECRET_MARKERS, is_secret_key};
+use super::redact::{
+    ArgumentsAudit, SECRET_MARKERS, SECRET_WORDS, is_secret_key, keep, sensitive_paths,
+};
 use super::*;
 
 fn record(n: i64) -> NewRecord {
@@ -148,7 +150,23 @@ fn chain_hash_header_is_the_canonical_json_of_the_header_object() {
 fn secret_keys_are_recognised_as_by_their_folded_form() {
     let by_copy = |key: &str| {
         let k = key.to_ascii_lowercase().replace('-', "_");
-        SECRET_MARKERS.iter().any(|m| k.contains(m)) || k == "key" || k.ends_with("_key")
+        let mut split = String::new();
+        let mut previous: Option<char> = None;
+        for c in key.chars() {
+            if c.is_ascii_uppercase()
+                && previous.is_some_and(|p| p.is_ascii_lowercase() || p.is_ascii_digit())
+            {
+                split.push('_');
+            }
+            split.push(if c == '-' {
+                '_'
+            } else {
+                c.to_ascii_lowercase()
+            });
+            previous = Some(c);
+        }
+        SECRET_MARKERS.iter().any(|m| k.contains(m))
+            || split.split('_').any(|w| SECRET_WORDS.contains(&w))
     };
     for key in [
         "key",
@@ -181,6 +199,27 @@ fn secret_keys_are_recognised_as_by_their_folded_form() {
         "path",
         "query",
         "count",
+        "prompt",
+        "system_prompt",
+        "Bearer",
+        "pwd",
+        "userPwd",
+        "session",
+        "sessionId",
+        "pin",
+        "card_pin",
+        "PIN",
+        "pinned",
+        "shipping",
+        "ssn",
+        "ssnNumber",
+        "lessons",
+        "otp",
+        "keyword",
+        "publicKey",
+        "key2",
+        "x2Key",
+        "__",
     ] {
         assert_eq!(is_secret_key(key), by_copy(key), "{key}");
     }
@@ -238,4 +277,44 @@ fn secrets_are_redacted_and_long_values_cut() {
     assert_eq!(r["apiKey"], json!("[redacted]"));
     assert_eq!(r["Authorization"], json!("[redacted]"));
     assert!(r["note"].as_str().unwrap().ends_with("…[300 chars]"));
+}
+
+#[test]
+fn values_the_schema_marks_secret_are_never_kept_whatever_the_policy() {
+    let schema = json!({"type": "object", "properties": {
+        "user": {"type": "string"},
+        "login": {"type": "string", "format": "password"},
+        "nested": {"type": "object", "properties": {"hidden": {"type": "string", "writeOnly": true}}},
+        "list": {"type": "array", "items": {"type": "object", "properties": {"code": {"writeOnly": true}}}}
+    }});
+    let Value::Object(schema) = schema else {
+        unreachable!()
+    };
+    let mut paths = sensitive_paths(&schema);
+    paths.sort();
+    assert_eq!(
+        paths,
+        [
+            vec!["list".to_owned(), "*".into(), "code".into()],
+            vec!["login".to_owned()],
+            vec!["nested".to_owned(), "hidden".into()],
+        ]
+    );
+    let Value::Object(args) = json!({"user": "u", "login": "hunter2", "token": "t",
+        "nested": {"hidden": "h", "seen": 1}, "list": [{"code": 1}, {"code": 2, "other": 3}]})
+    else {
+        unreachable!()
+    };
+    let full = keep(Some(&args), ArgumentsAudit::Full, &paths);
+    assert_eq!(
+        full,
+        json!({"user": "u", "login": "[redacted]", "token": "t",
+            "nested": {"hidden": "[redacted]", "seen": 1},
+            "list": [{"code": "[redacted]"}, {"code": "[redacted]", "other": 3}]})
+    );
+    let redacted = keep(Some(&args), ArgumentsAudit::Redacted, &paths);
+    assert_eq!(redacted["token"], "[redacted]");
+    assert_eq!(redacted["login"], "[redacted]");
+    assert_eq!(redacted["nested"]["hidden"], "[redacted]");
+    assert_eq!(keep(Some(&args), ArgumentsAudit::Hash, &paths), Value::Null);
 }

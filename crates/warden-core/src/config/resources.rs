@@ -8,6 +8,8 @@ use std::fmt;
 use std::time::Duration;
 
 use schemars::JsonSchema;
+
+use crate::audit::ArgumentsAudit;
 use serde::{Deserialize, Serialize};
 
 use crate::name::Name;
@@ -525,6 +527,20 @@ pub struct ToolPolicySpec {
     /// within the run's authority.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub project_arguments: Vec<String>,
+    /// What the audit trail keeps of the matching tools' calls (AUD-3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit: Option<AuditSpec>,
+}
+
+/// What the audit trail keeps of a tool's calls (AUD-3). Results are kept as hashes only.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AuditSpec {
+    /// Of the arguments, beside their hash: `hash` (nothing more), `redacted` (the default: a
+    /// copy without secret-looking values, long values cut) or `full`. Values the tool's schema
+    /// marks `writeOnly` or `format: password` are never kept.
+    #[serde(default)]
+    pub arguments: ArgumentsAudit,
 }
 
 /// A rate limit.

@@ -25,7 +25,7 @@ fn a_misspelt_field_names_the_file_the_resource_and_the_field() {
     assert_eq!(
         errors("bad.yaml", text),
         vec![
-            "bad.yaml (document 2): ToolPolicy `payments/ledger__refund`: field `capabilty`: unknown field `capabilty`, expected one of `name`, `project`, `tool`, `class`, `capability`, `risk`, `rateLimit`, `strict`, `deny`, `ungoverned`, `projectArguments`"
+            "bad.yaml (document 2): ToolPolicy `payments/ledger__refund`: field `capabilty`: unknown field `capabilty`, expected one of `name`, `project`, `tool`, `class`, `capability`, `risk`, `rateLimit`, `strict`, `deny`, `ungoverned`, `projectArguments`, `audit`"
         ]
     );
 }

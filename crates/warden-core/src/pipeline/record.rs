@@ -4,7 +4,7 @@
 use serde_json::{Map, Value};
 
 use crate::audit::{
-    CanonicalObject, NewRecord, RecordKind, hash_arguments, hash_object, hash_value, redact,
+    CanonicalObject, NewRecord, RecordKind, hash_arguments, hash_object, hash_value, keep, redact,
 };
 use crate::authority::Authority;
 use crate::contract::ToolOutput;
@@ -84,7 +84,7 @@ impl Recorder<'_> {
         }
         // Keys in sorted order: the canonical form (AUD).
         let payload = CanonicalObject::new()
-            .value("args", &redact(args))
+            .value("args", &kept_arguments(tool, args))
             .field("args_hash", &hash_arguments(args))
             .field("class", &tool.map(|t| t.class))
             .field("project", &tool.and_then(|t| t.project.as_ref()))
@@ -160,6 +160,15 @@ impl Recorder<'_> {
         let mut r = self.base(at, RecordKind::Outcome, payload);
         r.decision = Some(status.to_owned());
         r
+    }
+}
+
+/// What the call record keeps of the arguments: as the tool's policy says, never what its
+/// schema marks secret; for a name that resolved to no tool, the redacted copy.
+fn kept_arguments(tool: Option<&ToolDescriptor>, args: Option<&Map<String, Value>>) -> Value {
+    match tool {
+        Some(t) => keep(args, t.audit_arguments, &t.secret_arguments),
+        None => redact(args),
     }
 }
 
