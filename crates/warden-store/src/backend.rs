@@ -71,6 +71,15 @@ impl Backend {
         dispatch!(self, b => b.query_audit(filter).await)
     }
 
+    pub(crate) async fn unfinished_calls(
+        &self,
+        from: i64,
+        to: i64,
+        before: i64,
+    ) -> Result<Vec<crate::rows::AuditRow>, StoreError> {
+        dispatch!(self, b => b.unfinished_calls(from, to, before).await)
+    }
+
     pub(crate) async fn scan_audit(
         &self,
         after: i64,

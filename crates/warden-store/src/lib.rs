@@ -481,6 +481,30 @@ impl Store {
             .collect()
     }
 
+    /// The head of the audit chain: the last record's sequence number (0 when empty).
+    pub async fn audit_head(&self) -> Result<i64, StoreError> {
+        self.sink.settle_for_read().await?;
+        Ok(self.backend.head().await?.0)
+    }
+
+    /// The decision records of calls allowed in the sequence range `(from, to]`, before
+    /// `before`, that have no outcome record: calls whose process stopped between deciding
+    /// and recording what happened (REL-3).
+    pub async fn unfinished_calls(
+        &self,
+        from: i64,
+        to: i64,
+        before: Millis,
+    ) -> Result<Vec<AuditRecord>, StoreError> {
+        self.sink.settle_for_read().await?;
+        self.backend
+            .unfinished_calls(from, to, before.0)
+            .await?
+            .into_iter()
+            .map(rows::AuditRow::into_record)
+            .collect()
+    }
+
     /// Verifies the whole chain (AUD-2): `Ok(n)` with the number of records, or the first
     /// record that breaks it.
     pub async fn verify_audit(&self) -> Result<Result<i64, ChainBreak>, StoreError> {

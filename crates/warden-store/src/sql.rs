@@ -191,6 +191,27 @@ macro_rules! shared_operations {
             .await?)
         }
 
+        /// Allowed calls in `(from, to]` decided before `before` that have no outcome record.
+        pub(crate) async fn unfinished_calls(
+            &self,
+            from: i64,
+            to: i64,
+            before: i64,
+        ) -> Result<Vec<$crate::rows::AuditRow>, StoreError> {
+            Ok(sqlx::query_as(
+                "SELECT seq, at, kind, run_id, call_id, principal, agent, tool, decision, code, payload, prev_hash, hash \
+                 FROM audit d WHERE d.seq > $1 AND d.seq <= $2 AND d.kind = 'decision' \
+                 AND d.decision = 'allow' AND d.call_id IS NOT NULL AND d.at < $3 \
+                 AND NOT EXISTS (SELECT 1 FROM audit o WHERE o.run_id = d.run_id \
+                 AND o.call_id = d.call_id AND o.kind = 'outcome') ORDER BY d.seq",
+            )
+            .bind(from)
+            .bind(to)
+            .bind(before)
+            .fetch_all(&self.pool)
+            .await?)
+        }
+
         pub(crate) async fn take(&self, key: &str, window: i64, limit: i64) -> Result<bool, StoreError> {
             let (_guard, mut tx) = self.begin_write().await?;
             let taken: Option<i64> = sqlx::query_scalar(

@@ -945,3 +945,60 @@ async fn a_schedule_runs_once_per_time_and_never_twice_at_once() {
         s.cleanup().await;
     }
 }
+
+#[tokio::test]
+async fn unfinished_calls_are_the_allowed_ones_without_an_outcome() {
+    use warden_core::audit::{NewRecord, RecordKind};
+    for s in stores().await {
+        let record = |kind: RecordKind, call: &str, decision: Option<&str>, at: i64| NewRecord {
+            at: Millis(at),
+            kind,
+            run_id: "run_r".into(),
+            call_id: Some(call.into()),
+            principal: Some("user:alice".into()),
+            agent: None,
+            tool: Some("ledger__refund".into()),
+            decision: decision.map(str::to_owned),
+            code: None,
+            payload: "{}".into(),
+        };
+        let old = NOW.0 - 600_000;
+        s.store
+            .append_audit(vec![
+                record(RecordKind::Call, "a", None, old),
+                record(RecordKind::Decision, "a", Some("allow"), old),
+                record(RecordKind::Call, "b", None, old),
+                record(RecordKind::Decision, "b", Some("allow"), old),
+                record(RecordKind::Outcome, "b", Some("executed"), old),
+                record(RecordKind::Call, "c", None, old),
+                record(RecordKind::Decision, "c", Some("deny"), old),
+                record(RecordKind::Call, "d", None, NOW.0),
+                record(RecordKind::Decision, "d", Some("allow"), NOW.0),
+            ])
+            .await
+            .unwrap();
+        let head = s.store.audit_head().await.unwrap();
+        assert_eq!(head, 9, "{}", s.name);
+        let unfinished = s
+            .store
+            .unfinished_calls(0, head, Millis(NOW.0 - 60_000))
+            .await
+            .unwrap();
+        let calls: Vec<_> = unfinished
+            .iter()
+            .map(|r| r.record.call_id.as_deref().unwrap_or_default())
+            .collect();
+        assert_eq!(calls, ["a"], "{}", s.name);
+        // Outside the window, nothing.
+        assert!(
+            s.store
+                .unfinished_calls(2, head, Millis(NOW.0 - 60_000))
+                .await
+                .unwrap()
+                .is_empty(),
+            "{}",
+            s.name
+        );
+        s.cleanup().await;
+    }
+}

@@ -381,3 +381,80 @@ async fn secret_arguments_are_never_kept_and_a_tool_policy_chooses_the_rest() {
         json!({"a": 1, "b": 2, "token": "t"})
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_allowed_before_a_crash_gets_an_interrupted_outcome_and_is_not_rerun() {
+    use warden_core::audit::{NewRecord, RecordKind};
+    let store = warden_testkit::sqlite_store().await;
+    let record = |kind: RecordKind, call: &str, at: i64| NewRecord {
+        at: warden_core::time::Millis(at),
+        kind,
+        run_id: "run_crashed".into(),
+        call_id: Some(call.into()),
+        principal: Some("user:alice".into()),
+        agent: None,
+        tool: Some("alpha__add_note".into()),
+        decision: (kind == RecordKind::Decision).then(|| "allow".into()),
+        code: None,
+        payload: "{}".into(),
+    };
+    let now = now().0;
+    // One decided ten minutes ago (its process died), one just now (it may still be running).
+    store
+        .store
+        .append_audit(vec![
+            record(RecordKind::Call, "call_old", now - 600_000),
+            record(RecordKind::Decision, "call_old", now - 600_000),
+            record(RecordKind::Call, "call_new", now),
+            record(RecordKind::Decision, "call_new", now),
+        ])
+        .await
+        .unwrap();
+    let w = TestWarden::start_on(store, "").await;
+    let outcomes = |call: &'static str| {
+        let store = &w.store.store;
+        async move {
+            store
+                .audit(&warden_store::AuditFilter {
+                    run_id: Some("run_crashed".into()),
+                    kind: Some("outcome".into()),
+                    ..warden_store::AuditFilter::default()
+                })
+                .await
+                .unwrap()
+                .into_iter()
+                .filter(|r| r.record.call_id.as_deref() == Some(call))
+                .collect::<Vec<_>>()
+        }
+    };
+    // The sweep at start; a bounded wait for it, not a timing assertion.
+    let mut found = Vec::new();
+    for _ in 0..100 {
+        found = outcomes("call_old").await;
+        if !found.is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(found.len(), 1, "{found:?}");
+    let outcome = &found[0].record;
+    assert_eq!(outcome.decision.as_deref(), Some("interrupted"));
+    assert_eq!(outcome.tool.as_deref(), Some("alpha__add_note"));
+    let payload: Value = serde_json::from_str(&outcome.payload).unwrap();
+    assert_eq!(payload["status"], "interrupted");
+    assert!(outcomes("call_new").await.is_empty());
+    // `warden describe run` shows it.
+    let out = std::process::Command::new(WARDEN)
+        .args(["describe", "run", "run_crashed", "-o", "json"])
+        .args(w.store_args())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("interrupted"));
+    // The verified chain holds it.
+    assert!(w.store.store.verify_audit().await.unwrap().is_ok());
+}

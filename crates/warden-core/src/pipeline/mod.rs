@@ -26,7 +26,7 @@ pub use ports::{
     ApprovedCall, AuditLog, CallRequest, Clock, Counters, Execution, Executor, Governance,
     Pipeline, RunState,
 };
-pub use record::run_record;
+pub use record::{INTERRUPTED, interrupted_record, run_record};
 
 #[cfg(test)]
 mod tests;

@@ -4,7 +4,8 @@
 use serde_json::{Map, Value};
 
 use crate::audit::{
-    CanonicalObject, NewRecord, RecordKind, hash_arguments, hash_object, hash_value, keep, redact,
+    AuditRecord, CanonicalObject, NewRecord, RecordKind, hash_arguments, hash_object, hash_value,
+    keep, redact,
 };
 use crate::authority::Authority;
 use crate::contract::ToolOutput;
@@ -171,6 +172,38 @@ fn kept_arguments(tool: Option<&ToolDescriptor>, args: Option<&Map<String, Value
         None => redact(args),
     }
 }
+
+/// The outcome record of a call that was allowed and whose process stopped before its
+/// outcome was recorded (REL-3): `interrupted`. The call is never run again; it may or may not
+/// have taken effect upstream. `decision` is the call's allow record.
+pub fn interrupted_record(decision: &AuditRecord, at: Millis) -> NewRecord {
+    let payload = CanonicalObject::new()
+        .field("decision_seq", &decision.seq)
+        .field(
+            "error",
+            "interrupted: Warden stopped after allowing the call and before recording its \
+             outcome; it was not run again and may or may not have taken effect upstream",
+        )
+        .field("status", INTERRUPTED)
+        .field("step", Step::Execute.as_str())
+        .finish();
+    let d = &decision.record;
+    NewRecord {
+        at,
+        kind: RecordKind::Outcome,
+        run_id: d.run_id.clone(),
+        call_id: d.call_id.clone(),
+        principal: d.principal.clone(),
+        agent: d.agent.clone(),
+        tool: d.tool.clone(),
+        decision: Some(INTERRUPTED.to_owned()),
+        code: None,
+        payload,
+    }
+}
+
+/// The outcome of a call whose process stopped while it ran.
+pub const INTERRUPTED: &str = "interrupted";
 
 /// The `run` record of a run, for runs recorded when they start (unattended agent runs).
 pub fn run_record(authority: &Authority, policy: &Policy, run_id: &str, at: Millis) -> NewRecord {

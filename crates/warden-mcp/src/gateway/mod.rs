@@ -7,8 +7,9 @@
 //!   upstream that owns each;
 //! - [`execution`]: the governed call, executed by a built-in tool set or an upstream's exit;
 //!
-//! and [`approvals`]: deciding and executing parked calls (APR-1..APR-6). [`Gateway`] holds
-//! the parts and is what the handler and the server talk to.
+//! and [`approvals`]: deciding and executing parked calls (APR-1..APR-6); [`reconcile`]: the
+//! calls a stopped process left without an outcome, recorded `interrupted` (REL-3).
+//! [`Gateway`] holds the parts and is what the handler and the server talk to.
 
 #![allow(
     deprecated,
@@ -40,6 +41,7 @@ mod execution;
 mod federation;
 mod listing;
 mod live;
+mod reconcile;
 
 pub use approvals::{DecideError, Verb};
 pub use live::Snapshot;
@@ -97,6 +99,10 @@ impl Gateway {
             Arc::downgrade(&live),
             events_rx,
             options.poll_interval,
+            gateway.cancel.clone(),
+        ));
+        tokio::spawn(reconcile::sweep_forever(
+            Arc::downgrade(&live),
             gateway.cancel.clone(),
         ));
         gateway
