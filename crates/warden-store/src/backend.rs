@@ -71,6 +71,24 @@ impl Backend {
         dispatch!(self, b => b.query_audit(filter).await)
     }
 
+    pub(crate) async fn insert_checkpoint(
+        &self,
+        c: &warden_core::audit::checkpoint::Checkpoint,
+    ) -> Result<(), StoreError> {
+        dispatch!(self, b => b.insert_checkpoint(c).await)
+    }
+
+    pub(crate) async fn checkpoints(
+        &self,
+        limit: i64,
+    ) -> Result<Vec<(i64, String, i64, String, String)>, StoreError> {
+        dispatch!(self, b => b.checkpoints(limit).await)
+    }
+
+    pub(crate) async fn audit_hash_at(&self, seq: i64) -> Result<Option<String>, StoreError> {
+        dispatch!(self, b => b.audit_hash_at(seq).await)
+    }
+
     pub(crate) async fn unfinished_calls(
         &self,
         from: i64,

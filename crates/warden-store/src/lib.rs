@@ -6,6 +6,7 @@
 //! audit sink (`sink.rs`), which chains every audit record the backend stores. One contract
 //! test suite (`tests/contract.rs`) runs against both.
 
+mod anchor;
 mod approvals;
 mod backend;
 mod error;
@@ -23,6 +24,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use warden_core::approval::{ApprovalQueue, Parked};
+use warden_core::audit::checkpoint::{self, AnchorProblem, Checkpoint};
 use warden_core::audit::{
     AuditRecord, ChainBreak, ChainVerifier, NewRecord, RecordKind, canonical_json,
 };
@@ -35,6 +37,7 @@ use warden_core::policy::CounterSpec;
 use warden_core::principal::{Credential, CredentialKind, Principal, TokenHash, format_token};
 use warden_core::time::Millis;
 
+pub use anchor::{AuditKey, CHECKPOINT_FILE, KEY_FILE, read_checkpoints};
 pub use approvals::{Approval, ApprovalFilter, Transition};
 pub use error::StoreError;
 pub use location::{Location, SQLITE_FILE};
@@ -479,6 +482,69 @@ impl Store {
             .into_iter()
             .map(rows::AuditRow::into_record)
             .collect()
+    }
+
+    /// Signs the chain's head with `key` and keeps the checkpoint in the store and in the
+    /// checkpoint file beside the key (AUD-2); `None` when the chain is empty or has not grown
+    /// since the latest checkpoint.
+    pub async fn checkpoint(
+        &self,
+        key: &AuditKey,
+        now: Millis,
+    ) -> Result<Option<Checkpoint>, StoreError> {
+        self.sink.settle_for_read().await?;
+        let (seq, hash) = self.backend.head().await?;
+        let latest = self.backend.checkpoints(1).await?.first().map(|c| c.0);
+        if seq == 0 || latest.is_some_and(|l| l >= seq) {
+            return Ok(None);
+        }
+        let c = key.sign(seq, &hash, now);
+        anchor::append_checkpoint(&key.checkpoint_file(), &c)?;
+        self.backend.insert_checkpoint(&c).await?;
+        Ok(Some(c))
+    }
+
+    /// The store's checkpoints, newest first.
+    pub async fn checkpoints(&self, limit: i64) -> Result<Vec<Checkpoint>, StoreError> {
+        Ok(self
+            .backend
+            .checkpoints(limit)
+            .await?
+            .into_iter()
+            .map(|(seq, hash, at, key, signature)| Checkpoint {
+                seq,
+                hash,
+                at: Millis(at),
+                key,
+                signature,
+            })
+            .collect())
+    }
+
+    /// Checks the chain's end against the latest of `candidates` signed with `trusted` (a
+    /// public key, hex): `Ok(None)` when there is none. Checkpoints of another key are not
+    /// considered; one that names the trusted key without its valid signature is forged.
+    pub async fn verify_anchor(
+        &self,
+        trusted: &str,
+        candidates: Vec<Checkpoint>,
+    ) -> Result<Result<Option<Checkpoint>, AnchorProblem>, StoreError> {
+        let mut latest: Option<Checkpoint> = None;
+        for c in candidates.into_iter().filter(|c| c.key == trusted) {
+            if let Err(forged) = c.verify(trusted) {
+                return Ok(Err(forged));
+            }
+            if latest.as_ref().is_none_or(|l| c.seq > l.seq) {
+                latest = Some(c);
+            }
+        }
+        let Some(latest) = latest else {
+            return Ok(Ok(None));
+        };
+        self.sink.settle_for_read().await?;
+        let (head, _) = self.backend.head().await?;
+        let hash = self.backend.audit_hash_at(latest.seq).await?;
+        Ok(checkpoint::check(&latest, head, hash.as_deref()).map(|()| Some(latest)))
     }
 
     /// The head of the audit chain: the last record's sequence number (0 when empty).

@@ -191,6 +191,46 @@ macro_rules! shared_operations {
             .await?)
         }
 
+        pub(crate) async fn insert_checkpoint(
+            &self,
+            c: &warden_core::audit::checkpoint::Checkpoint,
+        ) -> Result<(), StoreError> {
+            sqlx::query(
+                "INSERT INTO audit_checkpoints (seq, hash, at, key, signature) \
+                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (seq) DO NOTHING",
+            )
+            .bind(c.seq)
+            .bind(&c.hash)
+            .bind(c.at.0)
+            .bind(&c.key)
+            .bind(&c.signature)
+            .execute(&self.pool)
+            .await?;
+            Ok(())
+        }
+
+        /// The latest checkpoints, newest first.
+        pub(crate) async fn checkpoints(
+            &self,
+            limit: i64,
+        ) -> Result<Vec<(i64, String, i64, String, String)>, StoreError> {
+            Ok(sqlx::query_as(
+                "SELECT seq, hash, at, key, signature FROM audit_checkpoints \
+                 ORDER BY seq DESC LIMIT $1",
+            )
+            .bind(limit)
+            .fetch_all(&self.pool)
+            .await?)
+        }
+
+        /// The hash of the record at `seq`, if there is one.
+        pub(crate) async fn audit_hash_at(&self, seq: i64) -> Result<Option<String>, StoreError> {
+            Ok(sqlx::query_scalar("SELECT hash FROM audit WHERE seq = $1")
+                .bind(seq)
+                .fetch_optional(&self.pool)
+                .await?)
+        }
+
         /// Allowed calls in `(from, to]` decided before `before` that have no outcome record.
         pub(crate) async fn unfinished_calls(
             &self,

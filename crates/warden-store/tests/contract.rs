@@ -1002,3 +1002,53 @@ async fn unfinished_calls_are_the_allowed_ones_without_an_outcome() {
         s.cleanup().await;
     }
 }
+
+#[tokio::test]
+async fn a_checkpoint_anchors_the_chain_end_on_both_backends() {
+    use warden_core::audit::{NewRecord, RecordKind};
+    for s in stores().await {
+        let keys = tempfile::tempdir().unwrap();
+        let key = warden_store::AuditKey::load_or_create(&keys.path().join("audit.key")).unwrap();
+        assert_eq!(
+            s.store.checkpoint(&key, NOW).await.unwrap(),
+            None,
+            "{}",
+            s.name
+        );
+        let record = |call: &str| NewRecord {
+            at: NOW,
+            kind: RecordKind::Call,
+            run_id: "run_k".into(),
+            call_id: Some(call.into()),
+            principal: None,
+            agent: None,
+            tool: Some("t".into()),
+            decision: None,
+            code: None,
+            payload: "{}".into(),
+        };
+        s.store
+            .append_audit(vec![record("a"), record("b")])
+            .await
+            .unwrap();
+        let c = s.store.checkpoint(&key, NOW).await.unwrap().unwrap();
+        assert_eq!(c.seq, 2, "{}", s.name);
+        // Nothing new: no second checkpoint.
+        assert_eq!(s.store.checkpoint(&key, NOW).await.unwrap(), None);
+        assert_eq!(
+            s.store.checkpoints(10).await.unwrap(),
+            std::slice::from_ref(&c)
+        );
+        assert_eq!(
+            warden_store::read_checkpoints(&key.checkpoint_file()).unwrap(),
+            std::slice::from_ref(&c)
+        );
+        let anchored = s
+            .store
+            .verify_anchor(&key.public_key(), s.store.checkpoints(10).await.unwrap())
+            .await
+            .unwrap();
+        assert_eq!(anchored, Ok(Some(c)), "{}", s.name);
+        s.cleanup().await;
+    }
+}

@@ -63,6 +63,21 @@ pub(crate) async fn open(location: &Location) -> anyhow::Result<Store> {
     opened(location, Store::open(location).await)
 }
 
+/// Where the audit key is: `explicit`, else `audit.key` in the data directory (the default
+/// data directory for a database URL).
+pub(crate) fn audit_key_path(
+    explicit: Option<&Path>,
+    location: &Location,
+) -> anyhow::Result<PathBuf> {
+    if let Some(path) = explicit {
+        return Ok(path.to_path_buf());
+    }
+    Ok(match location {
+        Location::DataDir(dir) => dir.join(warden_store::KEY_FILE),
+        Location::Url(_) => default_data_dir()?.join(warden_store::KEY_FILE),
+    })
+}
+
 /// [`open`] for a command that reads, or changes only what exists: a missing store is a
 /// runtime error (exit 1), and nothing is created.
 pub(crate) async fn open_existing(location: &Location) -> anyhow::Result<Store> {

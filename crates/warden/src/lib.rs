@@ -3,6 +3,7 @@
 
 mod audit_cmd;
 mod bench_cmd;
+mod checkpoints;
 mod cli;
 mod common;
 mod config_cmd;

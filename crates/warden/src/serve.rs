@@ -8,10 +8,13 @@ use tokio_util::sync::CancellationToken;
 use warden_core::config::{Located, parse_documents};
 use warden_mcp::{Gateway, GatewayOptions};
 use warden_server::{AppState, Bound, HostPolicy};
-use warden_store::Location;
+use warden_store::{AuditKey, Location};
 
+use crate::checkpoints;
 use crate::cli::ServeArgs;
-use crate::common::{config_errors, location, now, open_serving, read_config_files, usage};
+use crate::common::{
+    audit_key_path, config_errors, location, now, open_serving, read_config_files, usage,
+};
 
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     if cfg!(debug_assertions) {
@@ -27,6 +30,11 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let resources = read_config_files(&args.config)?;
     let store = Arc::new(open_serving(&location).await?);
     tracing::info!(store = %location.display(), backend = store.backend_name(), "store opened");
+    let key_path = audit_key_path(args.audit_key.as_deref(), &location)?;
+    let key = Arc::new(AuditKey::load_or_create(&key_path).map_err(|e| match e {
+        warden_store::StoreError::Invalid(m) => usage(m),
+        other => anyhow::Error::new(other).context("failed to open the audit key"),
+    })?);
     let admin = store.bootstrap(now()).await?;
     if !resources.is_empty() {
         store
@@ -74,8 +82,16 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         || std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
         usize::from,
     );
+    let signing = tokio::spawn(checkpoints::sign_while(
+        gateway.store().clone(),
+        key.clone(),
+        shutdown.clone(),
+    ));
     let result = bound.serve_on_threads(threads, shutdown).await;
     gateway.shutdown();
+    let _ = signing.await;
+    // The last records the chain got, anchored before the process ends.
+    checkpoints::sign(gateway.store(), &key).await;
     // Inserts what is still spooled, so that the store is whole when the process ends.
     gateway.store().close().await;
     result

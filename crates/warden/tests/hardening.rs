@@ -458,3 +458,137 @@ async fn a_call_allowed_before_a_crash_gets_an_interrupted_outcome_and_is_not_re
     // The verified chain holds it.
     assert!(w.store.store.verify_audit().await.unwrap().is_ok());
 }
+
+/// Starts `warden serve` on `dir`; returns the child, its base URL and the admin token.
+fn serve(dir: &std::path::Path) -> (std::process::Child, String, String) {
+    use std::io::BufRead as _;
+    let mut child = std::process::Command::new(WARDEN)
+        .args([
+            "serve",
+            "--no-demo",
+            "--listen",
+            "127.0.0.1:0",
+            "--data-dir",
+        ])
+        .arg(dir)
+        .env("WARDEN_LOG", "warn")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mcp = lines.next().unwrap().unwrap();
+    let _console = lines.next().unwrap().unwrap();
+    let token = lines.next().unwrap().unwrap();
+    let base = mcp
+        .trim_start_matches("mcp: ")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    (
+        child,
+        base,
+        token.trim_start_matches("admin token: ").to_owned(),
+    )
+}
+
+/// Stops a `warden serve` the way an operator does (SIGTERM) and waits for it.
+fn stop(mut child: std::process::Child) {
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert!(child.wait().unwrap().success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_truncated_chain_is_named_by_its_signed_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let (child, base, token) = serve(dir.path());
+    let client = http();
+    for id in 0..4 {
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "warden__whoami", "arguments": {},
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}}}});
+        let response = client
+            .post(format!("{base}/mcp"))
+            .bearer_auth(&token)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", "warden__whoami")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+    }
+    // Stopping signs a checkpoint of the head.
+    stop(child);
+    let store_args = vec!["--data-dir".to_owned(), dir.path().display().to_string()];
+    let verified = cli(&["audit", "verify"], &store_args);
+    let stdout = String::from_utf8_lossy(&verified.stdout).into_owned();
+    assert!(verified.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("its end anchored by the checkpoint of"),
+        "{stdout}"
+    );
+    let exported = cli(&["audit", "checkpoint", "export"], &store_args);
+    assert!(exported.status.success());
+    let anchor = dir.path().join("kept-elsewhere.jsonl");
+    std::fs::write(&anchor, &exported.stdout).unwrap();
+    let checkpoint: Value = serde_json::from_slice(&exported.stdout).unwrap();
+    let signed = checkpoint["seq"].as_i64().unwrap();
+    assert!(
+        std::fs::metadata(dir.path().join("audit.key"))
+            .unwrap()
+            .len()
+            > 0
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(dir.path().join("audit.key"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+
+    // Whoever can write the database cuts off the tail, moves the head back, and removes the
+    // database's checkpoints: the chain that is left verifies on its own.
+    let kept = signed - 3;
+    {
+        let db = rusqlite::Connection::open(dir.path().join("warden.db")).unwrap();
+        db.execute_batch(&format!(
+            "DROP TRIGGER audit_no_delete; DELETE FROM audit WHERE seq > {kept}; \
+             UPDATE audit_head SET seq = {kept}, hash = (SELECT hash FROM audit WHERE seq = {kept}); \
+             DELETE FROM audit_checkpoints;"
+        ))
+        .unwrap();
+    }
+    let expected = format!("records after seq {kept} are missing; the checkpoint of ");
+    // The checkpoint file beside the key names it…
+    let refused = cli(&["audit", "verify"], &store_args);
+    let stderr = String::from_utf8_lossy(&refused.stderr).into_owned();
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.starts_with(&format!("error: {expected}")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.trim_end().ends_with(&format!("saw seq {signed}")),
+        "{stderr}"
+    );
+    // …and so does an exported checkpoint kept elsewhere, when the file is gone too.
+    std::fs::remove_file(dir.path().join("audit-checkpoints.jsonl")).unwrap();
+    let anchored = cli(
+        &["audit", "verify", "--anchor", &anchor.display().to_string()],
+        &store_args,
+    );
+    let stderr = String::from_utf8_lossy(&anchored.stderr).into_owned();
+    assert_eq!(anchored.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(&expected), "{stderr}");
+}

@@ -5,7 +5,8 @@
 //! record, and `warden audit verify` names it.
 //!
 //! - [`canonical`]: the canonical JSON that hashes cover, and the hashes;
-//! - [`redact`]: what is kept of arguments beside their hash (AUD-3).
+//! - [`redact`]: what is kept of arguments beside their hash (AUD-3);
+//! - [`checkpoint`]: signed checkpoints of the head, the chain's anchor outside the database.
 
 use std::fmt;
 
@@ -15,6 +16,7 @@ use sha2::{Digest, Sha256};
 use crate::time::Millis;
 
 mod canonical;
+pub mod checkpoint;
 mod redact;
 #[cfg(test)]
 mod tests;

@@ -173,6 +173,12 @@ pub struct ServeArgs {
     #[arg(long, env = "WARDEN_THREADS", value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub threads: Option<u16>,
 
+    /// The key that signs checkpoints of the audit chain (AUD-2), created (0600) if missing;
+    /// checkpoints are appended to `audit-checkpoints.jsonl` beside it [default: `audit.key`
+    /// in the data directory, for a database URL in the default data directory].
+    #[arg(long, value_name = "FILE", env = "WARDEN_AUDIT_KEY")]
+    pub audit_key: Option<PathBuf>,
+
     /// Where the store is.
     #[command(flatten)]
     pub store: StoreArgs,
@@ -588,8 +594,48 @@ pub struct AuditArgs {
 /// `warden audit …`.
 #[derive(Debug, Subcommand)]
 pub enum AuditCommand {
-    /// Verify the hash chain; names the first record that breaks it (exit 1).
-    Verify(StoreOnly),
+    /// Verify the hash chain, and its end against the latest signed checkpoint (AUD-2); names
+    /// the first record that breaks it, or the records missing after a truncation (exit 1).
+    Verify(VerifyArgs),
+    /// Signed checkpoints of the chain's head.
+    #[command(subcommand)]
+    Checkpoint(CheckpointCommand),
+}
+
+/// `warden audit verify`.
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// Check the chain's end against the checkpoints in this file (from `warden audit
+    /// checkpoint export`, kept where the database's writers cannot reach), trusting the key
+    /// that signed them.
+    #[arg(long, value_name = "FILE")]
+    pub anchor: Option<PathBuf>,
+    /// The audit key, whose public half the checkpoints must verify with, and beside which the
+    /// checkpoint file is [default: as for `warden serve`].
+    #[arg(long, value_name = "FILE", env = "WARDEN_AUDIT_KEY")]
+    pub audit_key: Option<PathBuf>,
+    /// Where the store is.
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// `warden audit checkpoint …`.
+#[derive(Debug, Subcommand)]
+pub enum CheckpointCommand {
+    /// Print the latest signed checkpoint as one JSON line, to keep outside the database (and
+    /// give to `warden audit verify --anchor`).
+    Export(VerifyKeyArgs),
+}
+
+/// The store and the audit key.
+#[derive(Debug, Args)]
+pub struct VerifyKeyArgs {
+    /// The audit key [default: as for `warden serve`].
+    #[arg(long, value_name = "FILE", env = "WARDEN_AUDIT_KEY")]
+    pub audit_key: Option<PathBuf>,
+    /// Where the store is.
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 /// `warden config …`.
