@@ -111,6 +111,20 @@ pub(crate) fn verify(
     };
     let credential = match gateway.authenticate(&token) {
         Ok(c) => c,
+        Err(_) if !gateway.snapshot().loaded => {
+            // No credential is known before the store was first read: every token would be
+            // "unknown". A client told so retries; one told 401 may discard a valid token.
+            tracing::warn!("refused a request: the configuration is not loaded from the store");
+            let mut response = (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Warden has not loaded its configuration and credentials: the store cannot be read; try again shortly\n",
+            )
+                .into_response();
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+            return Err(response);
+        }
         Err(e) => {
             if let Some(ip) = source
                 && failures.blocked(ip)

@@ -47,6 +47,13 @@ pub struct TestStore {
 }
 
 impl TestStore {
+    /// The same store, reached by servers started on it at `location` instead (through a
+    /// proxy, say); the test's own handle keeps its connection.
+    pub fn reached_at(mut self, location: Location) -> Self {
+        self.location = location;
+        self
+    }
+
     /// Drops the PostgreSQL schema of this test.
     pub async fn cleanup(self) {
         self.store.close().await;
@@ -59,6 +66,19 @@ impl TestStore {
                 .await;
             pool.close().await;
         }
+    }
+}
+
+/// A fresh SQLite store in `dir` (which the caller owns and removes).
+pub async fn sqlite_store_in(dir: &std::path::Path) -> TestStore {
+    let location = Location::DataDir(dir.to_path_buf());
+    let store = Store::open(&location).await.expect("open sqlite store");
+    TestStore {
+        name: "sqlite",
+        store,
+        location,
+        schema: None,
+        _dir: None,
     }
 }
 

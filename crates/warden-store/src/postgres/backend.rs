@@ -11,6 +11,9 @@ use crate::error::StoreError;
 use crate::location::redact_url;
 use crate::sql::shared_operations;
 
+/// How long a statement waits for a lock before it fails.
+const LOCK_TIMEOUT: &str = "5s";
+
 static MIGRATOR: Migrator = sqlx::migrate!("./migrations/postgres");
 
 #[derive(Clone, Debug)]
@@ -26,6 +29,14 @@ impl PgBackend {
                 redact_url(url)
             ))
         })?;
+        // A held lock (a long migration, an operator's `LOCK TABLE`) must not hold a governed
+        // call forever: the statement fails after LOCK_TIMEOUT and the call is refused
+        // `UNAVAILABLE` (REL-2). A URL that sets its own `lock_timeout` keeps it.
+        let options = if url.contains("lock_timeout") {
+            options
+        } else {
+            options.options([("lock_timeout", LOCK_TIMEOUT)])
+        };
         let pool = PgPoolOptions::new()
             .max_connections(16)
             .acquire_timeout(Duration::from_secs(5))
