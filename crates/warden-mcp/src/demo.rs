@@ -113,7 +113,15 @@ impl DemoNotes {
         };
         let text = serde_json::to_string_pretty(notes)
             .map_err(|e| McpError::internal_error(e.to_string(), None))?;
-        tokio::fs::write(file, text)
+        // Written beside and renamed over: a reader (another process sharing the file) sees
+        // the old notes or the new ones, never half of them.
+        let mut temporary = file.clone().into_os_string();
+        temporary.push(format!(".{}.tmp", std::process::id()));
+        let saved = async {
+            tokio::fs::write(&temporary, text).await?;
+            tokio::fs::rename(&temporary, file).await
+        };
+        saved
             .await
             .map_err(|e| McpError::internal_error(format!("cannot save the notes: {e}"), None))
     }
