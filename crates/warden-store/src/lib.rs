@@ -48,6 +48,14 @@ use backend::{Backend, Sink};
 use location::redact_url;
 use sink::{AdminChange, AuditSink};
 
+/// The fuzz target `spool`'s door (`fuzz/`, REL-1): reads `bytes` as the replay of an audit
+/// spool file does. Only with the feature `fuzz`; not an API.
+#[cfg(feature = "fuzz")]
+#[doc(hidden)]
+pub fn fuzz_spool_file(bytes: &[u8]) -> usize {
+    sqlite::read_as_replay(bytes)
+}
+
 /// The store.
 #[derive(Debug)]
 pub struct Store {

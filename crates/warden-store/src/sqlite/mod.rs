@@ -30,6 +30,8 @@ use std::time::Duration;
 pub(crate) use backend::SqliteBackend;
 pub(crate) use sink::SqliteSink;
 pub(crate) use spool::insert_delay;
+#[cfg(feature = "fuzz")]
+pub(crate) use spool::read_as_replay;
 
 use crate::error::StoreError;
 

@@ -598,6 +598,26 @@ pub(super) async fn last_in_file(base: PathBuf) -> Result<u64, StoreError> {
     .map_err(|e| StoreError::Unreachable(format!("cannot read the audit spool: {e}")))?
 }
 
+/// Reads `bytes` as replay reads a spool file — its whole frames, what follows them, each
+/// frame's records — and, as if its checksum had passed, `bytes` as one frame's payload: the
+/// fuzz target `spool` (REL-1). The number of records read.
+#[cfg(feature = "fuzz")]
+pub(crate) fn read_as_replay(bytes: &[u8]) -> usize {
+    let direct = views(bytes).map_or(0, |records| records.len());
+    if foreign_magic(bytes).is_some() {
+        return direct;
+    }
+    let (frames, whole) = decode(bytes);
+    let next = frames.last().map_or(0, |f| f.id + 1);
+    let _ = cut_short(bytes.get(whole..).unwrap_or_default(), next);
+    direct
+        + frames
+            .iter()
+            .filter_map(|f| views(f.payload).ok())
+            .map(|records| records.len())
+            .sum::<usize>()
+}
+
 /// The inserter's gathering delay: `WARDEN_AUDIT_INSERT_DELAY_MS`, else the default.
 pub(crate) fn insert_delay() -> Result<Duration, StoreError> {
     match std::env::var("WARDEN_AUDIT_INSERT_DELAY_MS") {
