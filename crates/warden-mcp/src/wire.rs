@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
-use rmcp::model::{CallToolResult, ContentBlock, JsonObject, MetaObject, Tool, ToolAnnotations};
+use rmcp::model::{
+    CallToolResult, ContentBlock, JsonObject, MetaObject, ResultType, Tool, ToolAnnotations,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use warden_core::contract::{CallOutcome, ToolOutput, Verdict};
@@ -35,6 +37,9 @@ pub fn call_result(outcome: &CallOutcome, declares_output_schema: bool) -> CallT
         meta.retain(|k, _| !k.starts_with("io.modelcontextprotocol/"));
         meta.insert(DECISION_META.into(), meta_value);
         passed.meta = Some(meta);
+        // A 2025-11-25 upstream sends none; a 2026-07-28 client requires it (rmcp takes it
+        // off again for a 2025-11-25 client).
+        passed.result_type.get_or_insert(ResultType::COMPLETE);
         return passed;
     }
     let contract = serde_json::to_value(outcome.contract()).unwrap_or_default();

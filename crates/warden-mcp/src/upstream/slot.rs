@@ -14,8 +14,8 @@ use rmcp::RoleClient;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, CompleteRequestParams, CompleteResult,
     GetPromptRequestParams, GetPromptResponse, InputRequiredResult, JsonObject, Prompt,
-    ReadResourceRequestParams, ReadResourceResponse, Resource, ResourceTemplate, ServerResult,
-    SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, Resource, ResourceTemplate, ResultType,
+    ServerResult, SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams,
 };
 use rmcp::service::{Peer, ServiceError};
 use tokio::sync::Notify;
@@ -270,7 +270,13 @@ impl UpstreamSlot {
         params: GetPromptRequestParams,
     ) -> Result<GetPromptResponse, rmcp::ErrorData> {
         let peer = self.live_peer()?;
-        self.answer(peer.get_prompt_once(params)).await
+        Ok(match self.answer(peer.get_prompt_once(params)).await? {
+            GetPromptResponse::Complete(mut result) => {
+                complete(&mut result.result_type);
+                GetPromptResponse::Complete(result)
+            }
+            other => other,
+        })
     }
 
     /// `completion/complete` for one of this upstream's prompts or resource templates.
@@ -279,7 +285,9 @@ impl UpstreamSlot {
         params: CompleteRequestParams,
     ) -> Result<CompleteResult, rmcp::ErrorData> {
         let peer = self.live_peer()?;
-        self.answer(peer.complete(params)).await
+        let mut result = self.answer(peer.complete(params)).await?;
+        complete(&mut result.result_type);
+        Ok(result)
     }
 
     /// Reads a resource of this upstream (read-only federation).
@@ -288,7 +296,13 @@ impl UpstreamSlot {
         params: ReadResourceRequestParams,
     ) -> Result<ReadResourceResponse, rmcp::ErrorData> {
         let peer = self.live_peer()?;
-        self.answer(peer.read_resource_once(params)).await
+        Ok(match self.answer(peer.read_resource_once(params)).await? {
+            ReadResourceResponse::Complete(mut result) => {
+                complete(&mut result.result_type);
+                ReadResourceResponse::Complete(result)
+            }
+            other => other,
+        })
     }
 
     /// The upstream's answer to a read-only request, bounded by the list timeout; its own
@@ -409,4 +423,11 @@ impl UpstreamSlot {
             CallError::Cancelled => Err(ExecError::Cancelled),
         }
     }
+}
+
+/// Marks a result passed through as complete: a 2025-11-25 upstream sends no `resultType`, a
+/// 2026-07-28 client requires one on every result (rmcp takes it off again for a 2025-11-25
+/// client).
+fn complete(result_type: &mut Option<ResultType>) {
+    result_type.get_or_insert(ResultType::COMPLETE);
 }

@@ -1,0 +1,133 @@
+//! Both protocol eras in every pairing of client and upstream (XPORT-2, XPORT-4): Warden speaks
+//! the client's era exactly, whatever era the upstream speaks.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    reason = "test code"
+)]
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+
+/// One JSON-RPC request over HTTP in `version`'s era (on `session` for 2025-11-25); its result.
+async fn request(
+    w: &TestWarden,
+    version: &str,
+    session: Option<&str>,
+    method: &str,
+    name: &str,
+    mut params: Value,
+) -> Value {
+    if version == "2026-07-28" {
+        params["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "eras", "version": "1"}
+        });
+    }
+    warden_mcp::http_client::install_tls();
+    let mut request = reqwest::Client::new()
+        .post(w.mcp())
+        .bearer_auth(&w.admin)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", version)
+        .header("mcp-method", method)
+        .header("mcp-name", name)
+        .json(&json!({"jsonrpc": "2.0", "id": 2, "method": method, "params": params}));
+    if let Some(s) = session {
+        request = request.header("mcp-session-id", s);
+    }
+    let body = request.send().await.unwrap().text().await.unwrap();
+    let message = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .rfind(|l| !l.trim().is_empty())
+        .unwrap_or(&body);
+    let answer: Value = serde_json::from_str(message.trim())
+        .unwrap_or_else(|e| panic!("{method}: not JSON ({e}): {body}"));
+    answer
+        .get("result")
+        .cloned()
+        .unwrap_or_else(|| panic!("{method}: no result: {answer}"))
+}
+
+/// Opens a 2025-11-25 session as the admin; its id.
+async fn session(w: &TestWarden) -> String {
+    let client = reqwest::Client::new();
+    let post = |body: Value| {
+        client
+            .post(w.mcp())
+            .bearer_auth(&w.admin)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25")
+            .json(&body)
+    };
+    let response = post(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "eras", "version": "1"}}}),
+    )
+    .send()
+    .await
+    .unwrap();
+    let id = response.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .header("mcp-session-id", &id)
+        .send()
+        .await
+        .unwrap();
+    id
+}
+
+/// Results passed through from an upstream carry `resultType` for a 2026-07-28 client — also
+/// from a 2025-11-25-only upstream, which sends none (the official Python SDK and the
+/// Inspector reject a result without it) — and none for a 2025-11-25 client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn passed_through_results_carry_result_type_exactly_for_2026_clients() {
+    // An upstream that speaks 2025-11-25 only, and one that speaks both eras.
+    for upstream in ["protocol: \"2025-11-25\"\n", ""] {
+        let w = TestWarden::start(&format!(
+            "kind: Project\nname: alpha\n---\n{}",
+            stdio_upstream("alpha", "alpha", upstream)
+        ))
+        .await;
+        let legacy = session(&w).await;
+        let requests = [
+            (
+                "tools/call",
+                "alpha__echo",
+                json!({"name": "alpha__echo", "arguments": {"text": "x"}}),
+            ),
+            (
+                "prompts/get",
+                "alpha__summarize",
+                json!({"name": "alpha__summarize"}),
+            ),
+            (
+                "resources/read",
+                "notes://all",
+                json!({"uri": "notes://all"}),
+            ),
+        ];
+        for (method, name, params) in requests {
+            let modern = request(&w, "2026-07-28", None, method, name, params.clone()).await;
+            assert_eq!(
+                modern["resultType"], "complete",
+                "{method} for a 2026-07-28 client, upstream `{upstream}`: {modern}"
+            );
+            let old = request(&w, "2025-11-25", Some(&legacy), method, name, params).await;
+            assert!(
+                old.get("resultType").is_none(),
+                "{method} for a 2025-11-25 client, upstream `{upstream}`: {old}"
+            );
+        }
+    }
+}
