@@ -119,6 +119,8 @@ fn world(projects: usize, tools: usize) -> World {
                 input_schema: warden_core::schema::SchemaText::new(&schema),
                 output_schema: None,
                 annotations: None,
+                icons: None,
+                meta: None,
             };
             let cname = catalog_name(u.name.as_str(), &raw.name);
             let pol = matching_policy(policy.tool_policies(), &u.project, &cname);

@@ -446,6 +446,8 @@ mod tests {
             schema: InputSchema::compile(Map::new(), false).unwrap(),
             output_schema: None,
             annotations: None,
+            icons: None,
+            meta: None,
             class,
             class_source: ClassSource::Policy,
             capability: None,

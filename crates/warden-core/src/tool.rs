@@ -93,6 +93,10 @@ pub struct ToolDescriptor {
     /// Annotations as advertised by the upstream, passed through (shared: a catalog holds
     /// few distinct sets).
     pub annotations: Option<Arc<Value>>,
+    /// Icons as advertised by the upstream, passed through.
+    pub icons: Option<Arc<Value>>,
+    /// `_meta` as advertised by the upstream, passed through.
+    pub meta: Option<Arc<Value>>,
     /// Read or mutation.
     pub class: ToolClass,
     /// How the class was decided.
@@ -147,6 +151,12 @@ pub struct UpstreamTool {
     /// Annotations (`readOnlyHint`, `destructiveHint`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<Arc<Value>>,
+    /// Icons, as the upstream advertised them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icons: Option<Arc<Value>>,
+    /// `_meta`, as the upstream advertised it (MCP Apps' `ui` among others).
+    #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Arc<Value>>,
 }
 
 /// Chooses the ToolPolicy that applies to `catalog_name` in `project`: an exact name beats a
@@ -231,6 +241,8 @@ impl ToolDescriptor {
             schema,
             output_schema: raw.output_schema.clone(),
             annotations: raw.annotations.clone(),
+            icons: raw.icons.clone(),
+            meta: raw.meta.clone(),
             class,
             class_source,
             capability: policy.and_then(|(_, p)| p.capability.clone().map(Capability::new)),

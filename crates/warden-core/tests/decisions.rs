@@ -125,6 +125,8 @@ fn build(fixture: &Fixture) -> (Policy, Catalog) {
             ),
             output_schema: None,
             annotations: t.annotations.clone().map(std::sync::Arc::new),
+            icons: None,
+            meta: None,
         };
         let cname = catalog_name(u.prefix.as_deref().unwrap_or(u.name.as_str()), &t.name);
         let pol = matching_policy(policy.tool_policies(), &u.project, &cname);

@@ -57,6 +57,8 @@ fn descriptor(tool: &str, description: &str, schema: Map<String, Value>) -> Opti
         annotations: Some(std::sync::Arc::new(
             json!({"readOnlyHint": true, "openWorldHint": false}),
         )),
+        icons: None,
+        meta: None,
         class: ToolClass::Read,
         class_source: ClassSource::Builtin,
         capability: None,

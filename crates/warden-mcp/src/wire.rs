@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolResult, ContentBlock, JsonObject, MetaObject, ResultType, Tool, ToolAnnotations,
+    CallToolResult, ContentBlock, Icon, JsonObject, MetaObject, ResultType, Tool, ToolAnnotations,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -73,7 +73,25 @@ pub fn tool(descriptor: &ToolDescriptor) -> Tool {
     if let Some(annotations) = annotations(descriptor) {
         tool = tool.with_annotations(annotations);
     }
+    tool.icons = icons(descriptor);
+    tool.meta = meta(descriptor);
     tool
+}
+
+/// The icons advertised: those rmcp can read.
+fn icons(descriptor: &ToolDescriptor) -> Option<Vec<Icon>> {
+    descriptor
+        .icons
+        .as_ref()
+        .and_then(|i| Vec::<Icon>::deserialize(&**i).ok())
+}
+
+/// The upstream's `_meta`, passed through (MCP Apps' `ui`, among others).
+fn meta(descriptor: &ToolDescriptor) -> Option<MetaObject> {
+    descriptor
+        .meta
+        .as_ref()
+        .and_then(|m| MetaObject::deserialize(&**m).ok())
 }
 
 /// The annotations advertised: those rmcp knows (what rmcp's own `Tool` would carry).
@@ -101,6 +119,10 @@ pub fn tool_json(descriptor: &ToolDescriptor) -> serde_json::Result<String> {
         output_schema: Option<&'a RawValue>,
         #[serde(skip_serializing_if = "Option::is_none")]
         annotations: Option<ToolAnnotations>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        icons: Option<Vec<Icon>>,
+        #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+        meta: Option<MetaObject>,
     }
     let output_schema = match &descriptor.output_schema {
         Some(output) => Some(output.raw()?),
@@ -113,6 +135,8 @@ pub fn tool_json(descriptor: &ToolDescriptor) -> serde_json::Result<String> {
         input_schema: descriptor.schema.advertised().raw()?,
         output_schema,
         annotations: annotations(descriptor),
+        icons: icons(descriptor),
+        meta: meta(descriptor),
     })
 }
 
@@ -143,6 +167,10 @@ mod tests {
             annotations: full.then(|| {
                 Arc::new(json!({"readOnlyHint": true, "openWorldHint": false, "x-own": 1}))
             }),
+            icons: full.then(|| {
+                Arc::new(json!([{"src": "https://example.com/t.png", "mimeType": "image/png"}]))
+            }),
+            meta: full.then(|| Arc::new(json!({"ui": {"resourceUri": "ui://t/app"}}))),
         };
         let name = warden_core::Name::from_static("u");
         let mut d = ToolDescriptor::for_upstream(&name, &name, "u__t", &raw, None).unwrap();
@@ -162,5 +190,10 @@ mod tests {
         let full = tool_json(&descriptor(true)).unwrap();
         assert!(full.contains(r#""additionalProperties":false"#), "{full}");
         assert!(!full.contains("x-own"), "{full}");
+        assert!(
+            full.contains(r#""_meta":{"ui":{"resourceUri":"ui://t/app"}}"#),
+            "{full}"
+        );
+        assert!(full.contains(r#""icons":[{"#), "{full}");
     }
 }

@@ -183,6 +183,8 @@ pub fn catalog(policy: &Policy, tools: &[ToolSpec<'_>]) -> Catalog {
             }),
             output_schema: None,
             annotations: (!annotations.is_null()).then(|| std::sync::Arc::new(annotations.clone())),
+            icons: None,
+            meta: None,
         };
         let name = catalog_name(u.prefix.as_deref().unwrap_or(u.name.as_str()), tool);
         let pol = matching_policy(policy.tool_policies(), &u.project, &name);

@@ -54,7 +54,14 @@ fn tools() -> Vec<Tool> {
             "Echo a text",
             schema(json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]})),
         )
-        .with_annotations(read()),
+        .with_annotations(read())
+        // As an MCP Apps server advertises its tool's user interface.
+        .with_meta(rmcp::model::MetaObject(
+            json!({"ui": {"resourceUri": "ui://notes/echo"}})
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+        )),
         Tool::new(
             "add",
             "Add two numbers",

@@ -37,8 +37,10 @@ async fn request(
         .header("accept", "application/json, text/event-stream")
         .header("mcp-protocol-version", version)
         .header("mcp-method", method)
-        .header("mcp-name", name)
         .json(&json!({"jsonrpc": "2.0", "id": 2, "method": method, "params": params}));
+    if !name.is_empty() {
+        request = request.header("mcp-name", name);
+    }
     if let Some(s) = session {
         request = request.header("mcp-session-id", s);
     }
@@ -129,5 +131,30 @@ async fn passed_through_results_carry_result_type_exactly_for_2026_clients() {
                 "{method} for a 2025-11-25 client, upstream `{upstream}`: {old}"
             );
         }
+    }
+}
+
+/// What an upstream advertises of a tool beyond Warden's business — `_meta` (MCP Apps' `ui`)
+/// — reaches clients of both eras unchanged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tools_meta_passes_through_in_both_eras() {
+    let w = TestWarden::start(&format!(
+        "kind: Project\nname: alpha\n---\n{}",
+        stdio_upstream("alpha", "alpha", "")
+    ))
+    .await;
+    let legacy = session(&w).await;
+    for (version, session) in [("2026-07-28", None), ("2025-11-25", Some(legacy.as_str()))] {
+        let list = request(&w, version, session, "tools/list", "", json!({})).await;
+        let echo = list["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == "alpha__echo")
+            .unwrap_or_else(|| panic!("{version}: no alpha__echo in {list}"));
+        assert_eq!(
+            echo["_meta"]["ui"]["resourceUri"], "ui://notes/echo",
+            "{version}: {echo}"
+        );
     }
 }

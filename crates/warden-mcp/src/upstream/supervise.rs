@@ -254,7 +254,7 @@ async fn fetch<T>(
 }
 
 /// An upstream's tools as Warden keeps them: the schemas as text, each distinct annotation
-/// set once (PERF-3).
+/// set once (PERF-3), icons and `_meta` as they came.
 fn upstream_tools(tools: Vec<Tool>) -> Vec<UpstreamTool> {
     let mut annotations: HashMap<String, Arc<serde_json::Value>> = HashMap::new();
     tools
@@ -272,6 +272,14 @@ fn upstream_tools(tools: Vec<Tool>) -> Vec<UpstreamTool> {
                     .or_insert_with(|| Arc::new(value));
                 Some(shared.clone())
             }),
+            icons: tool
+                .icons
+                .and_then(|icons| serde_json::to_value(icons).ok())
+                .map(Arc::new),
+            meta: tool
+                .meta
+                .and_then(|meta| serde_json::to_value(meta).ok())
+                .map(Arc::new),
         })
         .collect()
 }

@@ -560,6 +560,8 @@ mod tests {
             input_schema: warden_core::schema::SchemaText::new(schema.as_object().unwrap()),
             output_schema: None,
             annotations: None,
+            icons: None,
+            meta: None,
         };
         let plain = tool("read", serde_json::json!({"type": "object"}));
         let exit = |protocol: ProtocolVersion, tools: &[UpstreamTool]| {
