@@ -248,9 +248,9 @@ impl ServerHandler for DemoNotes {
         _ctx: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
         if request.uri != "notes://all" {
-            return Err(McpError::resource_not_found(
+            return Err(McpError::invalid_params(
                 format!("unknown resource `{}`", request.uri),
-                None,
+                Some(json!({ "uri": request.uri })),
             ));
         }
         let mut notes = self.notes.lock().await;

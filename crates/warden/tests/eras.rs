@@ -21,6 +21,22 @@ async fn request(
     session: Option<&str>,
     method: &str,
     name: &str,
+    params: Value,
+) -> Value {
+    let answer = answer(w, version, session, method, name, params).await;
+    answer
+        .get("result")
+        .cloned()
+        .unwrap_or_else(|| panic!("{method}: no result: {answer}"))
+}
+
+/// One JSON-RPC request over HTTP in `version`'s era (on `session` for 2025-11-25); the answer.
+async fn answer(
+    w: &TestWarden,
+    version: &str,
+    session: Option<&str>,
+    method: &str,
+    name: &str,
     mut params: Value,
 ) -> Value {
     if version == "2026-07-28" {
@@ -50,12 +66,8 @@ async fn request(
         .filter_map(|l| l.strip_prefix("data:"))
         .rfind(|l| !l.trim().is_empty())
         .unwrap_or(&body);
-    let answer: Value = serde_json::from_str(message.trim())
-        .unwrap_or_else(|e| panic!("{method}: not JSON ({e}): {body}"));
-    answer
-        .get("result")
-        .cloned()
-        .unwrap_or_else(|| panic!("{method}: no result: {answer}"))
+    serde_json::from_str(message.trim())
+        .unwrap_or_else(|e| panic!("{method}: not JSON ({e}): {body}"))
 }
 
 /// Opens a 2025-11-25 session as the admin; its id.
@@ -156,5 +168,31 @@ async fn a_tools_meta_passes_through_in_both_eras() {
             echo["_meta"]["ui"]["resourceUri"], "ui://notes/echo",
             "{version}: {echo}"
         );
+    }
+}
+
+/// Reading a resource nobody offers is invalid params naming the URI in `data.uri`
+/// (SEP-2164), in both eras.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_resource_is_invalid_params_naming_its_uri() {
+    let w = TestWarden::start(&format!(
+        "kind: Project\nname: alpha\n---\n{}",
+        stdio_upstream("alpha", "alpha", "")
+    ))
+    .await;
+    let legacy = session(&w).await;
+    let uri = "test://nonexistent-resource";
+    for (version, session) in [("2026-07-28", None), ("2025-11-25", Some(legacy.as_str()))] {
+        let a = answer(
+            &w,
+            version,
+            session,
+            "resources/read",
+            uri,
+            json!({"uri": uri}),
+        )
+        .await;
+        assert_eq!(a["error"]["code"], -32602, "{version}: {a}");
+        assert_eq!(a["error"]["data"]["uri"], uri, "{version}: {a}");
     }
 }

@@ -107,10 +107,7 @@ impl Live {
                 slot.read_resource(ReadResourceRequestParams::new(uri.to_owned()))
                     .await
             }
-            None => Err(rmcp::ErrorData::resource_not_found(
-                format!("unknown resource `{uri}`"),
-                None,
-            )),
+            None => Err(unknown_resource(uri)),
         }
     }
 
@@ -143,10 +140,7 @@ impl Live {
     ) -> Result<(), rmcp::ErrorData> {
         match self.resource_owner(authority, uri) {
             Some(slot) => slot.subscribe(uri, session, client).await,
-            None => Err(rmcp::ErrorData::resource_not_found(
-                format!("unknown resource `{uri}`"),
-                None,
-            )),
+            None => Err(unknown_resource(uri)),
         }
     }
 
@@ -209,4 +203,13 @@ impl Live {
             slot.set_log_level(params.clone()).await;
         }
     }
+}
+
+/// A resource no readable upstream offers — or one the run may not read, answered the same
+/// way: invalid params (-32602) naming the URI in `data.uri` (SEP-2164; -32002 before it).
+fn unknown_resource(uri: &str) -> rmcp::ErrorData {
+    rmcp::ErrorData::invalid_params(
+        format!("unknown resource `{uri}`"),
+        Some(serde_json::json!({ "uri": uri })),
+    )
 }
