@@ -470,9 +470,9 @@ instructions)
 	# pool's periodic reads, which a run slowed down ~50x by valgrind over-weights), the
 	# audit commits (or, with the spool, its inserts) wherever they ran, everything but
 	# those, the spool's appends on the call path, and the part under
-	# `Front::call` without the commits a request led (the requests themselves; "n/a" when the
-	# build inlined `Front::call` away, as profile-guided builds do: then compare the figure
-	# without the commits).
+	# `ListenerService::call` without the commits a request led (the requests themselves; "n/a"
+	# when the build inlined `ListenerService::call` away, as profile-guided builds do: then
+	# compare the figure without the commits).
 	# valgrind runs SHA-256 in software (no SHA extensions), so hashing weighs ~25x more
 	# than on the machine; compare builds with each other, not with native profiles.
 	calls="${4:-2000}"
@@ -497,8 +497,8 @@ for line in open(path):
         continue
     n, name = int(m.group(1).replace(",", "")), m.group(2)
     for key, pattern in (("all", r"PROGRAM TOTALS"),
-                         ("requests", r"Front as tower_service::Service.*::call::\{\{closure\}\} \["),
-                         ("led", r"sqlite::appender::Lead::run \["),
+                         ("requests", r"ListenerService as tower_service::Service.*::call::\{\{closure\}\} \["),
+                         ("led", r"sqlite::appender::LeaderTurn::run \["),
                          ("commits", r"sqlite::appender::Inner::commit \["),
                          ("spooled", r"SqliteAppender::insert_spooled \["),
                          ("spool", r"spool::Spool::append \["),
