@@ -107,14 +107,10 @@ pub fn postgres_url() -> Option<String> {
 /// A fresh SQLite store in a temporary data directory.
 pub async fn sqlite_store() -> TestStore {
     let dir = tempfile::tempdir().expect("tempdir");
-    let location = Location::DataDir(dir.path().to_path_buf());
-    let store = Store::open(&location).await.expect("open sqlite store");
+    let store = sqlite_store_in(dir.path()).await;
     TestStore {
-        name: "sqlite",
-        store,
-        location,
-        schema: None,
         _dir: Some(dir),
+        ..store
     }
 }
 

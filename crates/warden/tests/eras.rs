@@ -70,35 +70,16 @@ async fn answer(
         .unwrap_or_else(|e| panic!("{method}: not JSON ({e}): {body}"))
 }
 
-/// Opens a 2025-11-25 session as the admin; its id.
-async fn session(w: &TestWarden) -> String {
-    let client = reqwest::Client::new();
-    let post = |body: Value| {
-        client
-            .post(w.mcp())
-            .bearer_auth(&w.admin)
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", "2025-11-25")
-            .json(&body)
-    };
-    let response = post(
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "eras", "version": "1"}}}),
-    )
-    .send()
-    .await
-    .unwrap();
-    let id = response.headers()["mcp-session-id"]
-        .to_str()
-        .unwrap()
-        .to_owned();
-    post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-        .header("mcp-session-id", &id)
-        .send()
-        .await
-        .unwrap();
-    id
+/// A Warden in front of the notes fixture (upstream `alpha`, `extra` added to its resource),
+/// and a 2025-11-25 session open on it as the admin.
+async fn notes_warden(extra: &str) -> (TestWarden, String) {
+    let w = TestWarden::start(&format!(
+        "kind: Project\nname: alpha\n---\n{}",
+        stdio_upstream("alpha", "alpha", extra)
+    ))
+    .await;
+    let legacy = open_session(&w, &w.admin).await;
+    (w, legacy)
 }
 
 /// Results passed through from an upstream carry `resultType` for a 2026-07-28 client — also
@@ -108,12 +89,7 @@ async fn session(w: &TestWarden) -> String {
 async fn passed_through_results_carry_result_type_exactly_for_2026_clients() {
     // An upstream that speaks 2025-11-25 only, and one that speaks both eras.
     for upstream in ["protocol: \"2025-11-25\"\n", ""] {
-        let w = TestWarden::start(&format!(
-            "kind: Project\nname: alpha\n---\n{}",
-            stdio_upstream("alpha", "alpha", upstream)
-        ))
-        .await;
-        let legacy = session(&w).await;
+        let (w, legacy) = notes_warden(upstream).await;
         let requests = [
             (
                 "tools/call",
@@ -150,12 +126,7 @@ async fn passed_through_results_carry_result_type_exactly_for_2026_clients() {
 /// — reaches clients of both eras unchanged.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tools_meta_passes_through_in_both_eras() {
-    let w = TestWarden::start(&format!(
-        "kind: Project\nname: alpha\n---\n{}",
-        stdio_upstream("alpha", "alpha", "")
-    ))
-    .await;
-    let legacy = session(&w).await;
+    let (w, legacy) = notes_warden("").await;
     for (version, session) in [("2026-07-28", None), ("2025-11-25", Some(legacy.as_str()))] {
         let list = request(&w, version, session, "tools/list", "", json!({})).await;
         let echo = list["tools"]
@@ -175,12 +146,7 @@ async fn a_tools_meta_passes_through_in_both_eras() {
 /// (SEP-2164), in both eras.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unknown_resource_is_invalid_params_naming_its_uri() {
-    let w = TestWarden::start(&format!(
-        "kind: Project\nname: alpha\n---\n{}",
-        stdio_upstream("alpha", "alpha", "")
-    ))
-    .await;
-    let legacy = session(&w).await;
+    let (w, legacy) = notes_warden("").await;
     let uri = "test://nonexistent-resource";
     for (version, session) in [("2026-07-28", None), ("2025-11-25", Some(legacy.as_str()))] {
         let a = answer(

@@ -569,37 +569,6 @@ fn http() -> reqwest::Client {
     reqwest::Client::new()
 }
 
-/// Opens a 2025-11-25 session as `token`; its id.
-async fn open_session(w: &TestWarden, token: &str) -> String {
-    let post = |body: Value| {
-        http()
-            .post(w.mcp())
-            .bearer_auth(token)
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", "2025-11-25")
-            .json(&body)
-    };
-    let response = post(
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "fail-closed", "version": "1"}}}),
-    )
-    .send()
-    .await
-    .unwrap();
-    let session = response.headers()["mcp-session-id"]
-        .to_str()
-        .unwrap()
-        .to_owned();
-    let done = post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-        .header("mcp-session-id", &session)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(done.status(), 202);
-    session
-}
-
 fn postgres_addr(url: &str) -> SocketAddr {
     let host = url.split('@').nth(1).unwrap().split('/').next().unwrap();
     let host = host.replace("localhost", "127.0.0.1");

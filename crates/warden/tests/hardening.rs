@@ -36,32 +36,6 @@ fn post(
         .header("mcp-protocol-version", version)
 }
 
-/// Opens a 2025-11-25 session; returns its id.
-async fn open_session(client: &reqwest::Client, w: &TestWarden, token: &str) -> String {
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "hardening", "version": "1"}}});
-    let response = post(client, w, token, "2025-11-25")
-        .json(&init)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    let session = response.headers()["mcp-session-id"]
-        .to_str()
-        .unwrap()
-        .to_owned();
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let response = post(client, w, token, "2025-11-25")
-        .header("mcp-session-id", &session)
-        .json(&initialized)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 202);
-    session
-}
-
 /// Status and body of a request.
 async fn answer(request: reqwest::RequestBuilder) -> (u16, String) {
     let response = request.send().await.unwrap();
@@ -135,7 +109,7 @@ async fn another_credential_cannot_end_or_resume_a_session_it_does_not_own() {
     let client = http();
     let owner = w.token("admin", None, None).await;
     let other = w.token("admin", None, None).await;
-    let session = open_session(&client, &w, &owner).await;
+    let session = open_session(&w, &owner).await;
     let unknown = "0190c6d2-0000-7000-8000-000000000000";
     for method in [reqwest::Method::DELETE, reqwest::Method::GET] {
         let on = |id: &str| {

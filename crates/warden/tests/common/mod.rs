@@ -325,3 +325,37 @@ pub fn cli(args: &[&str], store_args: &[String]) -> std::process::Output {
     }
     cmd.output().unwrap()
 }
+
+/// Opens a 2025-11-25 session on `w` as `token` with raw HTTP (initialize, then initialized);
+/// its `Mcp-Session-Id`.
+pub async fn open_session(w: &TestWarden, token: &str) -> String {
+    warden_mcp::http_client::install_tls();
+    let client = reqwest::Client::new();
+    let post = |body: Value| {
+        client
+            .post(w.mcp())
+            .bearer_auth(token)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25")
+            .json(&body)
+    };
+    let response = post(
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "warden-tests", "version": "1"}}}),
+    )
+    .send()
+    .await
+    .unwrap();
+    let session = response.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let done = post(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(done.status(), 202);
+    session
+}
