@@ -37,9 +37,7 @@ pub fn call_result(outcome: &CallOutcome, declares_output_schema: bool) -> CallT
         meta.retain(|k, _| !k.starts_with("io.modelcontextprotocol/"));
         meta.insert(DECISION_META.into(), meta_value);
         passed.meta = Some(meta);
-        // A 2025-11-25 upstream sends none; a 2026-07-28 client requires it (rmcp takes it
-        // off again for a 2025-11-25 client).
-        passed.result_type.get_or_insert(ResultType::COMPLETE);
+        mark_complete(&mut passed.result_type);
         return passed;
     }
     let contract = serde_json::to_value(outcome.contract()).unwrap_or_default();
@@ -53,6 +51,13 @@ pub fn call_result(outcome: &CallOutcome, declares_output_schema: bool) -> CallT
     meta.insert(DECISION_META.into(), meta_value);
     result.meta = Some(meta);
     result
+}
+
+/// Marks a result passed through as complete: a 2025-11-25 upstream sends no `resultType`, a
+/// 2026-07-28 client requires one on every result (rmcp takes it off again for a 2025-11-25
+/// client).
+pub(crate) fn mark_complete(result_type: &mut Option<ResultType>) {
+    result_type.get_or_insert(ResultType::COMPLETE);
 }
 
 /// The MCP `Tool` advertised for a catalog entry: its one input schema (GOV-1), and the

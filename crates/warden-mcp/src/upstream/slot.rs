@@ -14,8 +14,8 @@ use rmcp::RoleClient;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, CompleteRequestParams, CompleteResult,
     GetPromptRequestParams, GetPromptResponse, InputRequiredResult, JsonObject, Prompt,
-    ReadResourceRequestParams, ReadResourceResponse, Resource, ResourceTemplate, ResultType,
-    ServerResult, SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, Resource, ResourceTemplate, ServerResult,
+    SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams,
 };
 use rmcp::service::{Peer, ServiceError};
 use tokio::sync::Notify;
@@ -272,7 +272,7 @@ impl UpstreamSlot {
         let peer = self.live_peer()?;
         Ok(match self.answer(peer.get_prompt_once(params)).await? {
             GetPromptResponse::Complete(mut result) => {
-                complete(&mut result.result_type);
+                crate::wire::mark_complete(&mut result.result_type);
                 GetPromptResponse::Complete(result)
             }
             other => other,
@@ -286,7 +286,7 @@ impl UpstreamSlot {
     ) -> Result<CompleteResult, rmcp::ErrorData> {
         let peer = self.live_peer()?;
         let mut result = self.answer(peer.complete(params)).await?;
-        complete(&mut result.result_type);
+        crate::wire::mark_complete(&mut result.result_type);
         Ok(result)
     }
 
@@ -298,7 +298,7 @@ impl UpstreamSlot {
         let peer = self.live_peer()?;
         Ok(match self.answer(peer.read_resource_once(params)).await? {
             ReadResourceResponse::Complete(mut result) => {
-                complete(&mut result.result_type);
+                crate::wire::mark_complete(&mut result.result_type);
                 ReadResourceResponse::Complete(result)
             }
             other => other,
@@ -423,11 +423,4 @@ impl UpstreamSlot {
             CallError::Cancelled => Err(ExecError::Cancelled),
         }
     }
-}
-
-/// Marks a result passed through as complete: a 2025-11-25 upstream sends no `resultType`, a
-/// 2026-07-28 client requires one on every result (rmcp takes it off again for a 2025-11-25
-/// client).
-fn complete(result_type: &mut Option<ResultType>) {
-    result_type.get_or_insert(ResultType::COMPLETE);
 }
