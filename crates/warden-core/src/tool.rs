@@ -88,7 +88,8 @@ pub struct ToolDescriptor {
     pub description: Option<String>,
     /// The one input schema (GOV-1).
     pub schema: InputSchema,
-    /// Output schema as advertised by the upstream, passed through.
+    /// Output schema: the upstream's, admitting Warden's decisions too
+    /// ([`crate::contract::output_schema_admitting_decisions`]).
     pub output_schema: Option<SchemaText>,
     /// Annotations as advertised by the upstream, passed through (shared: a catalog holds
     /// few distinct sets).
@@ -239,7 +240,11 @@ impl ToolDescriptor {
             title: raw.title.clone(),
             description: raw.description.clone(),
             schema,
-            output_schema: raw.output_schema.clone(),
+            output_schema: raw.output_schema.as_ref().map(|o| {
+                SchemaText::new(&crate::contract::output_schema_admitting_decisions(
+                    &o.to_object(),
+                ))
+            }),
             annotations: raw.annotations.clone(),
             icons: raw.icons.clone(),
             meta: raw.meta.clone(),

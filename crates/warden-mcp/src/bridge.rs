@@ -101,7 +101,7 @@ impl Bridge {
             )),
             audited: false,
         };
-        wire::call_result(&outcome, false).into()
+        wire::call_result(&outcome).into()
     }
 }
 

@@ -10,9 +10,10 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, DiscoverResult, GetPromptRequestParams,
     GetPromptResponse, Implementation, InitializeRequestParams, InitializeResult,
     ListPromptsResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig, Tool,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
+    SubscriptionFilter, Tool,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{RequestContext, SubscriptionContext, SubscriptionSink};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use warden_core::authority::{Authority, AuthorityError};
 use warden_core::pipeline::{Governance, RunState};
@@ -193,7 +194,7 @@ impl ServerHandler for McpHandler {
         let (credential, agent) = self.credential(&context)?;
         tokio::spawn(notify_catalog_changes(
             self.gateway.clone(),
-            context.peer.clone(),
+            ListChanged::Session(context.peer.clone()),
             credential,
             agent,
         ));
@@ -297,7 +298,12 @@ impl ServerHandler for McpHandler {
         let authority = self.authority(&ctx)?;
         let session = self.run_state(&authority).id().to_owned();
         self.gateway
-            .subscribe(&authority, &request.uri, &session, ctx.peer.clone())
+            .subscribe(
+                &authority,
+                &request.uri,
+                &session,
+                crate::upstream::Subscriber::Session(ctx.peer.clone()),
+            )
             .await
     }
 
@@ -311,6 +317,55 @@ impl ServerHandler for McpHandler {
         self.gateway
             .unsubscribe(&authority, &request.uri, &session)
             .await
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        // What the client asked for; rmcp narrows it to what `get_info` advertises (tool list
+        // changes and resource updates). Resources the run may not read are accepted like any
+        // URI and never heard of: a refusal would tell that they exist.
+        Some(requested.clone())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        let ctx = context.request_context();
+        let authority = self.authority(ctx)?;
+        let (credential, agent) = self.credential(ctx)?;
+        let key = format!("listen:{}:{}", self.run_state(&authority).id(), ctx.id);
+        let sink = context.sink().clone();
+        let accepted = context.accepted().clone();
+        let mut subscribed = Vec::new();
+        for uri in accepted.resource_subscriptions.iter().flatten() {
+            let subscriber = crate::upstream::Subscriber::Listen(sink.clone());
+            match self
+                .gateway
+                .subscribe(&authority, uri, &key, subscriber)
+                .await
+            {
+                Ok(()) => subscribed.push(uri),
+                Err(e) => tracing::debug!(uri, error = %e.message, "not subscribed"),
+            }
+        }
+        if accepted.tools_list_changed == Some(true) {
+            let changes = notify_catalog_changes(
+                self.gateway.clone(),
+                ListChanged::Listen(sink),
+                credential,
+                agent,
+            );
+            tokio::select! {
+                () = changes => {}
+                () = context.cancelled() => {}
+            }
+        } else {
+            context.cancelled().await;
+        }
+        for uri in subscribed {
+            let _ = self.gateway.unsubscribe(&authority, uri, &key).await;
+        }
+        Ok(())
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -365,16 +420,6 @@ impl ServerHandler for McpHandler {
                 Some(client),
             )
             .await;
-        // A tool the run can see may declare an output schema; a hidden or unknown one cannot.
-        let declares_output_schema = outcome
-            .denial()
-            .is_none_or(|d| d.code != warden_core::decision::DenyCode::UnknownTool)
-            && self
-                .gateway
-                .snapshot()
-                .catalog
-                .get(&request.name)
-                .is_some_and(|t| t.output_schema.is_some());
         // An upstream that needs the client's input first: its `input_required` result as it
         // sent it (2026-07-28 clients only; see `UpstreamSlot::call`).
         if let warden_core::contract::Verdict::Executed {
@@ -387,14 +432,39 @@ impl ServerHandler for McpHandler {
         {
             return Ok(CallToolResponse::InputRequired(needed));
         }
-        Ok(wire::call_result(&outcome, declares_output_schema).into())
+        Ok(wire::call_result(&outcome).into())
     }
 }
 
-/// Tells a 2025-11-25 session when the tools it may see change (XPORT-4), until it closes.
+/// Who hears `notifications/tools/list_changed`.
+enum ListChanged {
+    /// A 2025-11-25 session, until it closes.
+    Session(rmcp::service::Peer<RoleServer>),
+    /// A 2026-07-28 `subscriptions/listen` stream, until it ends.
+    Listen(SubscriptionSink),
+}
+
+impl ListChanged {
+    fn is_closed(&self) -> bool {
+        match self {
+            ListChanged::Session(peer) => peer.is_transport_closed(),
+            ListChanged::Listen(_) => false,
+        }
+    }
+
+    /// Sends the notification; `false` when it can no longer be delivered.
+    async fn tools_changed(&self) -> bool {
+        match self {
+            ListChanged::Session(peer) => peer.notify_tool_list_changed().await.is_ok(),
+            ListChanged::Listen(sink) => sink.notify_tool_list_changed().await.is_ok(),
+        }
+    }
+}
+
+/// Tells a client when the tools it may see change (XPORT-4), until it goes.
 async fn notify_catalog_changes(
     gateway: Arc<Gateway>,
-    peer: rmcp::service::Peer<RoleServer>,
+    client: ListChanged,
     credential: Credential,
     agent: Option<String>,
 ) {
@@ -417,13 +487,13 @@ async fn notify_catalog_changes(
             Ok(()) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
             Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
         }
-        if peer.is_transport_closed() {
+        if client.is_closed() {
             return;
         }
         let now = visible(&gateway);
         if now != last {
             last = now;
-            if peer.notify_tool_list_changed().await.is_err() {
+            if !client.tools_changed().await {
                 return;
             }
         }

@@ -19,13 +19,13 @@ pub const DECISION_META: &str = "warden/decision";
 /// - An executed upstream call passes the upstream's result through intact (content,
 ///   `structuredContent`, its own `isError`), with the decision in `_meta`.
 /// - Everything else carries the contract `{status, code?, data?, approvalId?, runId,
-///   message}` as text and in `_meta`, and as `structuredContent` unless the tool declares an
-///   output schema (clients check `structuredContent` against it, and a denial is not the
-///   tool's output); `isError` is true exactly when denied.
+///   message}` as text, in `_meta` and as `structuredContent` (a tool's advertised output
+///   schema admits it: [`warden_core::contract::output_schema_admitting_decisions`]);
+///   `isError` is true exactly when denied.
 ///
 /// Protocol metadata of the upstream hop (`io.modelcontextprotocol/…` keys in `_meta`, such as
 /// the upstream's server info) is not passed on: the client talks to Warden.
-pub fn call_result(outcome: &CallOutcome, declares_output_schema: bool) -> CallToolResult {
+pub fn call_result(outcome: &CallOutcome) -> CallToolResult {
     let meta_value = serde_json::to_value(outcome.contract_meta()).unwrap_or_default();
     if let Verdict::Executed {
         output: ToolOutput::Upstream { result, .. },
@@ -42,10 +42,7 @@ pub fn call_result(outcome: &CallOutcome, declares_output_schema: bool) -> CallT
     }
     let contract = serde_json::to_value(outcome.contract()).unwrap_or_default();
     let mut result = CallToolResult::success(vec![ContentBlock::text(contract.to_string())]);
-    let executed_builtin = matches!(outcome.verdict, Verdict::Executed { .. });
-    if executed_builtin || !declares_output_schema {
-        result.structured_content = Some(contract);
-    }
+    result.structured_content = Some(contract);
     result.is_error = Some(outcome.is_error());
     let mut meta = MetaObject::new();
     meta.insert(DECISION_META.into(), meta_value);

@@ -6,6 +6,10 @@
 //! (a read that waits and honours cancellation), `call_count` and `cancellations` (what this
 //! server executed and saw cancelled, for exactly-once and cancellation tests), `ask` and
 //! `sample` (server-to-client requests) and `progress` (notifications before the result).
+//!
+//! `notes://all` can be subscribed to in both eras (`resources/subscribe`, or
+//! `subscriptions/listen` with `resourceSubscriptions`): every note added or deleted sends
+//! `notifications/resources/updated` for it.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -24,6 +28,13 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt as _};
 use serde_json::{Value, json};
 use warden_mcp::demo::DemoNotes;
 
+/// Who is told that `notes://all` changed.
+#[derive(Clone, Debug)]
+enum Watcher {
+    Session(rmcp::service::Peer<RoleServer>),
+    Listen(rmcp::service::SubscriptionSink),
+}
+
 #[derive(Debug, Default)]
 struct Counts {
     calls: AtomicU64,
@@ -36,6 +47,7 @@ pub struct NotesServer {
     notebook: DemoNotes,
     counts: Arc<Counts>,
     tools: Arc<Vec<Tool>>,
+    watchers: Arc<std::sync::Mutex<Vec<Watcher>>>,
 }
 
 fn schema(v: Value) -> Arc<JsonObject> {
@@ -108,6 +120,24 @@ impl NotesServer {
             notebook: DemoNotes::new(file),
             counts: Arc::new(Counts::default()),
             tools: Arc::new(tools()),
+            watchers: Arc::default(),
+        }
+    }
+
+    /// Tells every watcher that `notes://all` changed.
+    async fn notes_changed(&self) {
+        const URI: &str = "notes://all";
+        let watchers = self.watchers.lock().map(|w| w.clone()).unwrap_or_default();
+        for watcher in watchers {
+            match watcher {
+                Watcher::Session(peer) => {
+                    let params = rmcp::model::ResourceUpdatedNotificationParam::new(URI);
+                    let _ = peer.notify_resource_updated(params).await;
+                }
+                Watcher::Listen(sink) => {
+                    let _ = sink.notify_resource_updated(URI).await;
+                }
+            }
         }
     }
 
@@ -229,6 +259,7 @@ impl ServerHandler for NotesServer {
                 .enable_tools()
                 .enable_prompts()
                 .enable_resources()
+                .enable_resources_subscribe()
                 .build(),
         )
         .with_server_info(Implementation::new(
@@ -282,6 +313,51 @@ impl ServerHandler for NotesServer {
         self.notebook.read_resource(request, ctx).await
     }
 
+    #[allow(deprecated, reason = "resources/subscribe is the 2025-11-25 way")]
+    async fn subscribe(
+        &self,
+        _request: rmcp::model::SubscribeRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        if let Ok(mut w) = self.watchers.lock() {
+            w.push(Watcher::Session(ctx.peer.clone()));
+        }
+        Ok(())
+    }
+
+    #[allow(deprecated, reason = "resources/unsubscribe is the 2025-11-25 way")]
+    async fn unsubscribe(
+        &self,
+        _request: rmcp::model::UnsubscribeRequestParams,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        // A session's peer has no identity to compare: its notifications stop when it closes.
+        if let Ok(mut w) = self.watchers.lock() {
+            w.retain(|w| !matches!(w, Watcher::Session(p) if p.is_transport_closed()));
+        }
+        Ok(())
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &rmcp::model::SubscriptionFilter,
+    ) -> Option<rmcp::model::SubscriptionFilter> {
+        Some(requested.clone())
+    }
+
+    async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), McpError> {
+        let sink = context.sink().clone();
+        let id = sink.id().clone();
+        if let Ok(mut w) = self.watchers.lock() {
+            w.push(Watcher::Listen(sink));
+        }
+        context.cancelled().await;
+        if let Ok(mut w) = self.watchers.lock() {
+            w.retain(|w| !matches!(w, Watcher::Listen(s) if *s.id() == id));
+        }
+        Ok(())
+    }
+
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
@@ -333,8 +409,13 @@ impl ServerHandler for NotesServer {
             ));
         }
         let result = self.run(&request.name, &args, &ctx).await;
-        if result.is_ok() {
+        if let Ok(r) = &result {
             self.counts.calls.fetch_add(1, Ordering::SeqCst);
+            if matches!(request.name.as_ref(), "add_note" | "delete_note")
+                && r.is_error != Some(true)
+            {
+                self.notes_changed().await;
+            }
         }
         result.map(Into::into)
     }

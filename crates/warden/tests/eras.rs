@@ -162,3 +162,75 @@ async fn an_unknown_resource_is_invalid_params_naming_its_uri() {
         assert_eq!(a["error"]["data"]["uri"], uri, "{version}: {a}");
     }
 }
+
+/// A 2025-11-25 client that passes on the URIs of `notifications/resources/updated`.
+#[derive(Clone)]
+struct Updates(tokio::sync::mpsc::UnboundedSender<String>);
+
+impl rmcp::ClientHandler for Updates {
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _ctx: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        let _ = self.0.send(params.uri);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resource_subscriptions_work_in_every_pairing_of_eras() {
+    use rmcp::ServiceExt as _;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    use std::time::Duration;
+    // Upstream unpinned (the stdio fixture speaks 2026-07-28) and pinned to 2025-11-25; the
+    // client subscribes in its era, a note is added, the client hears of `notes://all`.
+    let policy = "---\nkind: ToolPolicy\nname: add\nproject: alpha\ntool: alpha__add_note\nclass: mutation\n";
+    for upstream in ["", "protocol: \"2025-11-25\"\n"] {
+        let (w, _session) = notes_warden(&format!("{upstream}{policy}")).await;
+        let add = |text: &str| json!({"text": text});
+        // 2025-11-25: resources/subscribe on a session.
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let config =
+            StreamableHttpClientTransportConfig::with_uri(w.mcp()).auth_header(w.admin.clone());
+        let session = Updates(tx)
+            .serve(StreamableHttpClientTransport::from_config(config))
+            .await
+            .unwrap();
+        #[allow(deprecated, reason = "resources/subscribe is the 2025-11-25 way")]
+        session
+            .subscribe(rmcp::model::SubscribeRequestParams::new("notes://all"))
+            .await
+            .unwrap_or_else(|e| panic!("subscribe ({upstream:?}): {e}"));
+        call(&session, "alpha__add_note", add("one")).await;
+        let uri = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+            .await
+            .unwrap_or_else(|_| panic!("2025 client, upstream {upstream:?}: no update"));
+        assert_eq!(uri.as_deref(), Some("notes://all"));
+        // 2026-07-28: subscriptions/listen.
+        let client = http_client(&w.mcp(), &w.admin, Era::Stateless).await;
+        let filter = rmcp::model::SubscriptionFilter::builder()
+            .resource_subscription("notes://all")
+            .tools_list_changed()
+            .build();
+        let mut listen = client
+            .listen(filter)
+            .await
+            .unwrap_or_else(|e| panic!("listen ({upstream:?}): {e}"));
+        assert_eq!(
+            listen.acknowledged().resource_subscriptions.as_deref(),
+            Some(&["notes://all".to_owned()][..])
+        );
+        call(&client, "alpha__add_note", add("two")).await;
+        let heard = tokio::time::timeout(Duration::from_secs(10), listen.next())
+            .await
+            .unwrap_or_else(|_| panic!("2026 client, upstream {upstream:?}: no update"))
+            .unwrap();
+        match heard {
+            Some(rmcp::model::ServerNotification::ResourceUpdatedNotification(n)) => {
+                assert_eq!(n.params.uri, "notes://all");
+            }
+            other => panic!("2026 client, upstream {upstream:?}: {other:?}"),
+        }
+    }
+}

@@ -857,31 +857,47 @@ async fn metrics_and_readiness_report_calls_and_upstreams() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_denial_of_a_tool_with_an_output_schema_keeps_structured_content_for_real_output() {
-    // Clients check structuredContent against a declared output schema even when isError is
-    // set; a denial is not the tool's output, so it travels as text and in _meta only.
+async fn decisions_on_a_tool_with_an_output_schema_match_its_advertised_schema() {
+    // Clients check structuredContent against a declared output schema (the Python SDK on
+    // every result that is not an error, and refuses one without structuredContent; the
+    // TypeScript SDK on every result that has one): the advertised schema admits the tool's
+    // output and Warden's decisions, and every result carries structuredContent.
     let w = TestWarden::start(&format!(
-        "kind: Project\nname: alpha\n---\n{}\n---\nkind: KillSwitch\nscope: {{ tool: alpha__add }}\nreason: drill\n",
+        "kind: Project\nname: alpha\n---\n{}\n---\nkind: ToolPolicy\nname: add\nproject: alpha\ntool: alpha__add\nclass: mutation\n---\nkind: Autonomy\nsubject: {{ user: admin }}\nlevel: 1\n",
         stdio_upstream("alpha", "alpha", "")
     ))
     .await;
     let client = http_client(&w.mcp(), &w.admin, Era::Sessions).await;
     let tools = client.list_all_tools().await.unwrap();
-    assert!(
-        tools
-            .iter()
-            .find(|t| t.name == "alpha__add")
-            .unwrap()
-            .output_schema
-            .is_some()
-    );
+    let schema = tools
+        .iter()
+        .find(|t| t.name == "alpha__add")
+        .unwrap()
+        .output_schema
+        .clone()
+        .unwrap();
+    assert_eq!(schema["type"], "object");
+    let schema = Value::Object((*schema).clone());
+    let valid = |v: &Value| jsonschema::validator_for(&schema).unwrap().is_valid(v);
+    // Parked (L1): not an error, its approval id in structuredContent.
     let r = call(&client, "alpha__add", json!({"a": 1, "b": 2})).await;
+    assert_eq!(r.is_error, Some(false));
+    let parked = r.structured_content.clone().unwrap();
+    assert_eq!(parked["status"], "pending_approval");
+    assert!(parked["approvalId"].as_str().unwrap().starts_with("apr_"));
+    assert!(valid(&parked), "{parked} against {schema}");
+    // Denied (arguments the schema refuses): an error, the same way.
+    let r = call(&client, "alpha__add", json!({"a": "one", "b": 2})).await;
     assert_eq!(r.is_error, Some(true));
-    assert_eq!(r.structured_content, None);
-    assert_eq!(decision(&r)["code"], "KILL_SWITCH");
+    let denied = r.structured_content.clone().unwrap();
+    assert_eq!(denied["code"], "VALIDATION");
+    assert!(valid(&denied), "{denied} against {schema}");
     let text: Value = serde_json::from_str(&r.content[0].as_text().unwrap().text).unwrap();
-    assert_eq!(text["code"], "KILL_SWITCH");
-    // An unknown tool still answers with the contract as structuredContent.
+    assert_eq!(text, denied);
+    // The tool's real output still matches; something else does not.
+    assert!(valid(&json!({"sum": 3})));
+    assert!(!valid(&json!({"total": 3})));
+    // An unknown tool answers with the contract as structuredContent.
     let r = call(&client, "alpha__nope", json!({})).await;
     assert_eq!(
         r.structured_content.as_ref().unwrap()["code"],

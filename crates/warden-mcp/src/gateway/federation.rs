@@ -130,16 +130,17 @@ impl Live {
             .collect()
     }
 
-    /// `resources/subscribe`: the session hears `notifications/resources/updated` for `uri`.
+    /// `resources/subscribe` (or one URI of `subscriptions/listen`): `subscriber` hears
+    /// `notifications/resources/updated` for `uri`.
     pub(super) async fn subscribe(
         &self,
         authority: &Authority,
         uri: &str,
-        session: &str,
-        client: rmcp::service::Peer<rmcp::RoleServer>,
+        key: &str,
+        subscriber: crate::upstream::Subscriber,
     ) -> Result<(), rmcp::ErrorData> {
         match self.resource_owner(authority, uri) {
-            Some(slot) => slot.subscribe(uri, session, client).await,
+            Some(slot) => slot.subscribe(uri, key, subscriber).await,
             None => Err(unknown_resource(uri)),
         }
     }

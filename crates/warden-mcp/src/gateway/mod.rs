@@ -225,15 +225,16 @@ impl Gateway {
         self.live.resource_templates(authority)
     }
 
-    /// `resources/subscribe`.
+    /// `resources/subscribe`, or one URI of `subscriptions/listen`; `key` names the
+    /// subscriber for [`Gateway::unsubscribe`].
     pub async fn subscribe(
         &self,
         authority: &Authority,
         uri: &str,
-        session: &str,
-        client: rmcp::service::Peer<rmcp::RoleServer>,
+        key: &str,
+        subscriber: crate::upstream::Subscriber,
     ) -> Result<(), rmcp::ErrorData> {
-        self.live.subscribe(authority, uri, session, client).await
+        self.live.subscribe(authority, uri, key, subscriber).await
     }
 
     /// `resources/unsubscribe`.

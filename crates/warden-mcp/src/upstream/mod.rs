@@ -10,7 +10,7 @@
 //!   chosen when the upstream connects; [`failure`]: how a round trip fails;
 //! - [`relays`]: what an upstream sends during a call, back to the calling client; [`input`]:
 //!   a 2026-07-28 upstream's `input_required` answers;
-//! - [`subscriptions`]: clients subscribed to an upstream's resources.
+//! - [`subscriptions`]: clients subscribed to an upstream's resources, in either era.
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -34,6 +34,7 @@ mod subscriptions;
 mod supervise;
 
 pub use slot::{DEFAULT_CALL_TIMEOUT, Offer, UpstreamAnswer, UpstreamSlot, UpstreamStatus};
+pub use subscriptions::Subscriber;
 
 /// A change worth rebuilding the catalog for.
 #[derive(Clone, Debug)]

@@ -375,9 +375,7 @@ impl ClientHandler for UpstreamClient {
         params: ResourceUpdatedNotificationParam,
         _ctx: NotificationContext<RoleClient>,
     ) {
-        for client in self.subscriptions.subscribers(&params.uri) {
-            let _ = client.notify_resource_updated(params.clone()).await;
-        }
+        self.subscriptions.updated(&params).await;
     }
 
     async fn on_prompt_list_changed(&self, _ctx: NotificationContext<RoleClient>) {

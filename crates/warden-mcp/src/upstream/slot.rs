@@ -14,8 +14,9 @@ use rmcp::RoleClient;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, CompleteRequestParams, CompleteResult,
     GetPromptRequestParams, GetPromptResponse, InputRequiredResult, JsonObject, Prompt,
-    ReadResourceRequestParams, ReadResourceResponse, Resource, ResourceTemplate, ServerResult,
-    SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, Resource, ResourceTemplate,
+    ServerNotification, ServerResult, SetLevelRequestParams, SubscribeRequestParams,
+    SubscriptionFilter, UnsubscribeRequestParams,
 };
 use rmcp::service::{Peer, ServiceError};
 use tokio::sync::Notify;
@@ -29,7 +30,7 @@ use super::exit::Exit;
 use super::failure::{CallError, humanize, short};
 use super::input::{Inputs, error_result};
 use super::relays::InFlightTable;
-use super::subscriptions::Subscriptions;
+use super::subscriptions::{Subscriber, Subscriptions};
 use crate::client::ClientContext;
 
 /// Default time an upstream call may take.
@@ -221,29 +222,80 @@ impl UpstreamSlot {
             .map_err(|e| rmcp::ErrorData::internal_error(e, None))
     }
 
-    /// Subscribes a client session to a resource of this upstream (subscribing upstream
-    /// once).
+    /// Subscribes a client (a 2025-11-25 session or a 2026-07-28 listen stream) to a resource
+    /// of this upstream, subscribing upstream once per URI in the upstream's own era.
     pub async fn subscribe(
         &self,
         uri: &str,
-        session: &str,
-        client: Peer<rmcp::RoleServer>,
+        key: &str,
+        subscriber: Subscriber,
     ) -> Result<(), rmcp::ErrorData> {
         let peer = self.live_peer()?;
-        if self.subscriptions.add(uri, session, client) {
+        if !self.subscriptions.add(uri, key, subscriber) {
+            return Ok(());
+        }
+        let subscribed = if self.speaks_2026() {
+            self.listen_upstream(&peer, uri).await
+        } else {
             peer.subscribe(SubscribeRequestParams::new(uri.to_owned()))
                 .await
                 .map_err(|e| match e {
                     ServiceError::McpError(e) => e,
                     other => rmcp::ErrorData::internal_error(other.to_string(), None),
-                })?;
+                })
+        };
+        if subscribed.is_err() {
+            self.subscriptions.remove(uri, key);
         }
+        subscribed
+    }
+
+    /// Whether the upstream was reached in 2026-07-28 (no `resources/subscribe` there).
+    fn speaks_2026(&self) -> bool {
+        matches!(self.status(), UpstreamStatus::Up { protocol } if protocol.as_str() >= "2026-07-28")
+    }
+
+    /// Opens the upstream's `subscriptions/listen` stream for `uri` and passes its updates on
+    /// until the last subscriber leaves or the stream ends.
+    async fn listen_upstream(
+        &self,
+        peer: &Peer<RoleClient>,
+        uri: &str,
+    ) -> Result<(), rmcp::ErrorData> {
+        let filter = SubscriptionFilter::builder()
+            .resource_subscriptions(vec![uri.to_owned()])
+            .build();
+        let mut stream = self.answer(peer.listen(filter)).await?;
+        let stop = CancellationToken::new();
+        self.subscriptions.listening(uri, stop.clone());
+        let subscriptions = self.subscriptions.clone();
+        let upstream = self.spec.name.clone();
+        tokio::spawn(async move {
+            loop {
+                let next = tokio::select! {
+                    () = stop.cancelled() => return,
+                    next = stream.next() => next,
+                };
+                match next {
+                    Ok(Some(ServerNotification::ResourceUpdatedNotification(n))) => {
+                        subscriptions.updated(&n.params).await;
+                    }
+                    Ok(Some(_)) => {}
+                    Ok(None) => return,
+                    Err(e) => {
+                        tracing::debug!(upstream = %upstream, error = %e, "resource subscription ended");
+                        return;
+                    }
+                }
+            }
+        });
         Ok(())
     }
 
-    /// Unsubscribes a client session (unsubscribing upstream when it was the last).
-    pub async fn unsubscribe(&self, uri: &str, session: &str) -> Result<(), rmcp::ErrorData> {
-        if self.subscriptions.remove(uri, session)
+    /// Unsubscribes a client (unsubscribing upstream when it was the last).
+    pub async fn unsubscribe(&self, uri: &str, key: &str) -> Result<(), rmcp::ErrorData> {
+        if self.subscriptions.remove(uri, key)
+            && !self.speaks_2026()
             && let Ok(peer) = self.live_peer()
         {
             let _ = peer

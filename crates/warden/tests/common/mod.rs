@@ -272,7 +272,11 @@ pub async fn tool_names(client: &Client) -> Vec<String> {
 }
 
 /// Calls a tool.
-pub async fn call(client: &Client, name: &str, args: Value) -> CallToolResult {
+pub async fn call<H: rmcp::ClientHandler>(
+    client: &RunningService<RoleClient, H>,
+    name: &str,
+    args: Value,
+) -> CallToolResult {
     let mut params = CallToolRequestParams::new(name.to_owned());
     if let Value::Object(m) = args {
         params = params.with_arguments(m as JsonObject);
