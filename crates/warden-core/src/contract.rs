@@ -26,6 +26,14 @@ pub enum ToolOutput {
         /// The result object as the upstream sent it.
         result: Map<String, Value>,
     },
+    /// The upstream refused the call with a JSON-RPC error (`{code, message, data?}`), passed
+    /// on to the caller as that error: a protocol error (a tampered `requestState`, a client
+    /// capability the call needs) is not the tool's output. Audited as an executed call whose
+    /// result is an error.
+    Refused {
+        /// The error object as the upstream sent it.
+        error: Map<String, Value>,
+    },
 }
 
 /// The verdict of a governed call.
@@ -99,6 +107,7 @@ impl CallOutcome {
                     .cloned()
                     .unwrap_or_else(|| Value::Object(result.clone())),
                 ToolOutput::InputRequired { result } => Value::Object(result.clone()),
+                ToolOutput::Refused { error } => Value::Object(error.clone()),
             }),
             Verdict::Pending { .. } | Verdict::Denied(_) => None,
         };
@@ -150,6 +159,7 @@ impl CallOutcome {
             Verdict::Pending { .. } => false,
             Verdict::Executed { output, .. } => match output {
                 ToolOutput::Data(_) | ToolOutput::InputRequired { .. } => false,
+                ToolOutput::Refused { .. } => true,
                 ToolOutput::Upstream { is_error, .. } => *is_error,
             },
         }
@@ -162,49 +172,6 @@ impl CallOutcome {
             _ => None,
         }
     }
-}
-
-/// The output schema Warden advertises for a tool whose upstream declares `original`: the
-/// upstream's schema, or the decision contract of a call that did not execute (`denied`,
-/// `pending_approval`).
-///
-/// Clients check `structuredContent` against a tool's output schema — the Python SDK on every
-/// result that is not an error, the TypeScript SDK on every result that has one — so a
-/// decision must match the advertised schema to reach the agent at all. The upstream's
-/// schema is kept whole as the first branch of an `anyOf`; its root keywords that anchor
-/// references (`$schema`, `$id`, `$defs`, `definitions`) stay at the root, so its `$ref`s
-/// resolve as before.
-pub fn output_schema_admitting_decisions(original: &Map<String, Value>) -> Map<String, Value> {
-    let mut tool_output = original.clone();
-    let mut root = Map::new();
-    for anchor in ["$schema", "$id", "$defs", "definitions"] {
-        if let Some(v) = tool_output.remove(anchor) {
-            root.insert(anchor.to_owned(), v);
-        }
-    }
-    root.insert("type".into(), "object".into());
-    root.insert(
-        "anyOf".into(),
-        Value::Array(vec![Value::Object(tool_output), decision_schema()]),
-    );
-    root
-}
-
-/// The JSON Schema of a [`DecisionContract`] that carries no tool output.
-fn decision_schema() -> Value {
-    serde_json::json!({
-        "title": "Warden decision",
-        "description": "The call did not execute: it was denied, or it waits for an approval.",
-        "type": "object",
-        "properties": {
-            "status": {"enum": ["denied", "pending_approval"]},
-            "code": {"type": "string"},
-            "approvalId": {"type": "string"},
-            "runId": {"type": "string"},
-            "message": {"type": "string"}
-        },
-        "required": ["status", "runId", "message"]
-    })
 }
 
 #[cfg(test)]
@@ -236,7 +203,7 @@ mod tests {
         let Value::Object(original) = original else {
             unreachable!()
         };
-        let advertised = Value::Object(output_schema_admitting_decisions(&original));
+        let advertised = Value::Object(crate::schema::output_schema_admitting_decisions(&original));
         assert_eq!(advertised["type"], "object");
         let v = jsonschema::validator_for(&advertised).unwrap();
         assert!(v.is_valid(&json!({"entities": [{"name": "a"}]})));

@@ -246,6 +246,50 @@ pub fn schema_for<T: schemars::JsonSchema>() -> Map<String, Value> {
     }
 }
 
+/// The output schema Warden advertises for a tool whose upstream declares `original`: the
+/// upstream's schema, or the decision contract of a call that did not execute (`denied`,
+/// `pending_approval`).
+///
+/// Clients check `structuredContent` against a tool's output schema — the Python SDK on every
+/// result that is not an error, the TypeScript SDK on every result that has one — so a
+/// decision must match the advertised schema to reach the agent at all. The upstream's
+/// schema is kept whole as the first branch of an `anyOf`; its root keywords that anchor
+/// references (`$schema`, `$id`, `$defs`, `definitions`) stay at the root, so its `$ref`s
+/// resolve as before.
+pub fn output_schema_admitting_decisions(original: &Map<String, Value>) -> Map<String, Value> {
+    let mut tool_output = original.clone();
+    let mut root = Map::new();
+    for anchor in ["$schema", "$id", "$defs", "definitions"] {
+        if let Some(v) = tool_output.remove(anchor) {
+            root.insert(anchor.to_owned(), v);
+        }
+    }
+    root.insert("type".into(), "object".into());
+    root.insert(
+        "anyOf".into(),
+        Value::Array(vec![Value::Object(tool_output), decision_schema()]),
+    );
+    root
+}
+
+/// The JSON Schema of a decision contract (GOV-3, `crate::contract::DecisionContract`) that
+/// carries no tool output.
+fn decision_schema() -> Value {
+    serde_json::json!({
+        "title": "Warden decision",
+        "description": "The call did not execute: it was denied, or it waits for an approval.",
+        "type": "object",
+        "properties": {
+            "status": {"enum": ["denied", "pending_approval"]},
+            "code": {"type": "string"},
+            "approvalId": {"type": "string"},
+            "runId": {"type": "string"},
+            "message": {"type": "string"}
+        },
+        "required": ["status", "runId", "message"]
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

@@ -89,7 +89,7 @@ pub struct ToolDescriptor {
     /// The one input schema (GOV-1).
     pub schema: InputSchema,
     /// Output schema: the upstream's, admitting Warden's decisions too
-    /// ([`crate::contract::output_schema_admitting_decisions`]).
+    /// ([`crate::schema::output_schema_admitting_decisions`]).
     pub output_schema: Option<SchemaText>,
     /// Annotations as advertised by the upstream, passed through (shared: a catalog holds
     /// few distinct sets).
@@ -241,7 +241,7 @@ impl ToolDescriptor {
             description: raw.description.clone(),
             schema,
             output_schema: raw.output_schema.as_ref().map(|o| {
-                SchemaText::new(&crate::contract::output_schema_admitting_decisions(
+                SchemaText::new(&crate::schema::output_schema_admitting_decisions(
                     &o.to_object(),
                 ))
             }),

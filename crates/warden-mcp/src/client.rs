@@ -14,7 +14,8 @@
 use rmcp::RoleServer;
 use rmcp::model::{
     CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
-    InputResponses, LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken,
+    InputResponses, LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam,
+    ProgressToken,
 };
 use rmcp::service::Peer;
 use tokio::sync::oneshot;
@@ -36,6 +37,25 @@ pub struct ClientContext {
     pub stateless: bool,
     /// The client's answers to an earlier `input_required` result (2026-07-28 retry).
     pub retry: Option<Retry>,
+    /// The least severe log message the client hears from this call: a 2026-07-28 client's
+    /// `_meta` log level (none asked, none sent), a 2025-11-25 session's `logging/setLevel`
+    /// (everything until it sets one, as from a 2025-11-25 server). A 2026-07-28 upstream is
+    /// asked for exactly this level.
+    pub log_level: Option<LoggingLevel>,
+}
+
+/// How severe a log level is (`debug` 0 … `emergency` 7).
+pub fn severity(level: LoggingLevel) -> u8 {
+    match level {
+        LoggingLevel::Debug => 0,
+        LoggingLevel::Info => 1,
+        LoggingLevel::Notice => 2,
+        LoggingLevel::Warning => 3,
+        LoggingLevel::Error => 4,
+        LoggingLevel::Critical => 5,
+        LoggingLevel::Alert => 6,
+        LoggingLevel::Emergency => 7,
+    }
 }
 
 /// A 2026-07-28 retry of a call that needed input: the client's answers and the upstream's
@@ -80,7 +100,10 @@ pub async fn perform(client: Option<&ClientContext>, relay: Relay) {
             }
         }
         Relay::Log(l) => {
-            if let Some(c) = client {
+            if let Some(c) = client
+                && c.log_level
+                    .is_some_and(|min| severity(l.level) >= severity(min))
+            {
                 let _ = c.peer.notify_logging_message(l).await;
             }
         }

@@ -48,6 +48,12 @@ pub struct McpHandler {
     agent: Option<String>,
     run: Arc<OnceLock<Arc<RunState>>>,
     owner: Arc<OnceLock<(String, Option<String>)>>,
+    /// The session's `logging/setLevel` (2025-11-25).
+    #[allow(
+        deprecated,
+        reason = "logging is still part of the 2025-11-25 protocol"
+    )]
+    log_level: Arc<std::sync::Mutex<Option<rmcp::model::LoggingLevel>>>,
     governance: Governance,
 }
 
@@ -60,6 +66,7 @@ impl McpHandler {
             agent,
             run: Arc::new(OnceLock::new()),
             owner: Arc::new(OnceLock::new()),
+            log_level: Arc::default(),
             governance: Governance::On,
         }
     }
@@ -222,8 +229,12 @@ impl ServerHandler for McpHandler {
         request: rmcp::model::SetLevelRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        // Forwarded to the upstreams whose tools the run may use.
+        // Kept for this session's calls, and forwarded to the 2025-11-25 upstreams whose
+        // tools the run may use.
         let authority = self.authority(&ctx)?;
+        if let Ok(mut level) = self.log_level.lock() {
+            *level = Some(request.level);
+        }
         self.gateway.set_log_level(&authority, request).await;
         Ok(())
     }
@@ -254,9 +265,7 @@ impl ServerHandler for McpHandler {
         ctx: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
         let authority = self.authority(&ctx)?;
-        self.gateway
-            .get_prompt(&authority, &request.name, request.arguments)
-            .await
+        self.gateway.get_prompt(&authority, request).await
     }
 
     async fn list_resources(
@@ -393,14 +402,28 @@ impl ServerHandler for McpHandler {
     ) -> Result<CallToolResponse, McpError> {
         let authority = self.authority(&ctx)?;
         let run = self.run_state(&authority);
+        let stateless = ctx
+            .protocol_version()
+            .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28);
+        #[allow(deprecated, reason = "logging is part of both eras' calls")]
+        let log_level = if stateless {
+            ctx.meta.log_level()
+        } else {
+            Some(
+                self.log_level
+                    .lock()
+                    .ok()
+                    .and_then(|l| *l)
+                    .unwrap_or(rmcp::model::LoggingLevel::Debug),
+            )
+        };
         let client = ClientContext {
             peer: ctx.peer.clone(),
             progress_token: ctx.meta.get_progress_token(),
             cancel: ctx.ct.clone(),
             run_id: run.id().to_owned(),
-            stateless: ctx
-                .protocol_version()
-                .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28),
+            stateless,
+            log_level,
             retry: request
                 .input_responses
                 .clone()
@@ -420,6 +443,17 @@ impl ServerHandler for McpHandler {
                 Some(client),
             )
             .await;
+        // An upstream's JSON-RPC error: the client gets that error (audited as an error result).
+        if let warden_core::contract::Verdict::Executed {
+            output: warden_core::contract::ToolOutput::Refused { error },
+            ..
+        } = &outcome.verdict
+        {
+            return Err(
+                serde_json::from_value::<McpError>(serde_json::Value::Object(error.clone()))
+                    .unwrap_or_else(|e| McpError::internal_error(e.to_string(), None)),
+            );
+        }
         // An upstream that needs the client's input first: its `input_required` result as it
         // sent it (2026-07-28 clients only; see `UpstreamSlot::call`).
         if let warden_core::contract::Verdict::Executed {

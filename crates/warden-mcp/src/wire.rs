@@ -20,7 +20,7 @@ pub const DECISION_META: &str = "warden/decision";
 ///   `structuredContent`, its own `isError`), with the decision in `_meta`.
 /// - Everything else carries the contract `{status, code?, data?, approvalId?, runId,
 ///   message}` as text, in `_meta` and as `structuredContent` (a tool's advertised output
-///   schema admits it: [`warden_core::contract::output_schema_admitting_decisions`]);
+///   schema admits it: [`warden_core::schema::output_schema_admitting_decisions`]);
 ///   `isError` is true exactly when denied.
 ///
 /// Protocol metadata of the upstream hop (`io.modelcontextprotocol/…` keys in `_meta`, such as

@@ -423,9 +423,9 @@ impl Approvals<'_> {
             Verdict::Executed { output, .. } => {
                 let result = match output {
                     ToolOutput::Data(v) => v.clone(),
-                    ToolOutput::Upstream { result, .. } | ToolOutput::InputRequired { result } => {
-                        Value::Object(result.clone())
-                    }
+                    ToolOutput::Upstream { result, .. }
+                    | ToolOutput::InputRequired { result }
+                    | ToolOutput::Refused { error: result } => Value::Object(result.clone()),
                 };
                 Transition {
                     outcome_message: Some(format!(

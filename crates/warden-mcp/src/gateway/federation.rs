@@ -14,7 +14,6 @@ use rmcp::model::{
     ReadResourceRequestParams, ReadResourceResponse, Reference, Resource, ResourceTemplate,
     SetLevelRequestParams,
 };
-use serde_json::{Map, Value};
 use warden_core::authority::Authority;
 use warden_core::tool::catalog_name;
 
@@ -55,9 +54,9 @@ impl Live {
     pub(super) async fn get_prompt(
         &self,
         authority: &Authority,
-        name: &str,
-        arguments: Option<Map<String, Value>>,
+        request: GetPromptRequestParams,
     ) -> Result<GetPromptResponse, rmcp::ErrorData> {
+        let name = request.name.as_str();
         if let Some(p) = knowledge::project_prompt(&self.peek().policy, authority, name) {
             return Ok(p.into());
         }
@@ -71,9 +70,13 @@ impl Live {
                 .map(|p| p.name.clone());
             if let Some(own) = own {
                 let mut params = GetPromptRequestParams::new(own);
-                if let Some(args) = arguments {
+                if let Some(args) = request.arguments.clone() {
                     params = params.with_arguments(args);
                 }
+                // A 2026-07-28 retry after `input_required`: the answers and the upstream's
+                // state go back to it as they came.
+                params.input_responses = request.input_responses.clone();
+                params.request_state = request.request_state.clone();
                 return slot.get_prompt(params).await;
             }
         }

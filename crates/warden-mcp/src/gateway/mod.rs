@@ -200,10 +200,9 @@ impl Gateway {
     pub async fn get_prompt(
         &self,
         authority: &Authority,
-        name: &str,
-        arguments: Option<Map<String, Value>>,
+        request: rmcp::model::GetPromptRequestParams,
     ) -> Result<rmcp::model::GetPromptResponse, rmcp::ErrorData> {
-        self.live.get_prompt(authority, name, arguments).await
+        self.live.get_prompt(authority, request).await
     }
 
     /// `resources/list`.

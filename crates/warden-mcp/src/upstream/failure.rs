@@ -22,7 +22,7 @@ pub(super) fn humanize(d: Duration) -> String {
 #[derive(Debug)]
 pub(super) enum CallError {
     /// The upstream answered with a JSON-RPC error: it executed the request and refused it.
-    Refused(String),
+    Refused(rmcp::ErrorData),
     /// The upstream could not be reached, or answered something that is not an answer.
     Unreachable(String),
     /// No answer within the call's timeout (the upstream was told to stop).

@@ -93,7 +93,7 @@ impl PeerExit {
         }
         match answer {
             Ok(result) => Ok(result),
-            Err(ServiceError::McpError(e)) => Err(CallError::Refused(e.message.into())),
+            Err(ServiceError::McpError(e)) => Err(CallError::Refused(e)),
             Err(ServiceError::Timeout { .. }) => Err(CallError::TimedOut),
             Err(e) => Err(CallError::Unreachable(e.to_string())),
         }

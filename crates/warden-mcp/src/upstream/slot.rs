@@ -95,6 +95,8 @@ pub enum UpstreamAnswer {
     Complete(CallToolResult),
     /// A 2026-07-28 `input_required` result for a 2026-07-28 client to fulfil and retry.
     InputRequired(InputRequiredResult),
+    /// A JSON-RPC error, for the client as it came.
+    Refused(rmcp::ErrorData),
 }
 
 /// One upstream and what its supervisor keeps up to date.
@@ -403,6 +405,15 @@ impl UpstreamSlot {
             params.input_responses = Some(retry.input_responses);
             params.request_state = retry.request_state;
         }
+        // A 2026-07-28 upstream logs only when asked, at the level asked.
+        if let Some(level) = client.and_then(|c| c.log_level)
+            && self.speaks_2026()
+        {
+            params
+                .meta
+                .get_or_insert_with(Default::default)
+                .set_log_level(level);
+        }
         let policy = self.spec.relay.clone().unwrap_or_default();
         let inputs = Inputs {
             upstream: name.as_str(),
@@ -458,9 +469,7 @@ impl UpstreamSlot {
     fn failed(&self, e: CallError) -> Result<UpstreamAnswer, ExecError> {
         let name = &self.spec.name;
         match e {
-            CallError::Refused(message) => Ok(UpstreamAnswer::Complete(error_result(format!(
-                "upstream `{name}` answered with an error: {message}"
-            )))),
+            CallError::Refused(error) => Ok(UpstreamAnswer::Refused(error)),
             CallError::Unreachable(why) => {
                 self.refresh.notify_one();
                 Err(ExecError::Unavailable(format!(

@@ -113,14 +113,22 @@ pub(super) fn tools() -> Vec<Tool> {
                 "type": "object",
                 "$defs": {
                     "address": {
+                        "$anchor": "addressDef",
                         "type": "object",
                         "properties": {"street": {"type": "string"}, "city": {"type": "string"}}
                     }
                 },
                 "properties": {
                     "name": {"type": "string"},
-                    "address": {"$ref": "#/$defs/address"}
+                    "address": {"$ref": "#/$defs/address"},
+                    "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+                    "phone": {"type": "string"},
+                    "email": {"type": "string"}
                 },
+                "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+                "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+                "then": {"required": ["phone"]},
+                "else": {"required": ["email"]},
                 "additionalProperties": false
             })),
         ),
@@ -170,7 +178,8 @@ pub(super) fn capabilities() -> ServerCapabilities {
         "resources": {"subscribe": true, "listChanged": true},
         "prompts": {"listChanged": true},
         "logging": {},
-        "completions": {}
+        "completions": {},
+        "extensions": {"io.modelcontextprotocol/tasks": {}}
     }))
     .unwrap_or_default()
 }

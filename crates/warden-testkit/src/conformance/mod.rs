@@ -15,15 +15,22 @@
 //!   (subscribable), template `test://template/{id}/data`.
 //! - Prompts: `test_simple_prompt`, `test_prompt_with_arguments`,
 //!   `test_prompt_with_embedded_resource`, `test_prompt_with_image`.
-//! - Logging (`logging/setLevel`, filtered by level) and completions.
+//! - Logging (`logging/setLevel`, filtered by level; in 2026-07-28 by the request's
+//!   `_meta` log level) and completions.
+//! - 2026-07-28 ([`input_required`]): the `test_input_required_result_*` tools and prompt,
+//!   the `server-stateless` diagnostics, `subscriptions/listen`; the server-to-client requests
+//!   of `test_sampling` and the elicitation tools become `input_required` answers. The tasks
+//!   extension ([`tasks`]).
 //!
 //! Over HTTP it serves Streamable HTTP at `/mcp`: 2025-era clients get sessions (SSE responses,
 //! priming events, resumption with `Last-Event-ID`), 2026-07-28 requests are served statelessly
 //! on the same endpoint. Host and Origin must be loopback (DNS-rebinding protection).
 
 mod catalog;
+mod input_required;
 mod server;
 mod sessions;
+mod tasks;
 
 use std::sync::Arc;
 
@@ -35,7 +42,7 @@ use sessions::Sessions;
 
 /// Serves the fixture over stdin/stdout until stdin closes.
 pub async fn serve_stdio() -> anyhow::Result<()> {
-    let running = ConformanceServer::new()
+    let running = ConformanceServer::default()
         .serve(rmcp::transport::stdio())
         .await?;
     running.waiting().await?;
@@ -54,8 +61,9 @@ pub async fn serve_http(
     let config = StreamableHttpServerConfig::default()
         .with_allowed_origins(["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"])
         .with_cancellation_token(shutdown.child_token());
+    let shared = Arc::new(input_required::Shared::default());
     let service = StreamableHttpService::new(
-        || Ok(ConformanceServer::new()),
+        move || Ok(ConformanceServer::new(shared.clone())),
         Arc::new(Sessions::default()),
         config,
     );

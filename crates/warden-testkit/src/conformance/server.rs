@@ -13,12 +13,13 @@ use std::time::Duration;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
     ContentBlock, CustomRequest, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
-    Implementation, JsonObject, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
-    PaginatedRequestParams, ProgressNotificationParam, PromptMessage, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, Reference, Resource, ResourceContents,
-    ResourceTemplate, Role, ServerConfig, ServerRequest, SetLevelRequestParams,
-    SubscribeRequestParams, Tool, UnsubscribeRequestParams,
+    Implementation, InputRequest, InputRequests, InputRequiredResult, InputResponses, JsonObject,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams,
+    ProgressNotificationParam, PromptMessage, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, Reference, Resource, ResourceContents, ResourceTemplate, Role,
+    ServerConfig, ServerRequest, SetLevelRequestParams, SubscribeRequestParams, Tool,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -26,6 +27,7 @@ use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
 use super::catalog::*;
+use super::input_required::{self, Shared};
 use super::sessions::RequestStream;
 
 /// The conformance fixture server. One instance per session (its log level and resource
@@ -35,19 +37,24 @@ pub struct ConformanceServer {
     tools: Arc<Vec<Tool>>,
     log_level: Arc<Mutex<LoggingLevel>>,
     subscriptions: Arc<Mutex<BTreeSet<String>>>,
+    shared: Arc<Shared>,
 }
 
 impl Default for ConformanceServer {
     fn default() -> Self {
-        Self::new()
+        Self::new(Arc::new(Shared::default()))
     }
 }
 
 impl ConformanceServer {
     /// A fresh server (one per session).
-    pub fn new() -> Self {
+    pub(super) fn new(shared: Arc<Shared>) -> Self {
+        let mut all = tools();
+        all.extend(input_required::tools());
+        all.extend(super::tasks::tools());
         Self {
-            tools: Arc::new(tools()),
+            shared,
+            tools: Arc::new(all),
             log_level: Arc::new(Mutex::new(LoggingLevel::Debug)),
             subscriptions: Arc::new(Mutex::new(BTreeSet::new())),
         }
@@ -59,7 +66,16 @@ impl ConformanceServer {
     }
 
     async fn log(&self, ctx: &RequestContext<RoleServer>, level: LoggingLevel, message: &str) {
-        if log_rank(&level) < log_rank(&*self.log_level.lock().await) {
+        // 2026-07-28: only when the request's _meta asks for a level (no logging/setLevel).
+        let min = if input_required::is_2026(ctx) {
+            match ctx.meta.log_level() {
+                Some(l) => l,
+                None => return,
+            }
+        } else {
+            *self.log_level.lock().await
+        };
+        if log_rank(&level) < log_rank(&min) {
             return;
         }
         let mut param = LoggingMessageNotificationParam::new(level, json!(message));
@@ -91,44 +107,71 @@ impl ConformanceServer {
         }
     }
 
-    /// Sends a server-to-client request (`sampling/createMessage`, `elicitation/create`) on the
-    /// stream of the current request and returns the client's result as JSON.
+    /// Asks the client (`sampling/createMessage`, `elicitation/create`) and returns its
+    /// result as JSON: in 2025-11-25 a request on the stream of the current call; in
+    /// 2026-07-28 an `input_required` answer (key `request`) on the first round
+    /// ([`Asked::Input`]), and the client's response from the retry's `inputResponses`.
     async fn ask_client(
         &self,
         ctx: &RequestContext<RoleServer>,
+        responses: Option<&InputResponses>,
         method: &str,
         params: Value,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, Asked> {
+        if input_required::is_2026(ctx) {
+            if let Some(answer) = responses.and_then(|r| r.get("request")) {
+                return Ok(answer.clone());
+            }
+            let request: InputRequest = from_json(json!({"method": method, "params": params}))
+                .map_err(|e| Asked::Failed(e.message.to_string()))?;
+            let mut requests = InputRequests::new();
+            requests.insert("request".into(), request);
+            return Err(Asked::Input(InputRequiredResult::from_input_requests(
+                requests,
+            )));
+        }
         let request = ServerRequest::CustomRequest(CustomRequest::new(method, Some(params)));
         let result = ctx
             .peer
             .send_request(request)
             .await
-            .map_err(|e| e.to_string())?;
-        serde_json::to_value(&result).map_err(|e| e.to_string())
+            .map_err(|e| Asked::Failed(e.to_string()))?;
+        serde_json::to_value(&result).map_err(|e| Asked::Failed(e.to_string()))
     }
 
-    async fn elicit(&self, ctx: &RequestContext<RoleServer>, params: Value) -> CallToolResult {
-        match self.ask_client(ctx, "elicitation/create", params).await {
-            Ok(r) => {
-                let action = r.get("action").and_then(Value::as_str).unwrap_or("unknown");
-                let content = r.get("content").cloned().unwrap_or_else(|| json!({}));
-                text(format!(
-                    "Elicitation completed: action={action}, content={content}"
-                ))
-            }
-            Err(e) => CallToolResult::error(vec![ContentBlock::text(format!(
-                "Elicitation not supported or error: {e}"
-            ))]),
-        }
+    async fn elicit(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        responses: Option<&InputResponses>,
+        params: Value,
+    ) -> Result<CallToolResult, InputRequiredResult> {
+        Ok(
+            match self
+                .ask_client(ctx, responses, "elicitation/create", params)
+                .await
+            {
+                Ok(r) => {
+                    let action = r.get("action").and_then(Value::as_str).unwrap_or("unknown");
+                    let content = r.get("content").cloned().unwrap_or_else(|| json!({}));
+                    text(format!(
+                        "Elicitation completed: action={action}, content={content}"
+                    ))
+                }
+                Err(Asked::Input(needed)) => return Err(needed),
+                Err(Asked::Failed(e)) => CallToolResult::error(vec![ContentBlock::text(format!(
+                    "Elicitation not supported or error: {e}"
+                ))]),
+            },
+        )
     }
 
     async fn run(
         &self,
         name: &str,
         args: &JsonObject,
+        responses: Option<&InputResponses>,
         ctx: &RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, McpError> {
+    ) -> Result<CallToolResponse, McpError> {
         let str_arg = |k: &str| {
             args.get(k)
                 .and_then(Value::as_str)
@@ -137,7 +180,7 @@ impl ConformanceServer {
                     McpError::invalid_params(format!("`{k}` (string) is required"), None)
                 })
         };
-        Ok(match name {
+        Ok(CallToolResponse::from(match name {
             "test_simple_text" => text("This is a simple text response for testing."),
             "test_image_content" => CallToolResult::success(vec![ContentBlock::image(
                 PNG_BASE64,
@@ -216,7 +259,7 @@ impl ConformanceServer {
                     "maxTokens": 100
                 });
                 match self
-                    .ask_client(ctx, "sampling/createMessage", params)
+                    .ask_client(ctx, responses, "sampling/createMessage", params)
                     .await
                 {
                     Ok(r) => {
@@ -232,9 +275,10 @@ impl ConformanceServer {
                             .unwrap_or("No response");
                         text(format!("LLM response: {answer}"))
                     }
-                    Err(e) => CallToolResult::error(vec![ContentBlock::text(format!(
-                        "Sampling not supported or error: {e}"
-                    ))]),
+                    Err(Asked::Input(needed)) => return Ok(needed.into()),
+                    Err(Asked::Failed(e)) => CallToolResult::error(vec![ContentBlock::text(
+                        format!("Sampling not supported or error: {e}"),
+                    )]),
                 }
             }
             "test_elicitation" => {
@@ -251,7 +295,10 @@ impl ConformanceServer {
                         "required": ["username", "email"]
                     }
                 });
-                match self.ask_client(ctx, "elicitation/create", params).await {
+                match self
+                    .ask_client(ctx, responses, "elicitation/create", params)
+                    .await
+                {
                     Ok(r) => {
                         let action = r.get("action").and_then(Value::as_str).unwrap_or("unknown");
                         let content = r.get("content").cloned().unwrap_or_else(|| json!({}));
@@ -259,14 +306,16 @@ impl ConformanceServer {
                             "User response: action={action}, content={content}"
                         ))
                     }
-                    Err(e) => CallToolResult::error(vec![ContentBlock::text(format!(
-                        "Elicitation not supported or error: {e}"
-                    ))]),
+                    Err(Asked::Input(needed)) => return Ok(needed.into()),
+                    Err(Asked::Failed(e)) => CallToolResult::error(vec![ContentBlock::text(
+                        format!("Elicitation not supported or error: {e}"),
+                    )]),
                 }
             }
             "test_elicitation_sep1034_defaults" => {
-                self.elicit(
+                match self.elicit(
                     ctx,
+                    responses,
                     json!({
                         "mode": "form",
                         "message": "Please review and update the form fields with defaults",
@@ -289,10 +338,15 @@ impl ConformanceServer {
                     }),
                 )
                 .await
+                {
+                    Ok(r) => r,
+                    Err(needed) => return Ok(needed.into()),
+                }
             }
             "test_elicitation_sep1330_enums" => {
-                self.elicit(
+                match self.elicit(
                     ctx,
+                    responses,
                     json!({
                         "mode": "form",
                         "message": "Please select options from the enum fields",
@@ -345,6 +399,10 @@ impl ConformanceServer {
                     }),
                 )
                 .await
+                {
+                    Ok(r) => r,
+                    Err(needed) => return Ok(needed.into()),
+                }
             }
             "json_schema_2020_12_tool" => text(format!(
                 "JSON Schema 2020-12 tool called with: {}",
@@ -356,8 +414,16 @@ impl ConformanceServer {
                     None,
                 ));
             }
-        })
+        }))
     }
+}
+
+/// Why the client's answer is not there.
+enum Asked {
+    /// 2026-07-28: ask with this `input_required` answer first.
+    Input(InputRequiredResult),
+    /// The request failed.
+    Failed(String),
 }
 
 impl ServerHandler for ConformanceServer {
@@ -387,8 +453,26 @@ impl ServerHandler for ConformanceServer {
         request: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let args = request.arguments.unwrap_or_default();
-        self.run(&request.name, &args, &ctx).await.map(Into::into)
+        if let Some(response) = super::tasks::call_tool(&self.shared.tasks, &request, &ctx).await? {
+            return Ok(response);
+        }
+        if request.name == "test_logging_tool" {
+            // SEP-2575: logs only at the level the request's `_meta` asks for (see `log`).
+            for m in [
+                "Logging tool started",
+                "Logging tool working",
+                "Logging tool done",
+            ] {
+                self.log(&ctx, LoggingLevel::Info, m).await;
+            }
+            return Ok(text("Logging tool finished").into());
+        }
+        if let Some(response) = input_required::call_tool(&self.shared, &request, &ctx).await? {
+            return Ok(response);
+        }
+        let args = request.arguments.clone().unwrap_or_default();
+        self.run(&request.name, &args, request.input_responses.as_ref(), &ctx)
+            .await
     }
 
     async fn list_resources(
@@ -496,14 +580,27 @@ impl ServerHandler for ConformanceServer {
         _request: Option<PaginatedRequestParams>,
         _ctx: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
-        Ok(ListPromptsResult::with_all_items(prompts()))
+        let mut all = prompts();
+        all.push(rmcp::model::Prompt::new(
+            "test_input_required_result_prompt",
+            Some("SEP-2322: asks for user_context before it renders"),
+            None,
+        ));
+        Ok(ListPromptsResult::with_all_items(all))
     }
 
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _ctx: RequestContext<RoleServer>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
+        let responses: Option<JsonObject> = request
+            .input_responses
+            .clone()
+            .map(|m| m.into_iter().collect());
+        if let Some(r) = input_required::prompt_get(&request.name, responses.as_ref(), &ctx)? {
+            return Ok(r);
+        }
         let args = request.arguments.clone().unwrap_or_default();
         let arg = |k: &str| {
             args.get(k)
@@ -584,8 +681,54 @@ impl ServerHandler for ConformanceServer {
             .copied()
             .filter(|v| v.starts_with(request.argument.value.as_str()))
             .collect();
-        from_json(json!({
-            "completion": {"values": values, "total": values.len(), "hasMore": false}
-        }))
+        let info: rmcp::model::CompletionInfo = from_json(json!({
+            "values": values, "total": values.len(), "hasMore": false
+        }))?;
+        Ok(CompleteResult::new(info))
+    }
+
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, McpError> {
+        Ok(rmcp::model::GetTaskResult::new(
+            self.shared.tasks.get_task(&request.task_id)?,
+        ))
+    }
+
+    async fn update_task(
+        &self,
+        request: rmcp::model::UpdateTaskParams,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.shared
+            .tasks
+            .update_task(&request.task_id, request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: rmcp::model::CancelTaskParams,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.shared.tasks.cancel_task(&request.task_id)
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &rmcp::model::SubscriptionFilter,
+    ) -> Option<rmcp::model::SubscriptionFilter> {
+        Some(requested.clone())
+    }
+
+    async fn listen(
+        &self,
+        subscription: rmcp::service::SubscriptionContext,
+    ) -> Result<(), McpError> {
+        let id = self.shared.add_sink(subscription.sink().clone()).await;
+        subscription.cancelled().await;
+        self.shared.remove_sink(id).await;
+        Ok(())
     }
 }

@@ -75,7 +75,7 @@ pub(crate) struct HttpExit {
 #[derive(Debug)]
 pub(crate) enum HttpCallError {
     /// The upstream answered with a JSON-RPC error: it executed the request and refused it.
-    Refused(String),
+    Refused(rmcp::ErrorData),
     /// The upstream could not be reached or answered something that is not an answer.
     Transport(String),
 }
@@ -222,7 +222,7 @@ impl HttpExit {
                 error: Some(error), ..
             }) = serde_json::from_slice::<Message>(&body)
             {
-                return Err(HttpCallError::Refused(error.message.into()));
+                return Err(HttpCallError::Refused(error));
             }
             return Err(HttpCallError::Transport(format!("HTTP {status}")));
         }
@@ -470,12 +470,12 @@ impl Message {
                     id: None,
                     error: Some(error),
                     ..
-                } => Ok(Err(HttpCallError::Refused(error.message.into()))),
+                } => Ok(Err(HttpCallError::Refused(error))),
                 other => Err(Box::new(other)),
             };
         }
         if let Some(error) = self.error {
-            return Ok(Err(HttpCallError::Refused(error.message.into())));
+            return Ok(Err(HttpCallError::Refused(error)));
         }
         let Some(result) = self.result else {
             return Ok(Err(HttpCallError::Transport(
@@ -613,7 +613,9 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"bad"}}"#,
         )
         .unwrap();
-        assert!(matches!(refused.answer(7), Ok(Err(HttpCallError::Refused(m))) if m == "bad"));
+        assert!(
+            matches!(refused.answer(7), Ok(Err(HttpCallError::Refused(m))) if m.message == "bad")
+        );
         let unreadable: Message = serde_json::from_str(
             r#"{"jsonrpc":"2.0","error":{"code":-32700,"message":"parse error"}}"#,
         )
