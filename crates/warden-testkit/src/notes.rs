@@ -20,8 +20,8 @@ use std::time::Duration;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
     GetPromptResponse, Implementation, JsonObject, ListPromptsResult, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
-    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt as _};
@@ -48,6 +48,7 @@ pub struct NotesServer {
     counts: Arc<Counts>,
     tools: Arc<Vec<Tool>>,
     watchers: Arc<std::sync::Mutex<Vec<Watcher>>>,
+    only_2026: bool,
 }
 
 fn schema(v: Value) -> Arc<JsonObject> {
@@ -121,7 +122,14 @@ impl NotesServer {
             counts: Arc::new(Counts::default()),
             tools: Arc::new(tools()),
             watchers: Arc::default(),
+            only_2026: false,
         }
+    }
+
+    /// Speaks 2026-07-28 only when `yes` (refuses `initialize`).
+    pub fn only_2026(mut self, yes: bool) -> Self {
+        self.only_2026 = yes;
+        self
     }
 
     /// Tells every watcher that `notes://all` changed.
@@ -271,6 +279,14 @@ impl ServerHandler for NotesServer {
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
         self.tools.iter().find(|t| t.name == name).cloned()
+    }
+
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        if self.only_2026 {
+            std::borrow::Cow::Borrowed(&[ProtocolVersion::V_2026_07_28])
+        } else {
+            std::borrow::Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS)
+        }
     }
 
     async fn list_tools(

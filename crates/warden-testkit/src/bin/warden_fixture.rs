@@ -35,6 +35,9 @@ enum Server {
         /// Keep the notes in this JSON file.
         #[arg(long)]
         file: Option<PathBuf>,
+        /// Speak 2026-07-28 only (refuse `initialize`), as a server of the new era alone.
+        #[arg(long)]
+        only_2026: bool,
     },
     /// The MCP conformance suite's fixture server (`warden_testkit::conformance`).
     Conformance {
@@ -62,7 +65,9 @@ async fn main() -> anyhow::Result<()> {
     };
     let Some(addr) = listen else {
         return match cli.server {
-            Server::Notes { file, .. } => notes::serve_stdio(notes::NotesServer::new(file)).await,
+            Server::Notes {
+                file, only_2026, ..
+            } => notes::serve_stdio(notes::NotesServer::new(file).only_2026(only_2026)).await,
             Server::Conformance { .. } => conformance::serve_stdio().await,
         };
     };

@@ -1,0 +1,195 @@
+#!/usr/bin/env bash
+# Popular upstream MCP servers through Warden, for the official clients (issue: "both protocol
+# eras, every pairing"): a fresh `warden serve` on 127.0.0.1 with five upstreams in project
+# `peers` — `@modelcontextprotocol/server-memory` and `server-everything` (2025-11-25 only), the
+# MCP Apps example `server-basic-vanillajs` (2025-11-25 only), `warden_fixture notes` (rmcp,
+# both eras) and `warden_fixture notes --only-2026` — none pinned to an era, and the admin at
+# autonomy L1, so that every governed mutation is parked for approval. Then:
+#
+#   - python/peers.py with the Python SDK, `mode="auto"` and `mode="legacy"`;
+#   - ts/peers.mjs with the TypeScript SDK (2025-11-25);
+#   - the MCP Inspector CLI, `--protocol-era legacy` and `modern`: lists, calls a read, and
+#     finds the MCP App of `apps__get-time` (`--app-info`).
+#
+# Each client, for each upstream: lists its tools, calls a read (executed), a mutation (parked:
+# its approval id reaches the client) and a call with bad arguments (denied, VALIDATION).
+#
+#   WARDEN_BIN, FIXTURE_BIN  the binaries (default: <repo>/target/debug/…)
+#   INTEROP_PORT             listen port (default 8651)
+#   INTEROP_VENV             Python venv with python/requirements.txt (created if missing)
+#   NODE_BIN_DIR             a directory holding Node >= 22 (the Inspector needs it); else the
+#                            `node` on PATH, else node@22 from npm into NODE22_PREFIX
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+WARDEN_BIN="${WARDEN_BIN:-$repo/target/debug/warden}"
+FIXTURE_BIN="${FIXTURE_BIN:-$(dirname "$WARDEN_BIN")/warden_fixture}"
+port="${INTEROP_PORT:-8651}"
+venv="${INTEROP_VENV:-/tmp/warden-interop-venv}"
+
+die() { echo "peers.sh: $*" >&2; exit 2; }
+[ -x "$WARDEN_BIN" ] || die "no warden binary at $WARDEN_BIN"
+[ -x "$FIXTURE_BIN" ] || die "no warden_fixture binary at $FIXTURE_BIN"
+
+# Node >= 22 for the Inspector (the servers and the TypeScript SDK run on it too).
+node_major() { node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
+[ -n "${NODE_BIN_DIR:-}" ] && PATH="$NODE_BIN_DIR:$PATH"
+if (($(node_major) < 22)); then
+  prefix="${NODE22_PREFIX:-$here/peers/.node22}"
+  if [ ! -x "$prefix/node_modules/.bin/node" ]; then
+    mkdir -p "$prefix"
+    (cd "$prefix" && npm install --no-audit --no-fund --no-save --silent node@22 >&2) || die "npm install node@22 failed"
+  fi
+  PATH="$prefix/node_modules/.bin:$PATH"
+fi
+[ -x "$here/peers/node_modules/.bin/mcp-inspector" ] ||
+  (cd "$here/peers" && npm ci --no-audit --no-fund --silent) || die "npm ci (peers) failed"
+[ -d "$here/ts/node_modules/@modelcontextprotocol/sdk" ] ||
+  (cd "$here/ts" && npm ci --no-audit --no-fund --silent) || die "npm ci (ts) failed"
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+"$venv/bin/python" -c 'import mcp, httpx2' 2>/dev/null ||
+  "$venv/bin/pip" install --quiet -r "$here/python/requirements.txt"
+
+data="$(mktemp -d /tmp/warden-peers.XXXXXX)"
+serve_pid=""
+cleanup() {
+  if [ -n "$serve_pid" ] && kill -0 "$serve_pid" 2>/dev/null; then
+    kill "$serve_pid" 2>/dev/null || true
+    wait "$serve_pid" 2>/dev/null || true
+  fi
+  rm -rf "$data"
+}
+trap cleanup EXIT
+
+modules="$here/peers/node_modules/@modelcontextprotocol"
+node_bin="$(command -v node)"
+cat >"$data/peers.yaml" <<EOF
+kind: Project
+name: peers
+---
+kind: Upstream
+name: memory
+project: peers
+stdio:
+  command: $node_bin
+  args: ["$modules/server-memory/dist/index.js"]
+  env: { MEMORY_FILE_PATH: "$data/memory.jsonl" }
+---
+kind: Upstream
+name: everything
+project: peers
+stdio:
+  command: $node_bin
+  args: ["$modules/server-everything/dist/index.js", "stdio"]
+---
+kind: Upstream
+name: apps
+project: peers
+stdio:
+  command: $node_bin
+  args: ["$modules/server-basic-vanillajs/dist/index.js", "--stdio"]
+---
+kind: Upstream
+name: dual
+project: peers
+stdio: { command: $FIXTURE_BIN, args: ["notes", "--stdio"] }
+---
+kind: Upstream
+name: modern
+project: peers
+stdio: { command: $FIXTURE_BIN, args: ["notes", "--stdio", "--only-2026"] }
+---
+kind: ToolPolicy
+name: peers-writes
+project: peers
+tool: "*"
+class: mutation
+---
+kind: ToolPolicy
+name: memory-reads
+project: peers
+tool: memory__read_graph
+class: read
+---
+kind: ToolPolicy
+name: everything-reads
+project: peers
+tool: everything__echo
+class: read
+---
+kind: ToolPolicy
+name: apps-reads
+project: peers
+tool: apps__get-time
+class: read
+---
+kind: ToolPolicy
+name: dual-reads
+project: peers
+tool: dual__echo
+class: read
+---
+kind: ToolPolicy
+name: modern-reads
+project: peers
+tool: modern__echo
+class: read
+---
+kind: Autonomy
+subject: { user: admin }
+level: 1
+EOF
+
+"$WARDEN_BIN" serve --data-dir "$data/wd" --listen "127.0.0.1:$port" --config "$data/peers.yaml" \
+  >"$data/serve.out" 2>"$data/serve.err" &
+serve_pid=$!
+token=""
+for _ in $(seq 1 120); do
+  token="$(sed -n 's/^admin token: //p' "$data/serve.out" 2>/dev/null || true)"
+  [ -n "$token" ] && break
+  kill -0 "$serve_pid" 2>/dev/null || break
+  sleep 0.5
+done
+[ -n "$token" ] || { cat "$data/serve.err" >&2; die "warden serve did not start"; }
+url="$(sed -n 's/^mcp: //p' "$data/serve.out")"
+base="${url%/mcp}"
+all_up() {
+  local inventory
+  inventory="$(WARDEN_TOKEN="$token" "$WARDEN_BIN" tools inventory --server "$base" 2>/dev/null)" || return 1
+  for t in memory__read_graph everything__echo apps__get-time dual__echo modern__echo; do
+    grep -q "^$t " <<<"$inventory" || return 1
+  done
+}
+for _ in $(seq 1 120); do all_up && break; sleep 0.5; done
+all_up || { cat "$data/serve.err" >&2; die "the upstreams did not come up"; }
+
+export WARDEN_URL="$url" WARDEN_TOKEN="$token"
+status=0
+"$venv/bin/python" "$here/python/peers.py" || status=1
+node "$here/ts/peers.mjs" || status=1
+
+# The MCP Inspector CLI in both eras: `check NAME PATTERN ARGS…` runs it with ARGS and wants
+# PATTERN in its output.
+inspector="$(readlink -f "$here/peers/node_modules/.bin/mcp-inspector")"
+check() {
+  local name="$1" pattern="$2" out
+  shift 2
+  if out="$(node "$inspector" --cli "$url" --transport http \
+    --header "Authorization: Bearer $token" "$@" 2>&1)" && grep -q -- "$pattern" <<<"$out"; then
+    printf '{"sdk":"inspector","check":"%s","ok":true}\n' "$name"
+  else
+    printf '{"sdk":"inspector","check":"%s","ok":false}\n%s\n' "$name" "$out"
+    status=1
+  fi
+}
+for era in legacy modern; do
+  check "$era tools/list" '"memory__create_entities"' --protocol-era "$era" --method tools/list
+  check "$era read" 'hi-from-inspector' --protocol-era "$era" --method tools/call \
+    --tool-name everything__echo --tool-arg message=hi-from-inspector
+  check "$era parked" 'apr_' --protocol-era "$era" --method tools/call \
+    --tool-name dual__add_note --tool-arg text=from-inspector
+  check "$era app" 'ui://get-time/mcp-app.html' --protocol-era "$era" --method tools/call \
+    --tool-name apps__get-time --app-info
+done
+exit "$status"
