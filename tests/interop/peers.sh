@@ -8,8 +8,10 @@
 #
 #   - python/peers.py with the Python SDK, `mode="auto"` and `mode="legacy"`;
 #   - ts/peers.mjs with the TypeScript SDK (2025-11-25);
-#   - the MCP Inspector CLI, `--protocol-era legacy` and `modern`: lists, calls a read, and
-#     finds the MCP App of `apps__get-time` (`--app-info`).
+#   - the MCP Inspector CLI, `--protocol-era legacy` and `modern`: lists, calls a read, finds
+#     the MCP App of `apps__get-time` (`--app-info`); a parked call gives its approval id
+#     (legacy), or is a task the Inspector waits on until the user `approver` approves it,
+#     then its result (modern: the Inspector declares the tasks extension; APR-7).
 #
 # Each client, for each upstream: lists its tools, calls a read (executed), a mutation (parked:
 # its approval id reaches the client) and a call with bad arguments (denied, VALIDATION).
@@ -139,6 +141,17 @@ class: read
 kind: Autonomy
 subject: { user: admin }
 level: 1
+---
+kind: User
+name: approver
+---
+kind: Role
+name: peers-approver
+permissions: ["approvals:decide", "run:projects:peers"]
+---
+kind: RoleBinding
+role: peers-approver
+subject: { user: approver }
 EOF
 
 "$WARDEN_BIN" serve --data-dir "$data/wd" --listen "127.0.0.1:$port" --config "$data/peers.yaml" \
@@ -164,6 +177,7 @@ all_up() {
 for _ in $(seq 1 120); do all_up && break; sleep 0.5; done
 all_up || { cat "$data/serve.err" >&2; die "the upstreams did not come up"; }
 
+approver="$("$WARDEN_BIN" token create --user approver --data-dir "$data/wd")"
 export WARDEN_URL="$url" WARDEN_TOKEN="$token"
 status=0
 "$venv/bin/python" "$here/python/peers.py" || status=1
@@ -187,9 +201,42 @@ for era in legacy modern; do
   check "$era tools/list" '"memory__create_entities"' --protocol-era "$era" --method tools/list
   check "$era read" 'hi-from-inspector' --protocol-era "$era" --method tools/call \
     --tool-name everything__echo --tool-arg message=hi-from-inspector
-  check "$era parked" 'apr_' --protocol-era "$era" --method tools/call \
-    --tool-name dual__add_note --tool-arg text=from-inspector
   check "$era app" 'ui://get-time/mcp-app.html' --protocol-era "$era" --method tools/call \
     --tool-name apps__get-time --app-info
 done
+# Legacy: the parked call's approval id comes back in the result.
+check "legacy parked" 'apr_' --protocol-era legacy --method tools/call \
+  --tool-name dual__add_note --tool-arg text=from-inspector
+
+# Modern: the Inspector declares the tasks extension, so the parked call is a task (APR-7) and
+# the Inspector waits on it; an approver approves it, and the Inspector gets the tool's result.
+pending() {
+  curl -s -H "Authorization: Bearer $approver" "$base/api/v1/approvals?status=pending" |
+    python3 -c 'import json,sys; print("\n".join(sorted(a["id"] for a in json.load(sys.stdin))))'
+}
+before="$(pending)"
+node "$inspector" --cli "$url" --transport http --header "Authorization: Bearer $token" \
+  --protocol-era modern --method tools/call --tool-name dual__add_note \
+  --tool-arg text=from-inspector-task >"$data/task.out" 2>&1 &
+task_pid=$!
+id=""
+for _ in $(seq 1 60); do
+  id="$(comm -13 <(echo "$before") <(pending) | head -n1)"
+  [ -n "$id" ] && break
+  sleep 0.5
+done
+if [ -n "$id" ] && curl -sf -X POST -H "Authorization: Bearer $approver" \
+  -H 'content-type: application/json' -d '{"reason":"peers.sh"}' \
+  "$base/api/v1/approvals/$id/approve" >/dev/null; then
+  for _ in $(seq 1 60); do kill -0 "$task_pid" 2>/dev/null || break; sleep 0.5; done
+fi
+if ! kill -0 "$task_pid" 2>/dev/null && wait "$task_pid" && grep -q '"content"' "$data/task.out" &&
+  ! grep -q 'pending_approval' "$data/task.out"; then
+  printf '{"sdk":"inspector","check":"modern parked as a task, approved, result","ok":true,"task":"%s"}\n' "$id"
+else
+  kill "$task_pid" 2>/dev/null || true
+  printf '{"sdk":"inspector","check":"modern parked as a task, approved, result","ok":false,"task":"%s"}\n' "$id"
+  cat "$data/task.out"
+  status=1
+fi
 exit "$status"

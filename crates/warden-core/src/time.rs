@@ -32,6 +32,13 @@ impl fmt::Debug for Millis {
     }
 }
 
+/// `at` as an RFC 3339 time (UTC, seconds).
+pub fn rfc3339(at: Millis) -> String {
+    chrono::DateTime::from_timestamp_millis(at.0)
+        .map(|t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string())
+        .unwrap_or_else(|| format!("{} ms", at.0))
+}
+
 /// Parses a duration such as `10m`, `2s`, `1h30m` or `500ms`.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s.trim())

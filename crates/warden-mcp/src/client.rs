@@ -13,9 +13,9 @@
 
 use rmcp::RoleServer;
 use rmcp::model::{
-    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
-    InputResponses, LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam,
-    ProgressToken,
+    ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
+    ElicitResult, InputResponses, LoggingLevel, LoggingMessageNotificationParam,
+    ProgressNotificationParam, ProgressToken,
 };
 use rmcp::service::Peer;
 use tokio::sync::oneshot;
@@ -42,6 +42,10 @@ pub struct ClientContext {
     /// (everything until it sets one, as from a 2025-11-25 server). A 2026-07-28 upstream is
     /// asked for exactly this level.
     pub log_level: Option<LoggingLevel>,
+    /// The client's capabilities (its `initialize`, or the request's `_meta`): a 2026-07-28
+    /// upstream is told these, narrowed by its relay policy, so that it asks the client only
+    /// what the client can answer.
+    pub capabilities: Option<ClientCapabilities>,
 }
 
 /// How severe a log level is (`debug` 0 … `emergency` 7).

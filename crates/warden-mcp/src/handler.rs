@@ -141,6 +141,21 @@ impl McpHandler {
 }
 
 impl McpHandler {
+    /// The parked call `id` when this request's authority parked it (APR-7); anyone else's,
+    /// like one that does not exist, is unknown (-32602).
+    async fn own_task(
+        &self,
+        id: &str,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<warden_store::Approval, McpError> {
+        let authority = self.authority(ctx)?;
+        self.gateway
+            .parked_call(&authority, id)
+            .await
+            .map_err(|e| McpError::internal_error(format!("the store cannot be read: {e}"), None))?
+            .ok_or_else(|| McpError::invalid_params(format!("unknown task `{id}`"), None))
+    }
+
     /// `tools/list` as a JSON array, for an answer written without rmcp (a stateless
     /// 2026-07-28 request served inline): the tools `list_tools` would return. `None` when
     /// the request is refused (rmcp's dispatch then gives the error) or cannot be served so.
@@ -184,6 +199,7 @@ impl ServerHandler for McpHandler {
                 .enable_resources_subscribe()
                 .enable_logging()
                 .enable_completions()
+                .enable_tasks()
                 .build(),
         )
         .with_server_info(Implementation::new("warden", env!("CARGO_PKG_VERSION")))
@@ -377,6 +393,47 @@ impl ServerHandler for McpHandler {
         Ok(())
     }
 
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, McpError> {
+        let approval = self.own_task(&request.task_id, &ctx).await?;
+        Ok(rmcp::model::GetTaskResult::new(crate::tasks::detailed(
+            &approval,
+        )))
+    }
+
+    async fn update_task(
+        &self,
+        request: rmcp::model::UpdateTaskParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.own_task(&request.task_id, &ctx).await?;
+        Err(McpError::invalid_params(
+            format!(
+                "task `{}` is a parked call waiting for a human decision; it needs no input",
+                request.task_id
+            ),
+            None,
+        ))
+    }
+
+    async fn cancel_task(
+        &self,
+        request: rmcp::model::CancelTaskParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.own_task(&request.task_id, &ctx).await?;
+        Err(McpError::invalid_request(
+            format!(
+                "task `{0}` is a parked call: its approvers decide it (`warden approvals reject {0}`); its requester cannot cancel it",
+                request.task_id
+            ),
+            None,
+        ))
+    }
+
     fn get_tool(&self, name: &str) -> Option<Tool> {
         // Used by rmcp for the 2026 per-argument header checks only; visibility is decided in
         // `call_tool`. Returning nothing keeps hidden tools hidden.
@@ -417,6 +474,11 @@ impl ServerHandler for McpHandler {
                     .unwrap_or(rmcp::model::LoggingLevel::Debug),
             )
         };
+        let capabilities = ctx.client_capabilities();
+        // APR-7: a client that declares the tasks extension gets a parked call as a task.
+        let wants_tasks = capabilities
+            .as_ref()
+            .is_some_and(rmcp::model::ClientCapabilities::supports_tasks);
         let client = ClientContext {
             peer: ctx.peer.clone(),
             progress_token: ctx.meta.get_progress_token(),
@@ -424,6 +486,7 @@ impl ServerHandler for McpHandler {
             run_id: run.id().to_owned(),
             stateless,
             log_level,
+            capabilities,
             retry: request
                 .input_responses
                 .clone()
@@ -443,6 +506,14 @@ impl ServerHandler for McpHandler {
                 Some(client),
             )
             .await;
+        if let warden_core::contract::Verdict::Pending { approval_id, .. } = &outcome.verdict
+            && wants_tasks
+        {
+            return Ok(CallToolResponse::Task(crate::tasks::created(
+                approval_id,
+                now(),
+            )));
+        }
         // An upstream's JSON-RPC error: the client gets that error (audited as an error result).
         if let warden_core::contract::Verdict::Executed {
             output: warden_core::contract::ToolOutput::Refused { error },
@@ -532,4 +603,13 @@ async fn notify_catalog_changes(
             }
         }
     }
+}
+
+/// Now, for task timestamps.
+fn now() -> warden_core::time::Millis {
+    warden_core::time::Millis(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
+    )
 }

@@ -130,6 +130,7 @@ where
             Err(refused) => return refused,
         };
         let mut sent = None;
+        let delete = request.method() == http::Method::DELETE;
         if request.method() == http::Method::POST && json_content(request.headers()) {
             let (parts, body) = request.into_parts();
             let bytes = match axum::body::to_bytes(body, MAX_INLINE_BODY as usize).await {
@@ -145,10 +146,15 @@ where
             sent = Some(bytes.clone());
             request = Request::from_parts(parts, Body::from(bytes));
         }
-        let response = match self.rmcp.oneshot(request).await {
+        let mut response = match self.rmcp.oneshot(request).await {
             Ok(response) => response.into_response(),
             Err(never) => match never {},
         };
+        // A session ended by DELETE: 200, as the official SDKs' servers answer (rmcp says
+        // 202, which the Python SDK reports as "Session termination failed").
+        if delete && response.status() == StatusCode::ACCEPTED {
+            *response.status_mut() = StatusCode::OK;
+        }
         if self.sessions.settle(screened, &response) {
             self.sessions.prune().await;
         }

@@ -713,3 +713,100 @@ async fn kill_9_loses_no_acknowledged_audit_record() {
         String::from_utf8_lossy(&verify.stderr)
     );
 }
+
+/// One stateless 2026-07-28 request whose client declares the tasks extension; the answer.
+async fn with_tasks(w: &TestWarden, token: &str, method: &str, params: Value) -> Value {
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {
+            "extensions": {"io.modelcontextprotocol/tasks": {}}
+        },
+        "io.modelcontextprotocol/clientInfo": {"name": "tasks", "version": "1"}
+    });
+    let mut request = reqwest::Client::new()
+        .post(w.mcp())
+        .bearer_auth(token)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method)
+        .json(&json!({"jsonrpc": "2.0", "id": 3, "method": method, "params": params}));
+    let name = params.get("name").or_else(|| params.get("taskId"));
+    if let Some(name) = name.and_then(Value::as_str) {
+        request = request.header("mcp-name", name);
+    }
+    last_message(&request.send().await.unwrap().text().await.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_declares_tasks_gets_a_parked_call_as_a_task_of_its_own() {
+    // APR-7: the task is the approval; working until decided, then completed with the tool's
+    // result, or failed with the denial; nobody else's task is visible.
+    let w = TestWarden::start(&config("")).await;
+    let (alice, bob) = (
+        w.token("alice", None, None).await,
+        w.token("bob", None, None).await,
+    );
+    let api = Api::new(&w);
+    let park = |text: &'static str| {
+        let (w, alice) = (&w, alice.clone());
+        async move {
+            let params = json!({"name": "ledger__add_note", "arguments": {"text": text}});
+            with_tasks(w, &alice, "tools/call", params).await
+        }
+    };
+    let created = park("refund 42").await;
+    let task = &created["result"];
+    assert_eq!(task["resultType"], "task", "{created}");
+    assert_eq!(task["status"], "working", "{created}");
+    let id = task["taskId"].as_str().unwrap().to_owned();
+    assert!(id.starts_with("apr_"), "{created}");
+    let get = |token: String, id: String| {
+        let w = &w;
+        async move { with_tasks(w, &token, "tasks/get", json!({"taskId": id})).await }
+    };
+    let working = get(alice.clone(), id.clone()).await;
+    assert_eq!(working["result"]["status"], "working", "{working}");
+    // Another credential: exactly as for a task that does not exist.
+    let foreign = get(bob.clone(), id.clone()).await;
+    let missing = get(bob.clone(), "apr_nope".into()).await;
+    assert_eq!(foreign["error"]["code"], -32602, "{foreign}");
+    assert_eq!(
+        foreign["error"]["message"]
+            .as_str()
+            .unwrap()
+            .replace(&id, "X"),
+        missing["error"]["message"]
+            .as_str()
+            .unwrap()
+            .replace("apr_nope", "X")
+    );
+    // Approved: completed, with the tool's result.
+    let (status, a) = api.decide(&bob, &id, "approve").await;
+    assert_eq!(status, 200, "{a}");
+    let done = get(alice.clone(), id.clone()).await;
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    assert_eq!(
+        done["result"]["result"]["structuredContent"],
+        json!({"id": 1}),
+        "{done}"
+    );
+    // Rejected: failed, with the denial.
+    let other = park("refund 43").await["result"]["taskId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (status, r) = api.decide(&bob, &other, "reject").await;
+    assert_eq!(status, 200, "{r}");
+    let failed = get(alice.clone(), other.clone()).await;
+    assert_eq!(failed["result"]["status"], "failed", "{failed}");
+    assert_eq!(
+        failed["result"]["error"]["data"]["status"], "denied",
+        "{failed}"
+    );
+    assert_eq!(failed["result"]["error"]["data"]["approvalId"], other);
+    // A client that does not declare tasks gets the decision contract, as before.
+    let client = http_client(&w.mcp(), &alice, Era::Stateless).await;
+    let r = call(&client, "ledger__add_note", json!({"text": "refund 44"})).await;
+    assert_eq!(decision(&r)["status"], "pending_approval");
+}

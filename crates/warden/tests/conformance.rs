@@ -30,11 +30,8 @@ unpinned tasks-request-state-removal
 unpinned tasks-mrtr-input
 unpinned tasks-request-headers
 unpinned tasks-dispatch-and-envelope
-unpinned tasks-required-task-error
 unpinned tasks-mrtr-composition
 unpinned http-custom-header-server-validation
-unpinned input-required-result-capability-check
-unpinned server-stateless
 unpinned http-header-validation
 2025-11-25 tasks-lifecycle
 2025-11-25 tasks-capability-negotiation
@@ -43,7 +40,6 @@ unpinned http-header-validation
 2025-11-25 tasks-mrtr-input
 2025-11-25 tasks-request-headers
 2025-11-25 tasks-dispatch-and-envelope
-2025-11-25 tasks-required-task-error
 2025-11-25 tasks-mrtr-composition
 2025-11-25 http-custom-header-server-validation
 2025-11-25 input-required-result-capability-check

@@ -60,14 +60,7 @@ async fn answer(
     if let Some(s) = session {
         request = request.header("mcp-session-id", s);
     }
-    let body = request.send().await.unwrap().text().await.unwrap();
-    let message = body
-        .lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .rfind(|l| !l.trim().is_empty())
-        .unwrap_or(&body);
-    serde_json::from_str(message.trim())
-        .unwrap_or_else(|e| panic!("{method}: not JSON ({e}): {body}"))
+    last_message(&request.send().await.unwrap().text().await.unwrap())
 }
 
 /// A Warden in front of the notes fixture (upstream `alpha`, `extra` added to its resource),

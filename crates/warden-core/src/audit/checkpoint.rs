@@ -76,12 +76,12 @@ impl fmt::Display for AnchorProblem {
             } => write!(
                 f,
                 "records after seq {head} are missing; the checkpoint of {} saw seq {checkpoint}",
-                rfc3339(*at)
+                crate::time::rfc3339(*at)
             ),
             AnchorProblem::Rewritten { seq, at } => write!(
                 f,
                 "the record at seq {seq} is not the one the checkpoint of {} signed: the chain was rewritten from there",
-                rfc3339(*at)
+                crate::time::rfc3339(*at)
             ),
         }
     }
@@ -153,13 +153,6 @@ pub fn check(
 
 fn decode<const N: usize>(text: &str) -> Option<[u8; N]> {
     hex::decode(text).ok()?.try_into().ok()
-}
-
-/// `at` as an RFC 3339 time (UTC, seconds).
-fn rfc3339(at: Millis) -> String {
-    chrono::DateTime::from_timestamp_millis(at.0)
-        .map(|t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string())
-        .unwrap_or_else(|| format!("{} ms", at.0))
 }
 
 #[cfg(test)]

@@ -288,6 +288,25 @@ impl Gateway {
         }
     }
 
+    /// A parked call as a task of its requester (APR-7): the approval `id` when `authority` is
+    /// the very requester that parked it (the same credential, or the same agent run), else
+    /// nothing — someone else's parked call answers exactly like one that does not exist.
+    pub async fn parked_call(
+        &self,
+        authority: &Authority,
+        id: &str,
+    ) -> Result<Option<Approval>, warden_store::StoreError> {
+        let Some(approval) = self.live.store.approval(id).await? else {
+            return Ok(None);
+        };
+        let requester = approval
+            .requested_by
+            .as_deref()
+            .and_then(|r| serde_json::from_str::<Value>(r).ok());
+        let asking = serde_json::to_value(warden_core::approval::provenance_of(authority)).ok();
+        Ok((requester.is_some() && requester == asking).then_some(approval))
+    }
+
     /// Decides a parked call as `decider` (APR-4, APR-6).
     pub async fn decide_approval(
         &self,

@@ -37,6 +37,10 @@ impl PeerExit {
         client: Option<&ClientContext>,
         timeout: Duration,
     ) -> Result<ServerResult, CallError> {
+        // What Warden tells the upstream for this call alone (log level, the client's
+        // capabilities) goes over rmcp's own `_meta` entries.
+        let mut options = PeerRequestOptions::with_timeout(timeout);
+        options.meta = params.meta.clone();
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let (relay_tx, mut relays) = mpsc::channel(32);
         let call = InFlight {
@@ -47,11 +51,7 @@ impl PeerExit {
         // In flight from before the request leaves: an upstream may ask the client something
         // before `send` even returns. Re-keyed by the request's progress token below.
         let sending = self.inflight.register_sending(call.clone());
-        let handle = match self
-            .peer
-            .send_cancellable_request(request, PeerRequestOptions::with_timeout(timeout))
-            .await
-        {
+        let handle = match self.peer.send_cancellable_request(request, options).await {
             Ok(h) => h,
             Err(e) => return Err(CallError::Unreachable(e.to_string())),
         };

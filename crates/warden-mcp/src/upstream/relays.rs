@@ -189,6 +189,15 @@ impl InFlightTable {
 /// What Warden says about itself to an upstream: it offers what the relay policy lets
 /// through (the calling clients answer).
 pub(super) fn client_config(relay: &RelaySpec) -> ClientConfig {
+    ClientConfig::new(
+        offered(relay),
+        Implementation::new("warden", env!("CARGO_PKG_VERSION")),
+    )
+}
+
+/// The capabilities Warden offers an upstream on its own behalf: elicitation and sampling,
+/// as far as the relay policy lets them through.
+pub(super) fn offered(relay: &RelaySpec) -> ClientCapabilities {
     let mut capabilities = ClientCapabilities::default();
     if relay.elicitation {
         capabilities.elicitation = Some(Default::default());
@@ -196,10 +205,27 @@ pub(super) fn client_config(relay: &RelaySpec) -> ClientConfig {
     if relay.sampling {
         capabilities.sampling = Some(Default::default());
     }
-    ClientConfig::new(
-        capabilities,
-        Implementation::new("warden", env!("CARGO_PKG_VERSION")),
-    )
+    capabilities
+}
+
+/// A calling client's capabilities as a 2026-07-28 upstream is told them: what the relay
+/// policy refuses taken out.
+pub(super) fn narrowed(client: &ClientCapabilities, relay: &RelaySpec) -> ClientCapabilities {
+    let mut capabilities = client.clone();
+    if !relay.elicitation {
+        capabilities.elicitation = None;
+    }
+    if !relay.sampling {
+        capabilities.sampling = None;
+    }
+    // Warden does not pass upstream tasks on: the upstream answers the call itself.
+    if let Some(extensions) = capabilities.extensions.as_mut() {
+        extensions.remove(rmcp::model::TASKS_EXTENSION_ID);
+        if extensions.is_empty() {
+            capabilities.extensions = None;
+        }
+    }
+    capabilities
 }
 
 /// The rmcp client handler of one upstream connection.

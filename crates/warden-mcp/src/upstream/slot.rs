@@ -29,7 +29,7 @@ use warden_store::Store;
 use super::exit::Exit;
 use super::failure::{CallError, humanize, short};
 use super::input::{Inputs, error_result};
-use super::relays::InFlightTable;
+use super::relays::{InFlightTable, narrowed, offered};
 use super::subscriptions::{Subscriber, Subscriptions};
 use crate::client::ClientContext;
 
@@ -254,7 +254,9 @@ impl UpstreamSlot {
 
     /// Whether the upstream was reached in 2026-07-28 (no `resources/subscribe` there).
     fn speaks_2026(&self) -> bool {
-        matches!(self.status(), UpstreamStatus::Up { protocol } if protocol.as_str() >= "2026-07-28")
+        self.state.read().is_ok_and(|s| {
+            matches!(&s.status, UpstreamStatus::Up { protocol } if protocol.as_str() >= "2026-07-28")
+        })
     }
 
     /// Opens the upstream's `subscriptions/listen` stream for `uri` and passes its updates on
@@ -405,16 +407,30 @@ impl UpstreamSlot {
             params.input_responses = Some(retry.input_responses);
             params.request_state = retry.request_state;
         }
-        // A 2026-07-28 upstream logs only when asked, at the level asked.
-        if let Some(level) = client.and_then(|c| c.log_level)
+        let policy = self.spec.relay.clone().unwrap_or_default();
+        // A 2026-07-28 upstream hears, per call, the level to log at (it logs only when
+        // asked) and what the calling client can answer (when that differs from what Warden
+        // offers on its own behalf).
+        if let Some(c) = client
+            && (c.log_level.is_some() || c.capabilities.is_some())
             && self.speaks_2026()
         {
-            params
-                .meta
-                .get_or_insert_with(Default::default)
-                .set_log_level(level);
+            if let Some(level) = c.log_level {
+                params
+                    .meta
+                    .get_or_insert_with(Default::default)
+                    .set_log_level(level);
+            }
+            if let Some(capabilities) = &c.capabilities {
+                let told = narrowed(capabilities, &policy);
+                if told != offered(&policy) {
+                    params
+                        .meta
+                        .get_or_insert_with(Default::default)
+                        .set_client_capabilities(told);
+                }
+            }
         }
-        let policy = self.spec.relay.clone().unwrap_or_default();
         let inputs = Inputs {
             upstream: name.as_str(),
             policy: &policy,

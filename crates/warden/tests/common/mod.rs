@@ -363,3 +363,13 @@ pub async fn open_session(w: &TestWarden, token: &str) -> String {
     assert_eq!(done.status(), 202);
     session
 }
+
+/// The last JSON-RPC message of an HTTP answer: its body, or its last server-sent event.
+pub fn last_message(body: &str) -> Value {
+    let message = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .rfind(|l| !l.trim().is_empty())
+        .unwrap_or(body);
+    serde_json::from_str(message.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {body}"))
+}

@@ -29,8 +29,8 @@ use bytes::Bytes;
 use futures::{Stream, StreamExt as _};
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, InputRequiredResult, InputResponses, JsonObject,
-    ProgressToken, ProtocolVersion, RequestMetaObject, ServerResult,
+    CallToolRequestParams, CallToolResult, ClientCapabilities, InputRequiredResult, InputResponses,
+    JsonObject, ProgressToken, ProtocolVersion, RequestMetaObject, ServerResult,
 };
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -68,6 +68,8 @@ pub(crate) struct HttpExit {
     meta: RequestMetaObject,
     /// [`Self::meta`] as JSON, written once: the `_meta` of every call that adds nothing to it.
     meta_json: Box<RawValue>,
+    /// [`Self::meta_json`] for a client that declares no capability (`clientCapabilities: {}`).
+    bare_json: Box<RawValue>,
     ids: AtomicU64,
 }
 
@@ -169,6 +171,9 @@ impl HttpExit {
         meta.set_client_info(info.client_info.clone());
         meta.set_client_capabilities(info.capabilities.clone());
         let meta_json = serde_json::value::to_raw_value(&meta).ok()?;
+        let mut bare = meta.clone();
+        bare.set_client_capabilities(Default::default());
+        let bare_json = serde_json::value::to_raw_value(&bare).ok()?;
         Some(Self {
             client,
             h1: H1Pool::for_url(&url),
@@ -176,6 +181,7 @@ impl HttpExit {
             headers,
             meta,
             meta_json,
+            bare_json,
             ids: AtomicU64::new(1),
         })
     }
@@ -280,18 +286,30 @@ impl HttpExit {
         }
     }
 
-    /// The `_meta` of a call: the fixed entries, over whatever the call carries, and the
-    /// progress token Warden relays under. Usually just the fixed entries, written once.
+    /// The `_meta` of a call: the fixed entries, under what the call carries (its log level,
+    /// its client's capabilities), and the progress token Warden relays under. Usually just
+    /// the fixed entries — or them for a client that declares no capability — written once.
     fn call_meta(
         &self,
         params: &CallToolRequestParams,
         progress: Option<&ProgressToken>,
     ) -> serde_json::Result<Cow<'_, RawValue>> {
-        if params.meta.is_none() && progress.is_none() {
-            return Ok(Cow::Borrowed(&*self.meta_json));
+        if progress.is_none() {
+            match &params.meta {
+                None => return Ok(Cow::Borrowed(&*self.meta_json)),
+                Some(m)
+                    if m.len() == 1
+                        && m.client_capabilities() == Some(ClientCapabilities::default()) =>
+                {
+                    return Ok(Cow::Borrowed(&*self.bare_json));
+                }
+                Some(_) => {}
+            }
         }
-        let mut meta = params.meta.clone().unwrap_or_default();
-        meta.extend(self.meta.clone());
+        let mut meta = self.meta.clone();
+        if let Some(own) = &params.meta {
+            meta.extend(own.clone());
+        }
         if let Some(token) = progress {
             meta.set_progress_token(token.clone());
         }
