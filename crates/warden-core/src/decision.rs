@@ -459,6 +459,7 @@ mod tests {
             project_arguments: Vec::new(),
             audit_arguments: crate::audit::ArgumentsAudit::default(),
             secret_arguments: std::sync::Arc::from([]),
+            header_arguments: std::sync::Arc::from([]),
         }
     }
 
@@ -509,9 +510,10 @@ mod tests {
                 .map(|t| t.name.to_string())
                 .collect()
         };
+        // The order the catalog was built in, not by name.
         assert_eq!(
             names(&authority),
-            ["a__one", "a__zed", "b__aaa", "b__two", "warden__whoami"]
+            ["b__two", "warden__whoami", "a__one", "a__zed", "b__aaa"]
         );
         assert_eq!(names(&authority), filtered(&authority));
         authority.projects.clear();

@@ -20,6 +20,7 @@ pub mod decision;
 pub mod error;
 pub mod explain;
 pub mod name;
+pub mod param_headers;
 pub mod pipeline;
 pub mod policy;
 pub mod principal;

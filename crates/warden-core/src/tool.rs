@@ -121,6 +121,8 @@ pub struct ToolDescriptor {
     /// The arguments the input schema marks secret (`writeOnly`, `format: password`), never
     /// kept whatever `audit_arguments` says.
     pub secret_arguments: Arc<[Path]>,
+    /// The arguments mirrored in `Mcp-Param-*` headers (SEP-2243), checked on HTTP calls.
+    pub header_arguments: Arc<[crate::param_headers::HeaderArgument]>,
 }
 
 /// The argument paths `schema` marks secret; the text is parsed only when it can hold one.
@@ -268,6 +270,10 @@ impl ToolDescriptor {
                 Some(p) if p.schema.compiled_from(&raw.input_schema) => p.secret_arguments.clone(),
                 _ => secret_arguments(&raw.input_schema),
             },
+            header_arguments: match previous {
+                Some(p) if p.schema.compiled_from(&raw.input_schema) => p.header_arguments.clone(),
+                _ => crate::param_headers::header_arguments(&raw.input_schema),
+            },
         })
     }
 
@@ -277,21 +283,23 @@ impl ToolDescriptor {
     }
 }
 
-/// A federated catalog: every tool of every project, by catalog name.
+/// A federated catalog: every tool of every project, by catalog name, in the order it was
+/// built from — for the gateway, Warden's built-in tools, then each upstream's in the order
+/// the upstream lists them (an upstream's order is its own, and passes through, XPORT-5).
 #[derive(Clone, Default)]
 pub struct Catalog {
     tools: HashMap<Arc<str>, Arc<ToolDescriptor>>,
-    sorted: Vec<Arc<ToolDescriptor>>,
-    /// Positions in `sorted` of each project's tools, ascending.
+    ordered: Vec<Arc<ToolDescriptor>>,
+    /// Positions in `ordered` of each project's tools, ascending.
     by_project: HashMap<Name, Vec<usize>>,
-    /// Positions in `sorted` of the tools no project owns (built-ins), ascending.
+    /// Positions in `ordered` of the tools no project owns (built-ins), ascending.
     unowned: Vec<usize>,
 }
 
 impl fmt::Debug for Catalog {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Catalog")
-            .field("tools", &self.sorted.len())
+            .field("tools", &self.ordered.len())
             .finish()
     }
 }
@@ -308,9 +316,11 @@ pub struct CatalogConflict {
 }
 
 impl Catalog {
-    /// Builds a catalog. A name taken twice keeps the first tool and reports the conflict.
+    /// Builds a catalog in the order of `tools`. A name taken twice keeps the first tool and
+    /// reports the conflict.
     pub fn new(tools: impl IntoIterator<Item = ToolDescriptor>) -> (Self, Vec<CatalogConflict>) {
         let mut map: HashMap<Arc<str>, Arc<ToolDescriptor>> = HashMap::new();
+        let mut ordered = Vec::new();
         let mut conflicts = Vec::new();
         for t in tools {
             if let Some(existing) = map.get(&t.name) {
@@ -321,13 +331,13 @@ impl Catalog {
                 });
                 continue;
             }
-            map.insert(t.name.clone(), Arc::new(t));
+            let t = Arc::new(t);
+            map.insert(t.name.clone(), t.clone());
+            ordered.push(t);
         }
-        let mut sorted: Vec<_> = map.values().cloned().collect();
-        sorted.sort_by(|a, b| a.name.cmp(&b.name));
         let mut by_project: HashMap<Name, Vec<usize>> = HashMap::new();
         let mut unowned = Vec::new();
-        for (i, t) in sorted.iter().enumerate() {
+        for (i, t) in ordered.iter().enumerate() {
             match &t.project {
                 Some(p) => by_project.entry(p.clone()).or_default().push(i),
                 None => unowned.push(i),
@@ -336,7 +346,7 @@ impl Catalog {
         (
             Self {
                 tools: map,
-                sorted,
+                ordered,
                 by_project,
                 unowned,
             },
@@ -360,7 +370,7 @@ impl Catalog {
         positions.sort_unstable();
         positions
             .into_iter()
-            .filter_map(|i| self.sorted.get(i).cloned())
+            .filter_map(|i| self.ordered.get(i).cloned())
             .collect()
     }
 
@@ -369,19 +379,19 @@ impl Catalog {
         self.tools.get(name)
     }
 
-    /// Every tool, sorted by name.
+    /// Every tool, in catalog order.
     pub fn iter(&self) -> impl Iterator<Item = &Arc<ToolDescriptor>> {
-        self.sorted.iter()
+        self.ordered.iter()
     }
 
     /// Number of tools.
     pub fn len(&self) -> usize {
-        self.sorted.len()
+        self.ordered.len()
     }
 
     /// Whether the catalog is empty.
     pub fn is_empty(&self) -> bool {
-        self.sorted.is_empty()
+        self.ordered.is_empty()
     }
 }
 

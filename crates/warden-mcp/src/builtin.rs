@@ -70,6 +70,7 @@ fn descriptor(tool: &str, description: &str, schema: Map<String, Value>) -> Opti
         project_arguments: Vec::new(),
         audit_arguments: warden_core::audit::ArgumentsAudit::default(),
         secret_arguments: std::sync::Arc::from([]),
+        header_arguments: std::sync::Arc::from([]),
     })
 }
 

@@ -474,6 +474,14 @@ impl ServerHandler for McpHandler {
                     .unwrap_or(rmcp::model::LoggingLevel::Debug),
             )
         };
+        if stateless && let Some(parts) = ctx.extensions.get::<http::request::Parts>() {
+            self.gateway.check_param_headers(
+                &authority,
+                &request.name,
+                request.arguments.as_ref(),
+                &parts.headers,
+            )?;
+        }
         let capabilities = ctx.client_capabilities();
         // APR-7: a client that declares the tasks extension gets a parked call as a task.
         let wants_tasks = capabilities

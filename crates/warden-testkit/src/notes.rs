@@ -2,7 +2,8 @@
 //! process (`warden_fixture notes`, over stdio or HTTP).
 //!
 //! The demo's notebook (`warden_mcp::demo`: `list_notes`, `add_note`, `delete_note`, the prompt
-//! `summarize`, the resource `notes://all`) and more tools: `echo` and `add` (reads), `slow`
+//! `summarize`, the resource `notes://all`) and more tools: `echo`, `locate` (its `region` also
+//! in the `Mcp-Param-Region` header, SEP-2243) and `add` (reads), `slow`
 //! (a read that waits and honours cancellation), `call_count` and `cancellations` (what this
 //! server executed and saw cancelled, for exactly-once and cancellation tests), `ask` and
 //! `sample` (server-to-client requests) and `progress` (notifications before the result).
@@ -75,6 +76,13 @@ fn tools() -> Vec<Tool> {
                 .cloned()
                 .unwrap_or_default(),
         )),
+        // SEP-2243: `region` travels in the `Mcp-Param-Region` header too.
+        Tool::new(
+            "locate",
+            "Say which region was asked for",
+            schema(json!({"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}, "required": ["region"]})),
+        )
+        .with_annotations(read()),
         Tool::new(
             "add",
             "Add two numbers",
@@ -172,6 +180,10 @@ impl NotesServer {
             "echo" => Ok(CallToolResult::success(vec![ContentBlock::text(
                 text_arg("text").unwrap_or_default(),
             )])),
+            "locate" => Ok(CallToolResult::success(vec![ContentBlock::text(format!(
+                "region={}",
+                text_arg("region").unwrap_or_default()
+            ))])),
             "add" => {
                 let (a, b) = (num_arg("a").unwrap_or(0.0), num_arg("b").unwrap_or(0.0));
                 Ok(structured(json!({"sum": a + b})))

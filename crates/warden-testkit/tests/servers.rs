@@ -36,6 +36,7 @@ async fn the_notes_fixture_serves_its_tools_over_stdio() {
             "add_note",
             "delete_note",
             "echo",
+            "locate",
             "add",
             "slow",
             "call_count",

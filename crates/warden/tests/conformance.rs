@@ -31,8 +31,6 @@ unpinned tasks-mrtr-input
 unpinned tasks-request-headers
 unpinned tasks-dispatch-and-envelope
 unpinned tasks-mrtr-composition
-unpinned http-custom-header-server-validation
-unpinned http-header-validation
 2025-11-25 tasks-lifecycle
 2025-11-25 tasks-capability-negotiation
 2025-11-25 tasks-wire-fields
@@ -41,11 +39,9 @@ unpinned http-header-validation
 2025-11-25 tasks-request-headers
 2025-11-25 tasks-dispatch-and-envelope
 2025-11-25 tasks-mrtr-composition
-2025-11-25 http-custom-header-server-validation
 2025-11-25 input-required-result-capability-check
 2025-11-25 input-required-result-tampered-state
 2025-11-25 server-stateless
-2025-11-25 http-header-validation
 2025-11-25 input-required-result-basic-elicitation
 2025-11-25 input-required-result-basic-sampling
 2025-11-25 input-required-result-basic-list-roots

@@ -227,3 +227,136 @@ async fn resource_subscriptions_work_in_every_pairing_of_eras() {
         }
     }
 }
+
+/// `tools/list` keeps each upstream's own order (XPORT-5), after Warden's built-in tools: a
+/// client that takes "the first tool" gets the upstream's first, not the first by name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_are_listed_in_the_upstreams_own_order_after_wardens_own() {
+    let (w, _) = notes_warden("").await;
+    let list = request(&w, "2026-07-28", None, "tools/list", "", json!({})).await;
+    let names: Vec<&str> = list["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    let first_upstream = names.iter().position(|n| n.starts_with("alpha__")).unwrap();
+    assert!(
+        names[..first_upstream]
+            .iter()
+            .all(|n| n.starts_with("warden__")),
+        "{names:?}"
+    );
+    assert_eq!(
+        names[first_upstream..first_upstream + 6],
+        [
+            "alpha__list_notes",
+            "alpha__add_note",
+            "alpha__delete_note",
+            "alpha__echo",
+            "alpha__locate",
+            "alpha__add"
+        ],
+        "{names:?}"
+    );
+}
+
+/// A 2026-07-28 call over HTTP with its `Mcp-Param-*` headers (SEP-2243); the HTTP status and
+/// the answer.
+async fn call_with_headers(
+    w: &TestWarden,
+    token: &str,
+    tool: &str,
+    arguments: Value,
+    headers: &[(&str, &str)],
+) -> (u16, Value) {
+    warden_mcp::http_client::install_tls();
+    let mut request = reqwest::Client::new()
+        .post(w.mcp())
+        .bearer_auth(token)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", tool)
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+                "name": tool, "arguments": arguments,
+                "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                    "io.modelcontextprotocol/clientInfo": {"name": "eras", "version": "1"}
+                }
+            }}),
+        );
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, last_message(&response.text().await.unwrap()))
+}
+
+/// An upstream tool that mirrors an argument in an `Mcp-Param-*` header has that header
+/// checked by Warden as the upstream would (it never sees the client's headers): a missing,
+/// different or badly encoded header is a header mismatch (HTTP 400, -32020) — for a tool the
+/// run may see; a hidden tool stays unknown whatever the headers say (RUN-6).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parameter_headers_are_checked_for_visible_tools_as_the_upstream_would() {
+    let (w, _) = notes_warden("").await;
+    let args = json!({"region": "Hello"});
+    let (status, ok) = call_with_headers(
+        &w,
+        &w.admin,
+        "alpha__locate",
+        args.clone(),
+        &[("mcp-param-region", "Hello")],
+    )
+    .await;
+    assert_eq!(status, 200, "{ok}");
+    assert_eq!(ok["result"]["content"][0]["text"], "region=Hello", "{ok}");
+    let (status, encoded) = call_with_headers(
+        &w,
+        &w.admin,
+        "alpha__locate",
+        args.clone(),
+        &[("Mcp-Param-Region", "=?base64?SGVsbG8=?=")],
+    )
+    .await;
+    assert_eq!(status, 200, "{encoded}");
+    for (headers, reason) in [
+        (
+            &[("mcp-param-region", "Other")][..],
+            "Mcp-Param-Region header `Other` does not match body value `Hello`",
+        ),
+        (&[][..], "missing Mcp-Param-Region header for `region`"),
+        (
+            &[("mcp-param-region", "=?base64?SGVsbG8?=")][..],
+            "Mcp-Param-Region header is not valid Base64",
+        ),
+    ] {
+        let (status, refused) =
+            call_with_headers(&w, &w.admin, "alpha__locate", args.clone(), headers).await;
+        assert_eq!(status, 400, "{headers:?}: {refused}");
+        assert_eq!(refused["error"]["code"], -32020, "{headers:?}: {refused}");
+        assert_eq!(
+            refused["error"]["message"], reason,
+            "{headers:?}: {refused}"
+        );
+    }
+    // A token bound to another project does not see the tool: its headers are not checked,
+    // and the call answers like one to a tool that does not exist.
+    let bound = w.token("admin", Some(&["demo"]), None).await;
+    let (status, hidden) = call_with_headers(
+        &w,
+        &bound,
+        "alpha__locate",
+        args,
+        &[("mcp-param-region", "Other")],
+    )
+    .await;
+    assert_eq!(status, 200, "{hidden}");
+    assert_eq!(
+        hidden["result"]["structuredContent"]["code"], "UNKNOWN_TOOL",
+        "{hidden}"
+    );
+}

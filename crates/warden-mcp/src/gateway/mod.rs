@@ -281,6 +281,39 @@ impl Gateway {
             .await
     }
 
+    /// SEP-2243: whether a 2026-07-28 HTTP call's `Mcp-Param-*` headers agree with its
+    /// arguments, for a tool that mirrors arguments in headers and that the run may see (a
+    /// hidden tool is left to the pipeline, which answers it as unknown, RUN-6). A
+    /// disagreement is a header mismatch (-32020), answered before anything is recorded, like
+    /// the other header checks.
+    pub fn check_param_headers(
+        &self,
+        authority: &Authority,
+        name: &str,
+        args: Option<&Map<String, Value>>,
+        headers: &http::HeaderMap,
+    ) -> Result<(), rmcp::ErrorData> {
+        let snapshot = self.live.peek();
+        let Some(tool) = snapshot.catalog.get(name) else {
+            return Ok(());
+        };
+        if tool.header_arguments.is_empty()
+            || warden_core::decision::resolve_tool(&snapshot.catalog, authority, name).is_err()
+        {
+            return Ok(());
+        }
+        warden_core::param_headers::check(&tool.header_arguments, args, |header| {
+            headers
+                .get_all(header)
+                .iter()
+                .map(http::HeaderValue::as_bytes)
+                .collect()
+        })
+        .map_err(|reason| {
+            rmcp::ErrorData::new(rmcp::model::ErrorCode::HEADER_MISMATCH, reason, None)
+        })
+    }
+
     fn approvals(&self) -> Approvals<'_> {
         Approvals {
             live: &self.live,
