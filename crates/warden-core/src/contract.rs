@@ -26,6 +26,12 @@ pub enum ToolOutput {
         /// The result object as the upstream sent it.
         result: Map<String, Value>,
     },
+    /// The upstream runs the call as a task (the tasks extension, for a client that declares
+    /// it): its `CreateTaskResult` as it sent it. The client follows the task with `tasks/get`.
+    Task {
+        /// The result object as the upstream sent it.
+        result: Map<String, Value>,
+    },
     /// The upstream refused the call with a JSON-RPC error (`{code, message, data?}`), passed
     /// on to the caller as that error: a protocol error (a tampered `requestState`, a client
     /// capability the call needs) is not the tool's output. Audited as an executed call whose
@@ -106,7 +112,9 @@ impl CallOutcome {
                     .get("structuredContent")
                     .cloned()
                     .unwrap_or_else(|| Value::Object(result.clone())),
-                ToolOutput::InputRequired { result } => Value::Object(result.clone()),
+                ToolOutput::InputRequired { result } | ToolOutput::Task { result } => {
+                    Value::Object(result.clone())
+                }
                 ToolOutput::Refused { error } => Value::Object(error.clone()),
             }),
             Verdict::Pending { .. } | Verdict::Denied(_) => None,
@@ -158,7 +166,9 @@ impl CallOutcome {
             Verdict::Denied(_) => true,
             Verdict::Pending { .. } => false,
             Verdict::Executed { output, .. } => match output {
-                ToolOutput::Data(_) | ToolOutput::InputRequired { .. } => false,
+                ToolOutput::Data(_)
+                | ToolOutput::InputRequired { .. }
+                | ToolOutput::Task { .. } => false,
                 ToolOutput::Refused { .. } => true,
                 ToolOutput::Upstream { is_error, .. } => *is_error,
             },

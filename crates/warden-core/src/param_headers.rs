@@ -116,6 +116,39 @@ pub fn check<'h>(
     Ok(())
 }
 
+/// The `Mcp-Param-*` headers a client sends for `arguments` of a tool that mirrors
+/// `mirrored`: each present primitive argument, literal when it can travel as a header value,
+/// else `=?base64?…?=`.
+pub fn headers_for(
+    mirrored: &[HeaderArgument],
+    arguments: Option<&Map<String, Value>>,
+) -> Vec<(String, String)> {
+    mirrored
+        .iter()
+        .filter_map(|argument| {
+            let value = value_at(arguments, &argument.path)
+                .filter(|v| !v.is_null())
+                .and_then(primitive)?;
+            Some((argument.header_name(), encode(&value)))
+        })
+        .collect()
+}
+
+/// A value as a header carries it: literal when it is visible ASCII without surrounding
+/// whitespace and does not look like the Base64 wrapper, else wrapped.
+fn encode(value: &str) -> String {
+    let bytes = value.as_bytes();
+    let padded =
+        matches!(bytes.first(), Some(b' ' | b'\t')) || matches!(bytes.last(), Some(b' ' | b'\t'));
+    let unprintable = bytes.iter().any(|b| !(0x20..=0x7e).contains(b));
+    let looks_wrapped = value.starts_with(BASE64_PREFIX) && value.ends_with(BASE64_SUFFIX);
+    if padded || unprintable || looks_wrapped {
+        format!("{BASE64_PREFIX}{}{BASE64_SUFFIX}", STANDARD.encode(value))
+    } else {
+        value.to_owned()
+    }
+}
+
 fn value_at<'a>(arguments: Option<&'a Map<String, Value>>, path: &[String]) -> Option<&'a Value> {
     let (first, rest) = path.split_first()?;
     rest.iter()
@@ -216,6 +249,30 @@ mod tests {
             Ok(())
         );
         assert_eq!(run(&[], json!({"plain": "x"})), Ok(()));
+    }
+
+    #[test]
+    fn headers_are_written_as_the_check_reads_them() {
+        let args = json!({"region": " é ", "nested": {"id": 7}});
+        let written = headers_for(&region_tool(), args.as_object());
+        assert_eq!(
+            written,
+            [
+                ("Mcp-Param-Id".to_owned(), "7".to_owned()),
+                (
+                    "Mcp-Param-Region".to_owned(),
+                    "=?base64?IMOpIA==?=".to_owned()
+                )
+            ]
+        );
+        let check = check(&region_tool(), args.as_object(), |name| {
+            written
+                .iter()
+                .filter(|(n, _)| n.eq_ignore_ascii_case(name))
+                .map(|(_, v)| v.as_bytes())
+                .collect()
+        });
+        assert_eq!(check, Ok(()));
     }
 
     #[test]

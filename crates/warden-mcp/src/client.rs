@@ -14,7 +14,7 @@
 use rmcp::RoleServer;
 use rmcp::model::{
     ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
-    ElicitResult, InputResponses, LoggingLevel, LoggingMessageNotificationParam,
+    ElicitResult, InputResponses, ListRootsResult, LoggingLevel, LoggingMessageNotificationParam,
     ProgressNotificationParam, ProgressToken,
 };
 use rmcp::service::Peer;
@@ -32,6 +32,9 @@ pub struct ClientContext {
     pub cancel: CancellationToken,
     /// The run, for the audit trail of relays.
     pub run_id: String,
+    /// Who calls: the credential and the agent route. A call an upstream suspended for this
+    /// client's input resumes only for the same caller.
+    pub caller: std::sync::Arc<str>,
     /// The client speaks 2026-07-28 (stateless): it takes `input_required` results and cannot
     /// be sent server-to-client requests.
     pub stateless: bool,
@@ -89,11 +92,58 @@ pub enum Relay {
         Box<CreateMessageRequestParams>,
         oneshot::Sender<Result<CreateMessageResult, rmcp::ErrorData>>,
     ),
+    /// `roots/list`.
+    Roots(oneshot::Sender<Result<ListRootsResult, rmcp::ErrorData>>),
+}
+
+impl Relay {
+    /// The client capability a request needs, by its capability name; `None` for a
+    /// notification.
+    pub fn needs(&self) -> Option<&'static str> {
+        match self {
+            Relay::Progress(_) | Relay::Log(_) => None,
+            Relay::Elicit(..) => Some("elicitation"),
+            Relay::Sample(..) => Some("sampling"),
+            Relay::Roots(_) => Some("roots"),
+        }
+    }
+
+    /// Refuses a request (the upstream gets `error`); a notification is dropped.
+    pub fn refuse(self, error: rmcp::ErrorData) {
+        match self {
+            Relay::Progress(_) | Relay::Log(_) => {}
+            Relay::Elicit(_, reply) => drop(reply.send(Err(error))),
+            Relay::Sample(_, reply) => drop(reply.send(Err(error))),
+            Relay::Roots(reply) => drop(reply.send(Err(error))),
+        }
+    }
+}
+
+/// Whether `capabilities` declare `name` (`elicitation`, `sampling`, `roots`).
+pub fn declares(capabilities: &ClientCapabilities, name: &str) -> bool {
+    match name {
+        "elicitation" => capabilities.elicitation.is_some(),
+        "sampling" => capabilities.sampling.is_some(),
+        "roots" => capabilities.roots.is_some(),
+        _ => false,
+    }
 }
 
 /// Performs a relay on the client side of the call (in the call's own task); with no client
-/// attached, notifications are dropped and requests refused.
+/// attached, notifications are dropped and requests refused, and a request the client did not
+/// declare it can answer is refused without asking it.
 pub async fn perform(client: Option<&ClientContext>, relay: Relay) {
+    if let (Some(c), Some(needed)) = (client, relay.needs())
+        && c.capabilities
+            .as_ref()
+            .is_some_and(|caps| !declares(caps, needed))
+    {
+        relay.refuse(rmcp::ErrorData::invalid_request(
+            format!("the calling client does not support {needed}"),
+            None,
+        ));
+        return;
+    }
     match relay {
         Relay::Progress(mut p) => {
             if let Some(c) = client
@@ -128,6 +178,18 @@ pub async fn perform(client: Option<&ClientContext>, relay: Relay) {
                 Some(c) => c.peer.create_message(*params).await.map_err(|e| {
                     rmcp::ErrorData::internal_error(
                         format!("the client did not answer the sampling request: {e}"),
+                        None,
+                    )
+                }),
+                None => Err(rmcp::ErrorData::internal_error("no client to ask", None)),
+            };
+            let _ = reply.send(answer);
+        }
+        Relay::Roots(reply) => {
+            let answer = match client {
+                Some(c) => c.peer.list_roots().await.map_err(|e| {
+                    rmcp::ErrorData::internal_error(
+                        format!("the client did not answer roots/list: {e}"),
                         None,
                     )
                 }),

@@ -20,7 +20,8 @@ use warden_core::pipeline::{Governance, RunState};
 use warden_core::principal::Credential;
 
 use crate::client::{ClientContext, Retry};
-use crate::gateway::Gateway;
+use crate::gateway::{Gateway, TaskAnswer, TaskOp};
+use crate::task_ids::TaskIds;
 use crate::wire;
 
 /// The credential an HTTP middleware verified for this request, in the request's extensions.
@@ -40,6 +41,15 @@ pub enum SessionAuth {
     Token(Arc<str>),
 }
 
+/// Who a session (or stateless request) belongs to: the credential and agent route that
+/// opened it, and both as one key (for what a caller alone may resume or follow).
+#[derive(Debug)]
+struct Owner {
+    credential: String,
+    agent: Option<String>,
+    key: Arc<str>,
+}
+
 /// The MCP handler of one session (or one stateless request).
 #[derive(Clone, Debug)]
 pub struct McpHandler {
@@ -47,7 +57,7 @@ pub struct McpHandler {
     auth: SessionAuth,
     agent: Option<String>,
     run: Arc<OnceLock<Arc<RunState>>>,
-    owner: Arc<OnceLock<(String, Option<String>)>>,
+    owner: Arc<OnceLock<Owner>>,
     /// The session's `logging/setLevel` (2025-11-25).
     #[allow(
         deprecated,
@@ -115,10 +125,16 @@ impl McpHandler {
                 .map_err(|e| McpError::invalid_request(format!("WARDEN_TOKEN: {e}"), None))?,
         };
         // A run belongs to the credential and agent that opened it.
-        let owner = self
-            .owner
-            .get_or_init(|| (credential.id.clone(), route_agent.clone()));
-        if owner.0 != credential.id || owner.1 != route_agent {
+        let owner = self.owner.get_or_init(|| Owner {
+            key: Arc::from(format!(
+                "{}/{}",
+                credential.id,
+                route_agent.as_deref().unwrap_or_default()
+            )),
+            credential: credential.id.clone(),
+            agent: route_agent.clone(),
+        });
+        if owner.credential != credential.id || owner.agent != route_agent {
             return Err(McpError::invalid_request(
                 "this session belongs to another credential or agent; start a new session",
                 None,
@@ -156,6 +172,36 @@ impl McpHandler {
             .ok_or_else(|| McpError::invalid_params(format!("unknown task `{id}`"), None))
     }
 
+    /// `op` on an upstream's task `id` (the tasks extension), for this request's caller.
+    async fn upstream_task(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        id: &str,
+        op: TaskOp,
+    ) -> Result<TaskAnswer, McpError> {
+        let authority = self.authority(ctx)?;
+        let caller = self.caller(ctx)?;
+        let capabilities = ctx.client_capabilities();
+        self.gateway
+            .upstream_task(&authority, &caller, id, capabilities.as_ref(), op)
+            .await
+    }
+
+    /// Who calls, as a key: the credential and the agent route (checked by
+    /// [`Self::credential`] on every request).
+    fn caller(&self, ctx: &RequestContext<RoleServer>) -> Result<Arc<str>, McpError> {
+        match self.owner.get() {
+            Some(owner) => Ok(owner.key.clone()),
+            None => {
+                self.credential(ctx)?;
+                self.owner
+                    .get()
+                    .map(|o| o.key.clone())
+                    .ok_or_else(|| McpError::invalid_request("unauthenticated", None))
+            }
+        }
+    }
+
     /// `tools/list` as a JSON array, for an answer written without rmcp (a stateless
     /// 2026-07-28 request served inline): the tools `list_tools` would return. `None` when
     /// the request is refused (rmcp's dispatch then gives the error) or cannot be served so.
@@ -174,6 +220,40 @@ impl McpHandler {
         Ok(match self.governance {
             Governance::Off => self.gateway.all_tools(),
             Governance::On => self.gateway.list_tools(&authority),
+        })
+    }
+
+    /// The calling client's side of a request that may reach an upstream: where what the
+    /// upstream sends meanwhile goes, in the client's era.
+    fn client_context(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        authority: &Authority,
+        retry: Option<Retry>,
+    ) -> Result<ClientContext, McpError> {
+        let stateless = is_stateless(ctx);
+        #[allow(deprecated, reason = "logging is part of both eras' calls")]
+        let log_level = if stateless {
+            ctx.meta.log_level()
+        } else {
+            Some(
+                self.log_level
+                    .lock()
+                    .ok()
+                    .and_then(|l| *l)
+                    .unwrap_or(rmcp::model::LoggingLevel::Debug),
+            )
+        };
+        Ok(ClientContext {
+            peer: ctx.peer.clone(),
+            progress_token: ctx.meta.get_progress_token(),
+            cancel: ctx.ct.clone(),
+            run_id: self.run_state(authority).id().to_owned(),
+            caller: self.caller(ctx)?,
+            stateless,
+            log_level,
+            capabilities: ctx.client_capabilities(),
+            retry,
         })
     }
 
@@ -281,7 +361,11 @@ impl ServerHandler for McpHandler {
         ctx: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
         let authority = self.authority(&ctx)?;
-        self.gateway.get_prompt(&authority, request).await
+        let retry = retry_of(request.input_responses.clone(), &request.request_state);
+        let client = self.client_context(&ctx, &authority, retry)?;
+        self.gateway
+            .get_prompt(&authority, request, Some(&client))
+            .await
     }
 
     async fn list_resources(
@@ -398,6 +482,15 @@ impl ServerHandler for McpHandler {
         request: rmcp::model::GetTaskParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetTaskResult, McpError> {
+        if TaskIds::is_upstream_task(&request.task_id) {
+            return match self
+                .upstream_task(&ctx, &request.task_id, TaskOp::Get)
+                .await?
+            {
+                TaskAnswer::Task(task) => Ok(*task),
+                TaskAnswer::Done => Err(McpError::internal_error("no task in the answer", None)),
+            };
+        }
         let approval = self.own_task(&request.task_id, &ctx).await?;
         Ok(rmcp::model::GetTaskResult::new(crate::tasks::detailed(
             &approval,
@@ -409,6 +502,13 @@ impl ServerHandler for McpHandler {
         request: rmcp::model::UpdateTaskParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
+        if TaskIds::is_upstream_task(&request.task_id) {
+            let op = TaskOp::Update(request.input_responses);
+            return self
+                .upstream_task(&ctx, &request.task_id, op)
+                .await
+                .map(drop);
+        }
         self.own_task(&request.task_id, &ctx).await?;
         Err(McpError::invalid_params(
             format!(
@@ -424,6 +524,12 @@ impl ServerHandler for McpHandler {
         request: rmcp::model::CancelTaskParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
+        if TaskIds::is_upstream_task(&request.task_id) {
+            return self
+                .upstream_task(&ctx, &request.task_id, TaskOp::Cancel)
+                .await
+                .map(drop);
+        }
         self.own_task(&request.task_id, &ctx).await?;
         Err(McpError::invalid_request(
             format!(
@@ -459,22 +565,9 @@ impl ServerHandler for McpHandler {
     ) -> Result<CallToolResponse, McpError> {
         let authority = self.authority(&ctx)?;
         let run = self.run_state(&authority);
-        let stateless = ctx
-            .protocol_version()
-            .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28);
-        #[allow(deprecated, reason = "logging is part of both eras' calls")]
-        let log_level = if stateless {
-            ctx.meta.log_level()
-        } else {
-            Some(
-                self.log_level
-                    .lock()
-                    .ok()
-                    .and_then(|l| *l)
-                    .unwrap_or(rmcp::model::LoggingLevel::Debug),
-            )
-        };
-        if stateless && let Some(parts) = ctx.extensions.get::<http::request::Parts>() {
+        if is_stateless(&ctx)
+            && let Some(parts) = ctx.extensions.get::<http::request::Parts>()
+        {
             self.gateway.check_param_headers(
                 &authority,
                 &request.name,
@@ -482,27 +575,14 @@ impl ServerHandler for McpHandler {
                 &parts.headers,
             )?;
         }
-        let capabilities = ctx.client_capabilities();
+        let retry = retry_of(request.input_responses.clone(), &request.request_state);
+        let client = self.client_context(&ctx, &authority, retry)?;
+        let caller = client.caller.clone();
         // APR-7: a client that declares the tasks extension gets a parked call as a task.
-        let wants_tasks = capabilities
+        let wants_tasks = client
+            .capabilities
             .as_ref()
             .is_some_and(rmcp::model::ClientCapabilities::supports_tasks);
-        let client = ClientContext {
-            peer: ctx.peer.clone(),
-            progress_token: ctx.meta.get_progress_token(),
-            cancel: ctx.ct.clone(),
-            run_id: run.id().to_owned(),
-            stateless,
-            log_level,
-            capabilities,
-            retry: request
-                .input_responses
-                .clone()
-                .map(|input_responses| Retry {
-                    input_responses,
-                    request_state: request.request_state.clone(),
-                }),
-        };
         let outcome = self
             .gateway
             .call(
@@ -514,6 +594,23 @@ impl ServerHandler for McpHandler {
                 Some(client),
             )
             .await;
+        // An upstream that runs the call as a task: the client follows it under Warden's id.
+        if let warden_core::contract::Verdict::Executed {
+            output: warden_core::contract::ToolOutput::Task { result },
+            ..
+        } = &outcome.verdict
+        {
+            let created = serde_json::from_value::<rmcp::model::CreateTaskResult>(
+                serde_json::Value::Object(result.clone()),
+            )
+            .map_err(|e| McpError::internal_error(format!("unreadable task: {e}"), None))?;
+            let mut created = created;
+            created.task.task_id = self
+                .gateway
+                .upstream_task_id(&caller, &request.name, &created.task.task_id)
+                .ok_or_else(|| McpError::internal_error("the task cannot be named", None))?;
+            return Ok(CallToolResponse::Task(created));
+        }
         if let warden_core::contract::Verdict::Pending { approval_id, .. } = &outcome.verdict
             && wants_tasks
         {
@@ -611,6 +708,23 @@ async fn notify_catalog_changes(
             }
         }
     }
+}
+
+/// Whether a request is of the 2026-07-28 era (stateless: no server-to-client requests).
+fn is_stateless(ctx: &RequestContext<RoleServer>) -> bool {
+    ctx.protocol_version()
+        .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28)
+}
+
+/// A 2026-07-28 retry of a request that needed input.
+fn retry_of(
+    input_responses: Option<rmcp::model::InputResponses>,
+    request_state: &Option<String>,
+) -> Option<Retry> {
+    input_responses.map(|input_responses| Retry {
+        input_responses,
+        request_state: request_state.clone(),
+    })
 }
 
 /// Now, for task timestamps.

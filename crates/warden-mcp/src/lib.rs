@@ -18,6 +18,7 @@ pub mod handler;
 pub mod http_client;
 pub mod knowledge;
 pub mod secrets;
+pub mod task_ids;
 pub mod tasks;
 pub mod upstream;
 pub mod wire;

@@ -49,6 +49,14 @@ impl Backend {
         dispatch!(self, b => b.meta_get(key).await)
     }
 
+    pub(crate) async fn meta_get_or_set(
+        &self,
+        key: &str,
+        value: &str,
+    ) -> Result<String, StoreError> {
+        dispatch!(self, b => b.meta_get_or_set(key, value).await)
+    }
+
     pub(crate) async fn credentials(&self) -> Result<Vec<CredentialRow>, StoreError> {
         dispatch!(self, b => b.credentials().await)
     }

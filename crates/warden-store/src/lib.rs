@@ -396,6 +396,18 @@ impl Store {
         }
     }
 
+    /// A random secret of the installation named `name` (hex, 32 bytes), the same for every
+    /// process sharing the store: made by the first to ask. For keys that replicas must share
+    /// (e.g. what signs the task ids Warden hands out); never shown or logged.
+    pub async fn shared_secret(&self, name: &str) -> Result<String, StoreError> {
+        let mut fresh = [0u8; 32];
+        getrandom::fill(&mut fresh)
+            .map_err(|e| StoreError::Invalid(format!("no randomness for a secret: {e}")))?;
+        self.backend
+            .meta_get_or_set(&format!("secret:{name}"), &hex::encode(fresh))
+            .await
+    }
+
     /// Creates the first admin user, its binding to the built-in `admin` role and a token,
     /// once per store. Returns the token's secret on the first call only.
     pub async fn bootstrap(&self, now: Millis) -> Result<Option<NewToken>, StoreError> {

@@ -113,6 +113,22 @@ macro_rules! shared_operations {
                 .await?)
         }
 
+        /// Sets `key` to `value` unless it has a value; returns the value it has.
+        pub(crate) async fn meta_get_or_set(&self, key: &str, value: &str) -> Result<String, StoreError> {
+            let (_guard, mut tx) = self.begin_write().await?;
+            sqlx::query("INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING")
+                .bind(key)
+                .bind(value)
+                .execute(&mut *tx)
+                .await?;
+            let kept: String = sqlx::query_scalar($crate::sql::META_GET)
+                .bind(key)
+                .fetch_one(&mut *tx)
+                .await?;
+            tx.commit().await?;
+            Ok(kept)
+        }
+
         pub(crate) async fn credentials(&self) -> Result<Vec<$crate::rows::CredentialRow>, StoreError> {
             Ok(sqlx::query_as(
                 "SELECT id, hash, kind, principal, projects, scopes, created_at, expires_at, revoked_at, description \

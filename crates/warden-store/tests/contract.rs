@@ -1052,3 +1052,24 @@ async fn a_checkpoint_anchors_the_chain_end_on_both_backends() {
         s.cleanup().await;
     }
 }
+
+#[tokio::test]
+async fn a_shared_secret_is_made_once_and_read_back_the_same() {
+    for s in stores().await {
+        let first = s.store.shared_secret("task-ids").await.unwrap();
+        assert_eq!(first.len(), 64, "{}: 32 bytes in hex", s.name);
+        assert_eq!(
+            s.store.shared_secret("task-ids").await.unwrap(),
+            first,
+            "{}",
+            s.name
+        );
+        assert_ne!(
+            s.store.shared_secret("other").await.unwrap(),
+            first,
+            "{}",
+            s.name
+        );
+        s.cleanup().await;
+    }
+}

@@ -23,33 +23,7 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 /// The 2026-07-28 scenarios that pass against the fixture and not yet through Warden, by the
 /// upstream's pin (`PIN SCENARIO`), with the reason. docs/mcp.md lists them as limits.
 const KNOWN_GAPS_2026: &str = "\
-unpinned tasks-lifecycle
-unpinned tasks-capability-negotiation
-unpinned tasks-wire-fields
-unpinned tasks-request-state-removal
-unpinned tasks-mrtr-input
-unpinned tasks-request-headers
-unpinned tasks-dispatch-and-envelope
-unpinned tasks-mrtr-composition
-2025-11-25 tasks-lifecycle
-2025-11-25 tasks-capability-negotiation
-2025-11-25 tasks-wire-fields
-2025-11-25 tasks-request-state-removal
-2025-11-25 tasks-mrtr-input
-2025-11-25 tasks-request-headers
-2025-11-25 tasks-dispatch-and-envelope
-2025-11-25 tasks-mrtr-composition
-2025-11-25 input-required-result-capability-check
-2025-11-25 input-required-result-tampered-state
-2025-11-25 server-stateless
 2025-11-25 input-required-result-basic-elicitation
-2025-11-25 input-required-result-basic-sampling
-2025-11-25 input-required-result-basic-list-roots
-2025-11-25 input-required-result-request-state
-2025-11-25 input-required-result-multiple-input-requests
-2025-11-25 input-required-result-multi-round
-2025-11-25 input-required-result-non-tool-request
-2025-11-25 input-required-result-result-type
 ";
 
 fn both(suite: &str, args: &[&str], known_gaps: &str) {

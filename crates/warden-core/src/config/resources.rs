@@ -376,6 +376,9 @@ pub struct RelaySpec {
     /// Relay `elicitation/create` (default true).
     #[serde(default = "yes")]
     pub elicitation: bool,
+    /// Relay `roots/list`: the calling client's roots (default true).
+    #[serde(default = "yes")]
+    pub roots: bool,
 }
 
 fn yes() -> bool {
@@ -383,11 +386,12 @@ fn yes() -> bool {
 }
 
 impl Default for RelaySpec {
-    /// Both relayed, as when the field is left out.
+    /// All relayed, as when the field is left out.
     fn default() -> Self {
         Self {
             sampling: true,
             elicitation: true,
+            roots: true,
         }
     }
 }

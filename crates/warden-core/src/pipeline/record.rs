@@ -141,6 +141,7 @@ impl Recorder<'_> {
                     ToolOutput::InputRequired { result } => {
                         ("input_required", hash_object(result), false)
                     }
+                    ToolOutput::Task { result } => ("task", hash_object(result), false),
                     ToolOutput::Refused { error } => ("executed", hash_object(error), true),
                 };
                 let payload = timed

@@ -425,6 +425,7 @@ impl Approvals<'_> {
                     ToolOutput::Data(v) => v.clone(),
                     ToolOutput::Upstream { result, .. }
                     | ToolOutput::InputRequired { result }
+                    | ToolOutput::Task { result }
                     | ToolOutput::Refused { error: result } => Value::Object(result.clone()),
                 };
                 Transition {

@@ -131,6 +131,10 @@ impl Executor for GatewayExecutor<'_> {
                         Ok(Value::Object(result)) => Ok(ToolOutput::InputRequired { result }),
                         _ => Err(unreadable()),
                     },
+                    UpstreamAnswer::Task(task) => match serde_json::to_value(&task) {
+                        Ok(Value::Object(result)) => Ok(ToolOutput::Task { result }),
+                        _ => Err(unreadable()),
+                    },
                     UpstreamAnswer::Refused(error) => match serde_json::to_value(&error) {
                         Ok(Value::Object(error)) => Ok(ToolOutput::Refused { error }),
                         _ => Err(unreadable()),

@@ -18,6 +18,7 @@ use warden_core::authority::Authority;
 use warden_core::tool::catalog_name;
 
 use super::live::{Live, prefix};
+use crate::client::ClientContext;
 use crate::knowledge;
 use crate::upstream::UpstreamSlot;
 
@@ -55,6 +56,7 @@ impl Live {
         &self,
         authority: &Authority,
         request: GetPromptRequestParams,
+        client: Option<&ClientContext>,
     ) -> Result<GetPromptResponse, rmcp::ErrorData> {
         let name = request.name.as_str();
         if let Some(p) = knowledge::project_prompt(&self.peek().policy, authority, name) {
@@ -77,7 +79,7 @@ impl Live {
                 // state go back to it as they came.
                 params.input_responses = request.input_responses.clone();
                 params.request_state = request.request_state.clone();
-                return slot.get_prompt(params).await;
+                return slot.get_prompt(params, client).await;
             }
         }
         Err(rmcp::ErrorData::invalid_params(

@@ -8,7 +8,8 @@
 //! - [`execution`]: the governed call, executed by a built-in tool set or an upstream's exit;
 //!
 //! and [`approvals`]: deciding and executing parked calls (APR-1..APR-6); [`reconcile`]: the
-//! calls a stopped process left without an outcome, recorded `interrupted` (REL-3).
+//! calls a stopped process left without an outcome, recorded `interrupted` (REL-3);
+//! [`tasks`]: following the tasks upstreams run calls as.
 //! [`Gateway`] holds the parts and is what the handler and the server talk to.
 
 #![allow(
@@ -42,14 +43,17 @@ mod federation;
 mod listing;
 mod live;
 mod reconcile;
+mod tasks;
 
 pub use approvals::{DecideError, Verb};
 pub use live::Snapshot;
+pub use tasks::{TaskAnswer, TaskOp};
 
 use approvals::Approvals;
 use authority::Authorities;
 use listing::WireCache;
 use live::Live;
+use tasks::UpstreamTasks;
 
 /// Options of the gateway.
 #[derive(Clone, Debug)]
@@ -75,6 +79,7 @@ pub struct Gateway {
     live: Arc<Live>,
     authorities: Authorities,
     wire: WireCache,
+    task_ids: crate::task_ids::TaskIds,
     cancel: CancellationToken,
 }
 
@@ -87,11 +92,13 @@ impl Gateway {
             Secrets::new(options.secrets_dir.clone()),
             Some(store.clone()),
         );
+        let task_ids = tasks::task_ids(&store).await;
         let live = Arc::new(Live::new(store, upstreams, builtin::descriptors()));
         let gateway = Arc::new(Self {
             live: live.clone(),
             authorities: Authorities::default(),
             wire: WireCache::default(),
+            task_ids,
             cancel: CancellationToken::new(),
         });
         live.reload().await;
@@ -196,13 +203,14 @@ impl Gateway {
         self.live.prompts(authority)
     }
 
-    /// `prompts/get`.
+    /// `prompts/get`, for the calling `client` (what an upstream asks meanwhile goes to it).
     pub async fn get_prompt(
         &self,
         authority: &Authority,
         request: rmcp::model::GetPromptRequestParams,
+        client: Option<&ClientContext>,
     ) -> Result<rmcp::model::GetPromptResponse, rmcp::ErrorData> {
-        self.live.get_prompt(authority, request).await
+        self.live.get_prompt(authority, request, client).await
     }
 
     /// `resources/list`.
@@ -312,6 +320,35 @@ impl Gateway {
         .map_err(|reason| {
             rmcp::ErrorData::new(rmcp::model::ErrorCode::HEADER_MISMATCH, reason, None)
         })
+    }
+
+    /// The id `caller` gets for task `task` that the upstream of catalog tool `tool` made
+    /// (the tasks extension).
+    pub fn upstream_task_id(&self, caller: &str, tool: &str, task: &str) -> Option<String> {
+        self.upstream_tasks().issue(caller, tool, task)
+    }
+
+    /// `op` on the upstream task `id`, for `caller` with `authority` and the client's
+    /// `capabilities`. Someone else's task, one of an upstream the run may no longer use, and
+    /// one that does not exist are all unknown (-32602).
+    pub async fn upstream_task(
+        &self,
+        authority: &Authority,
+        caller: &str,
+        id: &str,
+        capabilities: Option<&rmcp::model::ClientCapabilities>,
+        op: TaskOp,
+    ) -> Result<TaskAnswer, rmcp::ErrorData> {
+        self.upstream_tasks()
+            .run(authority, caller, id, capabilities, op)
+            .await
+    }
+
+    fn upstream_tasks(&self) -> UpstreamTasks<'_> {
+        UpstreamTasks {
+            live: &self.live,
+            task_ids: &self.task_ids,
+        }
     }
 
     fn approvals(&self) -> Approvals<'_> {

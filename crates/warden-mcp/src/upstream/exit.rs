@@ -4,12 +4,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, ServerResult};
+use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest, ServerResult};
+use rmcp::service::PeerRequestOptions;
 use tokio_util::sync::CancellationToken;
 
 use super::failure::CallError;
 use super::http::{HttpCallError, HttpExit};
 use super::peer::PeerExit;
+use super::suspend::Owner;
 use crate::client::ClientContext;
 
 /// The exit of a connected upstream.
@@ -33,7 +35,22 @@ impl Exit {
         timeout: Duration,
     ) -> Result<ServerResult, CallError> {
         match self {
-            Exit::Peer(peer) => peer.call(params.clone(), client, timeout).await,
+            Exit::Peer(peer) => {
+                // What Warden tells the upstream for this call alone (log level, the client's
+                // capabilities) goes over rmcp's own `_meta` entries.
+                let mut options = PeerRequestOptions::with_timeout(timeout);
+                options.meta = params.meta.clone();
+                let owner = || {
+                    Owner::of(
+                        client,
+                        "tools/call",
+                        &params.name,
+                        params.arguments.as_ref(),
+                    )
+                };
+                let request = ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
+                peer.request(request, options, client, owner).await
+            }
             Exit::Http(http) => call_http(http, params, client, timeout).await,
         }
     }

@@ -56,11 +56,20 @@ impl Inputs<'_> {
         needed: &InputRequiredResult,
         run_id: &str,
     ) -> Option<CallToolResult> {
+        self.refused(needed, run_id).await.map(error_result)
+    }
+
+    /// Why the relay policy refuses one of the input requests (recorded), if it does.
+    pub(super) async fn refused(
+        &self,
+        needed: &InputRequiredResult,
+        run_id: &str,
+    ) -> Option<String> {
         for (_, request) in needed.input_requests.iter().flatten() {
             let allowed = match request {
                 InputRequest::Elicitation(_) => self.policy.elicitation,
                 InputRequest::CreateMessage(_) => self.policy.sampling,
-                _ => true,
+                _ => self.policy.roots,
             };
             if !allowed {
                 self.record(
@@ -70,11 +79,11 @@ impl Inputs<'_> {
                     "relay disabled by the upstream's policy",
                 )
                 .await;
-                return Some(error_result(format!(
+                return Some(format!(
                     "upstream `{}` asked for {}, which is not relayed for this upstream (relay policy)",
                     self.upstream,
                     kind(request)
-                )));
+                ));
             }
         }
         None

@@ -9,7 +9,8 @@
 //! - [`exit`]: how a `tools/call` leaves — the rmcp client ([`peer`]) or the HTTP exit —
 //!   chosen when the upstream connects; [`failure`]: how a round trip fails;
 //! - [`relays`]: what an upstream sends during a call, back to the calling client; [`input`]:
-//!   a 2026-07-28 upstream's `input_required` answers;
+//!   a 2026-07-28 upstream's `input_required` answers; [`suspend`]: a 2025-11-25 upstream's
+//!   questions for a 2026-07-28 client, as `input_required`;
 //! - [`subscriptions`]: clients subscribed to an upstream's resources, in either era.
 
 use std::collections::HashMap;
@@ -32,6 +33,7 @@ mod slot;
 mod stdio;
 mod subscriptions;
 mod supervise;
+mod suspend;
 
 pub use slot::{DEFAULT_CALL_TIMEOUT, Offer, UpstreamAnswer, UpstreamSlot, UpstreamStatus};
 pub use subscriptions::Subscriber;

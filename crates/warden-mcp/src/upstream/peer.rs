@@ -1,52 +1,53 @@
-//! The rmcp exit: `tools/call` through the upstream's rmcp client, for stdio children,
-//! 2025-11-25 upstreams and tools whose names or parameters need rmcp's encodings.
+//! The rmcp exit: `tools/call` (and `prompts/get`) through the upstream's rmcp client, for
+//! stdio children, 2025-11-25 upstreams and tools whose names or parameters need rmcp's
+//! encodings.
 //!
-//! While the call runs it is registered in the upstream's [`InFlightTable`], so that what the
-//! upstream sends meanwhile (see [`super::relays`]) comes back to this task and is performed
-//! on the calling client; the client's cancellation becomes `notifications/cancelled`.
+//! While the request runs it is registered in the upstream's [`InFlightTable`], so that what
+//! the upstream sends meanwhile (see [`super::relays`]) comes back to this task and is
+//! performed on the calling client; the client's cancellation becomes
+//! `notifications/cancelled`. A question for a 2026-07-28 client, which takes no requests,
+//! suspends the request instead ([`super::suspend`]).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use rmcp::RoleClient;
-use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest, ServerResult,
-};
-use rmcp::service::{Peer, PeerRequestOptions, ServiceError};
+use rmcp::model::{CancelledNotificationParam, ClientRequest, ServerResult};
+use rmcp::service::{Peer, PeerRequestOptions};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::failure::CallError;
 use super::relays::{InFlight, InFlightTable};
+use super::suspend::{InFlightRequest, Owner, Suspensions, failed};
 use crate::client::{ClientContext, perform};
 
-/// The rmcp client of a connected upstream, and the calls in flight on it.
+/// The rmcp client of a connected upstream, the calls in flight on it and those suspended
+/// for a client's answers.
 #[derive(Clone, Debug)]
 pub(super) struct PeerExit {
     pub(super) peer: Peer<RoleClient>,
     pub(super) inflight: Arc<InFlightTable>,
+    pub(super) suspended: Arc<Suspensions>,
 }
 
 impl PeerExit {
-    /// One `tools/call` round trip, relaying what the upstream sends meanwhile and passing on
-    /// the client's cancellation. A JSON-RPC error from the upstream is [`CallError::Refused`]
-    /// (it executed the request and refused it).
-    pub(super) async fn call(
+    /// One request round trip (`tools/call`, `prompts/get`), relaying what the upstream sends
+    /// meanwhile and passing on the client's cancellation. A JSON-RPC error from the upstream
+    /// is [`CallError::Refused`] (it executed the request and refused it). `owner` names the
+    /// request, for a suspension.
+    pub(super) async fn request(
         &self,
-        params: CallToolRequestParams,
+        request: ClientRequest,
+        options: PeerRequestOptions,
         client: Option<&ClientContext>,
-        timeout: Duration,
+        owner: impl FnOnce() -> Owner,
     ) -> Result<ServerResult, CallError> {
-        // What Warden tells the upstream for this call alone (log level, the client's
-        // capabilities) goes over rmcp's own `_meta` entries.
-        let mut options = PeerRequestOptions::with_timeout(timeout);
-        options.meta = params.meta.clone();
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let (relay_tx, mut relays) = mpsc::channel(32);
         let call = InFlight {
             relay: relay_tx,
             run_id: client.map(|c| c.run_id.clone()).unwrap_or_default(),
             peer: client.map(|c| c.peer.clone()),
+            request: None,
         };
         // In flight from before the request leaves: an upstream may ask the client something
         // before `send` even returns. Re-keyed by the request's progress token below.
@@ -55,16 +56,34 @@ impl PeerExit {
             Ok(h) => h,
             Err(e) => return Err(CallError::Unreachable(e.to_string())),
         };
-        let _registration = self.inflight.register(handle.progress_token.clone(), call);
+        let call = InFlight {
+            request: Some(handle.id.clone()),
+            ..call
+        };
+        let registration = self.inflight.register(handle.progress_token.clone(), call);
         drop(sending);
         let request_id = handle.id.clone();
-        let mut response = Box::pin(handle.await_response());
+        let mut response: super::suspend::Response = Box::pin(handle.await_response());
         let never = CancellationToken::new();
         let cancelled = client.map_or(&never, |c| &c.cancel);
         let answer = loop {
             tokio::select! {
                 answer = &mut response => break answer,
-                Some(relay) = relays.recv() => perform(client, relay).await,
+                Some(relay) = relays.recv() => match client {
+                    // A 2026-07-28 client is asked by `input_required`: the request goes on
+                    // without this task.
+                    Some(c) if c.stateless && relay.needs().is_some() => {
+                        let request = InFlightRequest {
+                            response,
+                            relays,
+                            _registration: registration,
+                            peer: self.peer.clone(),
+                            id: request_id,
+                        };
+                        return self.suspended.suspend(request, relay, owner(), c).await;
+                    }
+                    _ => perform(client, relay).await,
+                },
                 () = cancelled.cancelled() => {
                     drop(response);
                     let _ = self.peer
@@ -91,11 +110,7 @@ impl PeerExit {
                 perform(client, relay).await;
             }
         }
-        match answer {
-            Ok(result) => Ok(result),
-            Err(ServiceError::McpError(e)) => Err(CallError::Refused(e)),
-            Err(ServiceError::Timeout { .. }) => Err(CallError::TimedOut),
-            Err(e) => Err(CallError::Unreachable(e.to_string())),
-        }
+        drop(registration);
+        answer.map_err(failed)
     }
 }

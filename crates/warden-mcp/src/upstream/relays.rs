@@ -1,12 +1,15 @@
 //! Server-to-client traffic of an upstream reached through rmcp (XPORT-4): progress, log
 //! messages, elicitation and sampling requests reach the client whose call caused them.
 //!
-//! In 2025-11-25 nothing on the wire says which call a server-initiated request belongs to,
-//! so each call registers itself in its upstream's [`InFlightTable`] while it runs — under the
-//! progress token the upstream knows it by — and [`UpstreamClient`], the rmcp client handler of
-//! the upstream connection, hands what arrives to that call's task ([`Relay`]), which performs
-//! it on its own client. With several calls in flight a request is ambiguous and refused,
-//! never guessed. Every relay and every refusal is recorded in the run's audit trail.
+//! In 2025-11-25 nothing in a server-initiated request says which call it belongs to, so each
+//! call registers itself in its upstream's [`InFlightTable`] while it runs — under the
+//! progress token the upstream knows it by, and its request id — and [`UpstreamClient`], the
+//! rmcp client handler of the upstream connection, hands what arrives to that call's task
+//! ([`Relay`]), which performs it on its own client. Over Streamable HTTP a request that
+//! arrives on the response stream of one of our requests (SEP-2260) belongs to that request;
+//! otherwise (stdio, the standalone stream) it goes to the one call in flight, and with
+//! several it is ambiguous and refused, never guessed. Every relay and every refusal is
+//! recorded in the run's audit trail.
 
 #![allow(deprecated, reason = "relaying 2025-11-25 sampling and logging")]
 
@@ -83,6 +86,8 @@ pub(super) struct InFlight {
     pub(super) run_id: String,
     /// The calling client, for notifications that arrive just after the call ended.
     pub(super) peer: Option<Peer<RoleServer>>,
+    /// The id of our request to the upstream, once it was sent.
+    pub(super) request: Option<rmcp::model::RequestId>,
 }
 
 /// The calls in flight at one upstream, by the progress token the upstream knows them by.
@@ -172,6 +177,20 @@ impl InFlightTable {
             .map(|(_, c)| c.clone())
     }
 
+    /// The call whose request to the upstream has `id`; or, while one call alone is still
+    /// being sent (its id not known yet), that one.
+    fn by_request(&self, id: &rmcp::model::RequestId) -> Option<Arc<InFlight>> {
+        let calls = self.calls.lock().ok()?;
+        if let Some(call) = calls.values().find(|c| c.request.as_ref() == Some(id)) {
+            return Some(call.clone());
+        }
+        let mut sending = calls.iter().filter(|(key, _)| is_sending_key(key));
+        match (sending.next(), sending.next()) {
+            (Some((_, call)), None) => Some(call.clone()),
+            _ => None,
+        }
+    }
+
     /// Every call in flight (once, also while it is registered under two tokens).
     fn all(&self) -> Vec<Arc<InFlight>> {
         let mut calls: Vec<Arc<InFlight>> = Vec::new();
@@ -195,8 +214,9 @@ pub(super) fn client_config(relay: &RelaySpec) -> ClientConfig {
     )
 }
 
-/// The capabilities Warden offers an upstream on its own behalf: elicitation and sampling,
-/// as far as the relay policy lets them through.
+/// The capabilities Warden offers an upstream on its own behalf: elicitation, sampling and
+/// roots, as far as the relay policy lets them through (each calling client answers them —
+/// or Warden refuses for a client that cannot).
 pub(super) fn offered(relay: &RelaySpec) -> ClientCapabilities {
     let mut capabilities = ClientCapabilities::default();
     if relay.elicitation {
@@ -205,11 +225,15 @@ pub(super) fn offered(relay: &RelaySpec) -> ClientCapabilities {
     if relay.sampling {
         capabilities.sampling = Some(Default::default());
     }
+    if relay.roots {
+        capabilities.roots = Some(Default::default());
+    }
     capabilities
 }
 
-/// A calling client's capabilities as a 2026-07-28 upstream is told them: what the relay
-/// policy refuses taken out.
+/// A calling client's capabilities as an upstream is told them for one request: what the
+/// relay policy refuses taken out. The tasks extension stays: an upstream may run the call as
+/// a task, which the client then follows through Warden.
 pub(super) fn narrowed(client: &ClientCapabilities, relay: &RelaySpec) -> ClientCapabilities {
     let mut capabilities = client.clone();
     if !relay.elicitation {
@@ -218,12 +242,8 @@ pub(super) fn narrowed(client: &ClientCapabilities, relay: &RelaySpec) -> Client
     if !relay.sampling {
         capabilities.sampling = None;
     }
-    // Warden does not pass upstream tasks on: the upstream answers the call itself.
-    if let Some(extensions) = capabilities.extensions.as_mut() {
-        extensions.remove(rmcp::model::TASKS_EXTENSION_ID);
-        if extensions.is_empty() {
-            capabilities.extensions = None;
-        }
+    if !relay.roots {
+        capabilities.roots = None;
     }
     capabilities
 }
@@ -249,7 +269,14 @@ enum Target {
 }
 
 impl UpstreamClient {
-    fn target(&self) -> Target {
+    /// The call a request of the upstream belongs to: the one whose response stream it came
+    /// on, else the one call in flight.
+    fn target(&self, ctx: &RequestContext<RoleClient>) -> Target {
+        if let Some(rmcp::service::InboundStreamOrigin::OutboundRequest(id)) = ctx.extensions.get()
+            && let Some(call) = self.inflight.by_request(id)
+        {
+            return Target::One(call);
+        }
         let calls = self.inflight.all();
         match calls.len() {
             0 => Target::None,
@@ -273,11 +300,12 @@ impl UpstreamClient {
     /// Relays a server-initiated request to the calling client, or refuses it.
     async fn relay<T>(
         &self,
+        ctx: &RequestContext<RoleClient>,
         what: &str,
         allowed: bool,
         make: impl FnOnce(oneshot::Sender<Result<T, rmcp::ErrorData>>) -> Relay,
     ) -> Result<T, rmcp::ErrorData> {
-        let call = match self.target() {
+        let call = match self.target(ctx) {
             Target::One(call) => call,
             Target::None => {
                 self.record("", what, false, "no call in flight").await;
@@ -377,9 +405,9 @@ impl ClientHandler for UpstreamClient {
     async fn create_elicitation(
         &self,
         params: ElicitRequestParams,
-        _ctx: RequestContext<RoleClient>,
+        ctx: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, rmcp::ErrorData> {
-        self.relay("elicitation/create", self.relay.elicitation, |tx| {
+        self.relay(&ctx, "elicitation/create", self.relay.elicitation, |tx| {
             Relay::Elicit(params, tx)
         })
         .await
@@ -388,12 +416,20 @@ impl ClientHandler for UpstreamClient {
     async fn create_message(
         &self,
         params: CreateMessageRequestParams,
-        _ctx: RequestContext<RoleClient>,
+        ctx: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, rmcp::ErrorData> {
-        self.relay("sampling/createMessage", self.relay.sampling, |tx| {
+        self.relay(&ctx, "sampling/createMessage", self.relay.sampling, |tx| {
             Relay::Sample(Box::new(params), tx)
         })
         .await
+    }
+
+    async fn list_roots(
+        &self,
+        ctx: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ListRootsResult, rmcp::ErrorData> {
+        self.relay(&ctx, "roots/list", self.relay.roots, Relay::Roots)
+            .await
     }
 
     async fn on_resource_updated(

@@ -12,13 +12,13 @@ use std::time::Duration;
 
 use rmcp::RoleClient;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, CompleteRequestParams, CompleteResult,
-    GetPromptRequestParams, GetPromptResponse, InputRequiredResult, JsonObject, Prompt,
-    ReadResourceRequestParams, ReadResourceResponse, Resource, ResourceTemplate,
+    CallToolRequestParams, CallToolResult, ClientRequest, CompleteRequestParams, CompleteResult,
+    GetPromptRequest, GetPromptRequestParams, GetPromptResponse, InputRequiredResult, JsonObject,
+    Prompt, ReadResourceRequestParams, ReadResourceResponse, Resource, ResourceTemplate,
     ServerNotification, ServerResult, SetLevelRequestParams, SubscribeRequestParams,
     SubscriptionFilter, UnsubscribeRequestParams,
 };
-use rmcp::service::{Peer, ServiceError};
+use rmcp::service::{Peer, PeerRequestOptions, ServiceError};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use warden_core::config::UpstreamSpec;
@@ -29,8 +29,10 @@ use warden_store::Store;
 use super::exit::Exit;
 use super::failure::{CallError, humanize, short};
 use super::input::{Inputs, error_result};
+use super::peer::PeerExit;
 use super::relays::{InFlightTable, narrowed, offered};
 use super::subscriptions::{Subscriber, Subscriptions};
+use super::suspend::{Owner, Suspensions};
 use crate::client::ClientContext;
 
 /// Default time an upstream call may take.
@@ -97,6 +99,8 @@ pub enum UpstreamAnswer {
     InputRequired(InputRequiredResult),
     /// A JSON-RPC error, for the client as it came.
     Refused(rmcp::ErrorData),
+    /// The upstream runs the call as a task, for a client that declared the tasks extension.
+    Task(rmcp::model::CreateTaskResult),
 }
 
 /// One upstream and what its supervisor keeps up to date.
@@ -111,6 +115,8 @@ pub struct UpstreamSlot {
     pub(super) refresh: Arc<Notify>,
     pub(super) inflight: Arc<InFlightTable>,
     pub(super) subscriptions: Arc<Subscriptions>,
+    /// Requests suspended for a 2026-07-28 client's answers (2025-11-25 upstreams).
+    suspended: Arc<Suspensions>,
     store: Option<Arc<Store>>,
 }
 
@@ -127,7 +133,17 @@ impl UpstreamSlot {
             refresh: Arc::new(Notify::new()),
             inflight: Arc::default(),
             subscriptions: Arc::default(),
+            suspended: Arc::default(),
             store,
+        }
+    }
+
+    /// The rmcp exit over `peer` (for the supervisor, and for requests that always take it).
+    pub(super) fn peer_exit(&self, peer: &Peer<RoleClient>) -> PeerExit {
+        PeerExit {
+            peer: peer.clone(),
+            inflight: self.inflight.clone(),
+            suspended: self.suspended.clone(),
         }
     }
 
@@ -320,19 +336,150 @@ impl UpstreamSlot {
         }
     }
 
-    /// Gets a prompt by the upstream's own name (read-only federation).
+    /// Gets a prompt by the upstream's own name (read-only federation), for `client`: what
+    /// the upstream asks meanwhile is asked in the client's era, as for a tool call.
     pub async fn get_prompt(
         &self,
-        params: GetPromptRequestParams,
+        mut params: GetPromptRequestParams,
+        client: Option<&ClientContext>,
     ) -> Result<GetPromptResponse, rmcp::ErrorData> {
         let peer = self.live_peer()?;
-        Ok(match self.answer(peer.get_prompt_once(params)).await? {
-            GetPromptResponse::Complete(mut result) => {
-                crate::wire::mark_complete(&mut result.result_type);
-                GetPromptResponse::Complete(result)
+        let complete = |mut result: rmcp::model::GetPromptResult| {
+            crate::wire::mark_complete(&mut result.result_type);
+            GetPromptResponse::Complete(result)
+        };
+        if !self.speaks_2026() {
+            let owner = Owner::of(
+                client,
+                "prompts/get",
+                &params.name,
+                params.arguments.as_ref(),
+            );
+            let state = params.request_state.take();
+            let responses = params.input_responses.take().unwrap_or_default();
+            let answer = match (client, state) {
+                (Some(c), Some(state)) => self.suspended.resume(&state, &owner, responses, c).await,
+                _ => {
+                    let timeout = self.spec.timeout.unwrap_or(DEFAULT_CALL_TIMEOUT);
+                    let request = ClientRequest::GetPromptRequest(GetPromptRequest::new(params));
+                    self.peer_exit(&peer)
+                        .request(
+                            request,
+                            PeerRequestOptions::with_timeout(timeout),
+                            client,
+                            || owner,
+                        )
+                        .await
+                }
+            };
+            return match answer {
+                Ok(ServerResult::GetPromptResult(result)) => Ok(complete(result)),
+                Ok(ServerResult::InputRequiredResult(needed)) => {
+                    Ok(GetPromptResponse::InputRequired(needed))
+                }
+                Ok(_) => Err(rmcp::ErrorData::internal_error(
+                    format!(
+                        "upstream `{}` answered prompts/get with something else",
+                        self.spec.name
+                    ),
+                    None,
+                )),
+                Err(e) => Err(self.request_error(e)),
+            };
+        }
+        let policy = self.spec.relay.clone().unwrap_or_default();
+        let inputs = Inputs {
+            upstream: self.spec.name.as_str(),
+            policy: &policy,
+            store: self.store.as_ref(),
+        };
+        for _ in 0..MAX_INPUT_ROUNDS {
+            let needed = match self.answer(peer.get_prompt_once(params.clone())).await? {
+                GetPromptResponse::Complete(result) => return Ok(complete(result)),
+                GetPromptResponse::InputRequired(needed) => needed,
+                _ => {
+                    return Err(rmcp::ErrorData::internal_error(
+                        format!(
+                            "upstream `{}` answered prompts/get with something else",
+                            self.spec.name
+                        ),
+                        None,
+                    ));
+                }
+            };
+            let run_id = client.map_or("", |c| c.run_id.as_str());
+            if let Some(why) = inputs.refused(&needed, run_id).await {
+                return Err(rmcp::ErrorData::invalid_request(why, None));
             }
-            other => other,
-        })
+            // A 2026-07-28 client answers itself; a 2025-11-25 client is asked by Warden.
+            let Some(c) = client.filter(|c| !c.stateless) else {
+                inputs.passed_on(&needed, run_id).await;
+                return Ok(GetPromptResponse::InputRequired(needed));
+            };
+            let responses = inputs
+                .ask(c, &needed)
+                .await
+                .map_err(|why| rmcp::ErrorData::internal_error(why, None))?;
+            params.input_responses = Some(responses);
+            params.request_state = needed.request_state;
+        }
+        Err(rmcp::ErrorData::internal_error(
+            format!(
+                "upstream `{}` still needed input after {MAX_INPUT_ROUNDS} rounds",
+                self.spec.name
+            ),
+            None,
+        ))
+    }
+
+    /// A failed request as the client's JSON-RPC error: the upstream's own, or one naming the
+    /// upstream.
+    fn request_error(&self, e: CallError) -> rmcp::ErrorData {
+        let name = &self.spec.name;
+        match e {
+            CallError::Refused(error) => error,
+            CallError::Unreachable(why) => rmcp::ErrorData::internal_error(
+                format!("upstream `{name}` is unavailable: {}", short(&why)),
+                None,
+            ),
+            CallError::TimedOut => {
+                rmcp::ErrorData::internal_error(format!("upstream `{name}` did not answer"), None)
+            }
+            CallError::Cancelled => rmcp::ErrorData::internal_error("cancelled", None),
+        }
+    }
+
+    /// A tasks-extension request (`tasks/get`, `tasks/update`, `tasks/cancel`) for one of this
+    /// upstream's tasks, telling it what the calling client can answer (as for the call that
+    /// made the task).
+    pub async fn task_request(
+        &self,
+        request: ClientRequest,
+        capabilities: Option<&rmcp::model::ClientCapabilities>,
+    ) -> Result<ServerResult, rmcp::ErrorData> {
+        let peer = self.live_peer()?;
+        let mut options = PeerRequestOptions::with_timeout(LIST_TIMEOUT);
+        if let Some(capabilities) = capabilities {
+            let policy = self.spec.relay.clone().unwrap_or_default();
+            let mut meta = rmcp::model::RequestMetaObject::default();
+            meta.set_client_capabilities(narrowed(capabilities, &policy));
+            options.meta = Some(meta);
+        }
+        let handle = peer
+            .send_cancellable_request(request, options)
+            .await
+            .map_err(|e| rmcp::ErrorData::internal_error(short(&e.to_string()), None))?;
+        self.answer(handle.await_response()).await
+    }
+
+    /// Whether the relay policy lets what a task asks reach the client.
+    pub fn relays(&self, request: &rmcp::model::InputRequest) -> bool {
+        let policy = self.spec.relay.clone().unwrap_or_default();
+        match request {
+            rmcp::model::InputRequest::Elicitation(_) => policy.elicitation,
+            rmcp::model::InputRequest::CreateMessage(_) => policy.sampling,
+            _ => policy.roots,
+        }
     }
 
     /// `completion/complete` for one of this upstream's prompts or resource templates.
@@ -408,14 +555,12 @@ impl UpstreamSlot {
             params.request_state = retry.request_state;
         }
         let policy = self.spec.relay.clone().unwrap_or_default();
-        // A 2026-07-28 upstream hears, per call, the level to log at (it logs only when
-        // asked) and what the calling client can answer (when that differs from what Warden
-        // offers on its own behalf).
-        if let Some(c) = client
-            && (c.log_level.is_some() || c.capabilities.is_some())
-            && self.speaks_2026()
-        {
-            if let Some(level) = c.log_level {
+        // An upstream hears, per call, what the calling client can answer when that differs
+        // from what Warden offers on its own behalf (a 2025-11-25 upstream built on rmcp reads
+        // it too; others ignore it); a 2026-07-28 upstream also the level to log at (it logs
+        // only when asked).
+        if let Some(c) = client {
+            if let Some(level) = c.log_level.filter(|_| self.speaks_2026()) {
                 params
                     .meta
                     .get_or_insert_with(Default::default)
@@ -436,8 +581,27 @@ impl UpstreamSlot {
             policy: &policy,
             store: self.store.as_ref(),
         };
+        // A retry of a call a 2025-11-25 upstream asked questions in: the answers go to the
+        // suspended request (the upstream itself knows nothing of `inputResponses`).
+        let mut resumed = None;
+        if let Some(c) = client
+            && let Some(retry) = &c.retry
+            && !self.speaks_2026()
+        {
+            params.input_responses = None;
+            params.request_state = None;
+            if let Some(state) = &retry.request_state {
+                let owner = Owner::of(client, "tools/call", tool, params.arguments.as_ref());
+                let responses = retry.input_responses.clone();
+                resumed = Some(self.suspended.resume(state, &owner, responses, c).await);
+            }
+        }
         for _ in 0..MAX_INPUT_ROUNDS {
-            let answer = match exit.call(&params, client, timeout).await {
+            let answer = match resumed.take() {
+                Some(answer) => answer,
+                None => exit.call(&params, client, timeout).await,
+            };
+            let answer = match answer {
                 Ok(answer) => answer,
                 Err(e) => return self.failed(e),
             };
@@ -445,6 +609,7 @@ impl UpstreamSlot {
                 ServerResult::CallToolResult(result) => {
                     return Ok(UpstreamAnswer::Complete(result));
                 }
+                ServerResult::CreateTaskResult(task) => return Ok(UpstreamAnswer::Task(task)),
                 ServerResult::InputRequiredResult(needed) => needed,
                 _ => {
                     return Err(ExecError::Unavailable(format!(

@@ -20,7 +20,6 @@ use warden_store::Store;
 use super::exit::Exit;
 use super::failure::short;
 use super::http::{HttpExit, configured_headers, rmcp_transport};
-use super::peer::PeerExit;
 use super::relays::{UpstreamClient, client_config};
 use super::slot::{Connection, LIST_TIMEOUT, Offer, UpstreamSlot};
 use super::stdio;
@@ -169,10 +168,7 @@ impl Exits<'_> {
     fn choose(&self, tools: &[UpstreamTool]) -> Exit {
         match self.http(tools) {
             Some(http) => Exit::Http(Arc::new(http)),
-            None => Exit::Peer(PeerExit {
-                peer: self.peer.clone(),
-                inflight: self.slot.inflight.clone(),
-            }),
+            None => Exit::Peer(self.slot.peer_exit(self.peer)),
         }
     }
 

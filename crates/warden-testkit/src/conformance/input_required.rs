@@ -1,7 +1,8 @@
 //! The fixture's 2026-07-28 tools and prompt (suite 0.2.0-alpha.12, SEP-2322 and SEP-2575):
 //! `test_input_required_result_*` answer `input_required` (elicitation, sampling, roots) and
 //! finish on the retry; `requestState` is sealed with a keyed SHA-256, so a tampered one is
-//! refused with -32602. The `server-stateless` diagnostics (`test_missing_capability`,
+//! refused with -32602. In 2025-11-25 they run the same rounds within one call, asking by
+//! server-to-client request ([`call_tool`]). The `server-stateless` diagnostics (`test_missing_capability`,
 //! `test_streaming_elicitation`, `test_logging_tool` — served by the server, which logs —,
 //! `test_trigger_*_change`) and a tool with an `x-mcp-header` parameter (`test_custom_header`)
 //! are here too.
@@ -228,33 +229,115 @@ fn listed_roots(responses: &JsonObject, key: &str) -> Option<Vec<String>> {
 }
 
 /// The MRTR / diagnostic tools; `None` when `name` is not one of them.
+///
+/// In 2026-07-28 each call is one round: an `input_required` answer, or the result. In
+/// 2025-11-25 the same rounds run in one call: what a round would ask is asked as
+/// server-to-client requests on the call's stream (a round's requests at once), and a request
+/// the client refuses takes its capability out of what the next round may ask for.
 pub(super) async fn call_tool(
     shared: &Arc<Shared>,
     req: &CallToolRequestParams,
     ctx: &RequestContext<RoleServer>,
 ) -> Result<Option<CallToolResponse>, McpError> {
-    let name = req.name.as_ref();
-    let modern = is_2026(ctx);
     let responses: JsonObject = req
         .input_responses
         .clone()
         .map(|m| m.into_iter().collect())
         .unwrap_or_default();
-    let state = req.request_state.as_deref();
-    let need_2026 = || {
-        Ok(Some(
-            rmcp::model::CallToolResult::error(vec![rmcp::model::ContentBlock::text(
-                "this tool needs protocol 2026-07-28 (InputRequiredResult)",
-            )])
-            .into(),
-        ))
-    };
+    let caps = ctx.client_capabilities().unwrap_or_default();
+    if is_2026(ctx) {
+        return round(
+            shared,
+            req,
+            &responses,
+            req.request_state.as_deref(),
+            &caps,
+            ctx,
+        )
+        .await;
+    }
+    let mut caps = caps;
+    let mut responses = responses;
+    let mut state: Option<String> = None;
+    for _ in 0..MAX_2025_ROUNDS {
+        let answer = round(shared, req, &responses, state.as_deref(), &caps, ctx).await?;
+        let Some(CallToolResponse::InputRequired(needed)) = answer else {
+            return Ok(answer);
+        };
+        responses = ask_on_the_stream(ctx, &needed, &mut caps).await;
+        state = needed.request_state;
+    }
+    Err(McpError::internal_error(
+        "too many rounds of questions",
+        None,
+    ))
+}
+
+/// How many rounds a 2025-11-25 call runs at most.
+const MAX_2025_ROUNDS: usize = 10;
+
+/// A round's questions as 2025-11-25 requests, all at once; the answers by key. A refused
+/// question takes its capability out of `caps`.
+pub(super) async fn ask_on_the_stream(
+    ctx: &RequestContext<RoleServer>,
+    needed: &InputRequiredResult,
+    caps: &mut ClientCapabilities,
+) -> JsonObject {
+    let asked = needed
+        .input_requests
+        .iter()
+        .flatten()
+        .map(|(key, request)| async move {
+            let request = serde_json::to_value(request).unwrap_or_default();
+            let method = request
+                .get("method")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            let params = request.get("params").cloned();
+            let sent = rmcp::model::ServerRequest::CustomRequest(rmcp::model::CustomRequest::new(
+                method.clone(),
+                params,
+            ));
+            let answer = ctx
+                .peer
+                .send_request(sent)
+                .await
+                .ok()
+                .and_then(|r| serde_json::to_value(r).ok());
+            (key.clone(), method, answer)
+        });
+    let mut responses = JsonObject::new();
+    for (key, method, answer) in futures::future::join_all(asked).await {
+        match answer {
+            Some(answer) => {
+                responses.insert(key, answer);
+            }
+            None => match method.as_str() {
+                "elicitation/create" => caps.elicitation = None,
+                "sampling/createMessage" => caps.sampling = None,
+                _ => caps.roots = None,
+            },
+        }
+    }
+    responses
+}
+
+/// One round of an MRTR / diagnostic tool.
+async fn round(
+    shared: &Arc<Shared>,
+    req: &CallToolRequestParams,
+    responses: &JsonObject,
+    state: Option<&str>,
+    caps: &ClientCapabilities,
+    ctx: &RequestContext<RoleServer>,
+) -> Result<Option<CallToolResponse>, McpError> {
+    let name = req.name.as_ref();
+    let modern = is_2026(ctx);
+    let responses = responses.clone();
     let done = |t: String| Ok(Some(text(t).into()));
     match name {
         "test_input_required_result_elicitation" => {
-            if !modern {
-                return need_2026();
-            }
             match accepted(&responses, "user_name", "name") {
                 Some(n) => done(format!("Hello, {n}!")),
                 None => asking(
@@ -263,32 +346,19 @@ pub(super) async fn call_tool(
                 ),
             }
         }
-        "test_input_required_result_sampling" => {
-            if !modern {
-                return need_2026();
-            }
-            match sampled(&responses, "capital_question") {
-                Some(a) => done(format!("LLM answered: {a}")),
-                None => asking(
-                    json!({"capital_question": sample("What is the capital of France?", 100)}),
-                    None,
-                ),
-            }
-        }
-        "test_input_required_result_list_roots" => {
-            if !modern {
-                return need_2026();
-            }
-            match listed_roots(&responses, "client_roots") {
-                Some(r) => done(format!("Client roots: {}", r.join(", "))),
-                None => asking(json!({"client_roots": roots()}), None),
-            }
-        }
+        "test_input_required_result_sampling" => match sampled(&responses, "capital_question") {
+            Some(a) => done(format!("LLM answered: {a}")),
+            None => asking(
+                json!({"capital_question": sample("What is the capital of France?", 100)}),
+                None,
+            ),
+        },
+        "test_input_required_result_list_roots" => match listed_roots(&responses, "client_roots") {
+            Some(r) => done(format!("Client roots: {}", r.join(", "))),
+            None => asking(json!({"client_roots": roots()}), None),
+        },
         "test_input_required_result_request_state"
         | "test_input_required_result_tampered_state" => {
-            if !modern {
-                return need_2026();
-            }
             if let Some(s) = state {
                 let payload = shared.open(s)?; // tampered → -32602
                 if payload != format!("{name}:1") {
@@ -308,9 +378,6 @@ pub(super) async fn call_tool(
             )
         }
         "test_input_required_result_multiple_inputs" => {
-            if !modern {
-                return need_2026();
-            }
             if let Some(s) = state {
                 shared.open(s)?;
             }
@@ -337,9 +404,6 @@ pub(super) async fn call_tool(
             asking(Value::Object(want), Some(st))
         }
         "test_input_required_result_multi_round" => {
-            if !modern {
-                return need_2026();
-            }
             let round = match state {
                 Some(s) => shared.open(s)?,
                 None => String::new(),
@@ -371,13 +435,9 @@ pub(super) async fn call_tool(
             )
         }
         "test_input_required_result_capabilities" => {
-            if !modern {
-                return need_2026();
-            }
             if !responses.is_empty() {
                 return done(format!("received {} input response(s)", responses.len()));
             }
-            let caps = ctx.meta.client_capabilities().unwrap_or_default();
             let mut want = serde_json::Map::new();
             if caps.sampling.is_some() {
                 want.insert(
@@ -401,25 +461,22 @@ pub(super) async fn call_tool(
             asking(Value::Object(want), None)
         }
         "test_missing_capability" => {
-            let caps = ctx.client_capabilities().unwrap_or_default();
+            if let Some(a) = sampled(&responses, "needed") {
+                return done(format!("the client sampled: {a}"));
+            }
             if caps.sampling.is_none() {
                 let required: ClientCapabilities = from_json(json!({"sampling": {}}))?;
                 return Err(McpError::missing_required_client_capability(required));
             }
-            done("the client declared sampling".into())
+            asking(json!({"needed": sample("Say anything", 10)}), None)
         }
-        "test_streaming_elicitation" => {
-            if !modern {
-                return need_2026();
-            }
-            match accepted(&responses, "confirm", "ok") {
-                Some(v) => done(format!("confirmed: {v}")),
-                None => asking(
-                    json!({"confirm": elicit("Continue?", "ok", "boolean")}),
-                    None,
-                ),
-            }
-        }
+        "test_streaming_elicitation" => match accepted(&responses, "confirm", "ok") {
+            Some(v) => done(format!("confirmed: {v}")),
+            None => asking(
+                json!({"confirm": elicit("Continue?", "ok", "boolean")}),
+                None,
+            ),
+        },
         "test_trigger_tool_change" => {
             shared.tools_changed().await;
             if !modern {
@@ -447,7 +504,9 @@ pub(super) async fn call_tool(
     }
 }
 
-pub(super) fn prompt_get(
+/// The MRTR prompt; `None` for any other. In 2025-11-25 its rounds run in one request, as
+/// for the tools ([`call_tool`]).
+pub(super) async fn prompt_get(
     name: &str,
     responses: Option<&JsonObject>,
     ctx: &RequestContext<RoleServer>,
@@ -455,27 +514,37 @@ pub(super) fn prompt_get(
     if name != "test_input_required_result_prompt" {
         return Ok(None);
     }
-    if !is_2026(ctx) {
-        return Err(McpError::invalid_params(
-            "this prompt needs protocol 2026-07-28",
-            None,
-        ));
+    let mut responses = responses.cloned().unwrap_or_default();
+    if is_2026(ctx) {
+        return prompt_round(&responses).map(Some);
     }
-    let empty = JsonObject::new();
-    match accepted(responses.unwrap_or(&empty), "user_context", "context") {
-        Some(c) => Ok(Some(
+    let mut caps = ctx.client_capabilities().unwrap_or_default();
+    for _ in 0..MAX_2025_ROUNDS {
+        match prompt_round(&responses)? {
+            GetPromptResponse::InputRequired(needed) => {
+                responses = ask_on_the_stream(ctx, &needed, &mut caps).await;
+            }
+            other => return Ok(Some(other)),
+        }
+    }
+    Err(McpError::internal_error(
+        "too many rounds of questions",
+        None,
+    ))
+}
+
+fn prompt_round(responses: &JsonObject) -> Result<GetPromptResponse, McpError> {
+    match accepted(responses, "user_context", "context") {
+        Some(c) => Ok(
             GetPromptResult::new(vec![PromptMessage::new_text(
                 Role::User,
                 format!("Prompt with context: {c}"),
             )])
-            .into(),
-        )),
-        None => Ok(Some(
-            ask(
-                json!({"user_context": elicit("What context should the prompt use?", "context", "string")}),
-                None,
-            )?
-            .into(),
-        )),
+            .into()),
+        None => Ok(ask(
+            json!({"user_context": elicit("What context should the prompt use?", "context", "string")}),
+            None,
+        )?
+        .into()),
     }
 }

@@ -598,7 +598,8 @@ impl ServerHandler for ConformanceServer {
             .input_responses
             .clone()
             .map(|m| m.into_iter().collect());
-        if let Some(r) = input_required::prompt_get(&request.name, responses.as_ref(), &ctx)? {
+        if let Some(r) = input_required::prompt_get(&request.name, responses.as_ref(), &ctx).await?
+        {
             return Ok(r);
         }
         let args = request.arguments.clone().unwrap_or_default();

@@ -158,10 +158,24 @@ pub(super) async fn call_tool(
             })
         }
         "test_tool_with_task" => {
-            let name = req
+            let mut responses: serde_json::Map<String, Value> = req
                 .input_responses
-                .as_ref()
-                .and_then(|r| r.get("user_name"))
+                .clone()
+                .map(|r| r.into_iter().collect())
+                .unwrap_or_default();
+            // In 2025-11-25 the round of questions is a request on the call's stream.
+            if !super::input_required::is_2026(ctx) && !responses.contains_key("user_name") {
+                let mut m = InputRequests::new();
+                m.insert(
+                    "user_name".into(),
+                    elicit("What is your name?", "name", "string")?,
+                );
+                let mut caps = ctx.client_capabilities().unwrap_or_default();
+                let asked = InputRequiredResult::from_input_requests(m);
+                responses = super::input_required::ask_on_the_stream(ctx, &asked, &mut caps).await;
+            }
+            let name = responses
+                .get("user_name")
                 .filter(|r| r.get("action").and_then(Value::as_str) == Some("accept"))
                 .and_then(|r| r.get("content")?.get("name")?.as_str().map(str::to_owned));
             let Some(name) = name else {

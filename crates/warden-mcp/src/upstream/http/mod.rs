@@ -13,9 +13,10 @@
 //!
 //! The request is the one rmcp would send: the same `_meta` (protocol version, client info
 //! and capabilities, progress token) and the same standard headers (`MCP-Protocol-Version`,
-//! `Mcp-Method`, `Mcp-Name`). An upstream with a tool whose input schema asks for
-//! `x-mcp-header` parameters, or whose name cannot travel as a bare header value, keeps its
-//! calls on rmcp, which implements those encodings ([`HttpExit::new`] says no).
+//! `Mcp-Method`, `Mcp-Name`), and the `Mcp-Param-*` headers of a tool whose input schema marks
+//! arguments `x-mcp-header` (SEP-2243), written from the tool's own schema. An upstream with a
+//! tool whose name cannot travel as a bare header value keeps its calls on rmcp, which
+//! implements that encoding ([`HttpExit::new`] says no).
 //!
 //! For a plain `http://` URL the request goes over HTTP/1.1 on the calling task ([`pool`]);
 //! reqwest carries it otherwise.
@@ -70,6 +71,8 @@ pub(crate) struct HttpExit {
     meta_json: Box<RawValue>,
     /// [`Self::meta_json`] for a client that declares no capability (`clientCapabilities: {}`).
     bare_json: Box<RawValue>,
+    /// The arguments each tool mirrors in `Mcp-Param-*` headers, for the tools that do.
+    mirrored: HashMap<String, std::sync::Arc<[warden_core::param_headers::HeaderArgument]>>,
     ids: AtomicU64,
 }
 
@@ -99,6 +102,27 @@ pub(super) fn configured_headers(
     Ok(headers)
 }
 
+/// The `Mcp-Param-*` headers of a call's arguments (SEP-2243).
+fn param_headers(
+    mirrored: &[warden_core::param_headers::HeaderArgument],
+    arguments: Option<&rmcp::model::JsonObject>,
+) -> Result<Vec<(HeaderName, HeaderValue)>, HttpCallError> {
+    warden_core::param_headers::headers_for(mirrored, arguments)
+        .into_iter()
+        .map(|(name, value)| {
+            match (
+                HeaderName::from_bytes(name.as_bytes()),
+                HeaderValue::from_str(&value),
+            ) {
+                (Ok(name), Ok(value)) => Ok((name, value)),
+                _ => Err(HttpCallError::Transport(format!(
+                    "`{name}` cannot be sent as a header"
+                ))),
+            }
+        })
+        .collect()
+}
+
 /// rmcp's Streamable HTTP client for an upstream (connecting, listing, everything but the
 /// calls of this exit), on the process's pooled client ([`crate::http_client`]).
 pub(super) fn rmcp_transport(
@@ -120,12 +144,6 @@ fn bare_header_value(name: &str) -> bool {
     !name.is_empty() && !padded && !wrapped && name.bytes().all(|b| (0x20..=0x7e).contains(&b))
 }
 
-/// Whether a schema mentions `x-mcp-header` anywhere (conservative: a mention in a
-/// description also sends the tool through rmcp).
-fn mentions_param_headers(tool: &UpstreamTool) -> bool {
-    tool.input_schema.as_str().contains("x-mcp-header")
-}
-
 impl HttpExit {
     /// The exit for an upstream at `url` that negotiated `protocol` and offers `tools`, or
     /// `None` when its calls need rmcp: a protocol with sessions (anything before 2026-07-28),
@@ -139,12 +157,18 @@ impl HttpExit {
         tools: &[UpstreamTool],
     ) -> Option<Self> {
         if protocol < ProtocolVersion::V_2026_07_28
-            || tools
-                .iter()
-                .any(|t| !bare_header_value(&t.name) || mentions_param_headers(t))
+            || tools.iter().any(|t| !bare_header_value(&t.name))
         {
             return None;
         }
+        let mirrored = tools
+            .iter()
+            .map(|t| {
+                let args = warden_core::param_headers::header_arguments(&t.input_schema);
+                (t.name.clone(), args)
+            })
+            .filter(|(_, args)| !args.is_empty())
+            .collect();
         let url = reqwest::Url::parse(url).ok()?;
         let mut headers = HeaderMap::with_capacity(custom.len() + 5);
         for (k, v) in custom {
@@ -182,6 +206,7 @@ impl HttpExit {
             meta,
             meta_json,
             bare_json,
+            mirrored,
             ids: AtomicU64::new(1),
         })
     }
@@ -219,7 +244,12 @@ impl HttpExit {
             ),
         })
         .map_err(encode)?;
-        let (status, content_type, answer) = self.post(name, Bytes::from(body)).await?;
+        let params_headers = match self.mirrored.get(params.name.as_ref()) {
+            Some(mirrored) => param_headers(mirrored, params.arguments.as_ref())?,
+            None => Vec::new(),
+        };
+        let (status, content_type, answer) =
+            self.post(name, &params_headers, Bytes::from(body)).await?;
         if !status.is_success() {
             let body = read_limited(answer, MAX_ERROR_RESPONSE)
                 .await
@@ -324,11 +354,15 @@ impl HttpExit {
     async fn post(
         &self,
         name: HeaderValue,
+        params: &[(HeaderName, HeaderValue)],
         body: Bytes,
     ) -> Result<(StatusCode, String, Answer<'_>), HttpCallError> {
         let headers = || {
             let mut headers = self.headers.clone();
             headers.insert(HeaderName::from_static("mcp-name"), name.clone());
+            for (k, v) in params {
+                headers.insert(k.clone(), v.clone());
+            }
             headers
         };
         if let Some(h1) = &self.h1 {
@@ -500,18 +534,23 @@ impl Message {
                 "the answer has neither a result nor an error".into(),
             )));
         };
-        let input_required = result
+        let kind = result
             .get("resultType")
             .and_then(serde_json::Value::as_str)
-            .is_some_and(|t| t == "input_required");
-        Ok(if input_required {
-            serde_json::from_value::<InputRequiredResult>(result)
+            .unwrap_or_default();
+        Ok(match kind {
+            "input_required" => serde_json::from_value::<InputRequiredResult>(result)
                 .map(ServerResult::InputRequiredResult)
-                .map_err(|e| HttpCallError::Transport(format!("not an input_required result: {e}")))
-        } else {
-            serde_json::from_value::<CallToolResult>(result)
+                .map_err(|e| {
+                    HttpCallError::Transport(format!("not an input_required result: {e}"))
+                }),
+            // The tasks extension: the upstream runs the call as a task.
+            "task" => serde_json::from_value::<rmcp::model::CreateTaskResult>(result)
+                .map(ServerResult::CreateTaskResult)
+                .map_err(|e| HttpCallError::Transport(format!("not a task: {e}"))),
+            _ => serde_json::from_value::<CallToolResult>(result)
                 .map(ServerResult::CallToolResult)
-                .map_err(|e| HttpCallError::Transport(format!("not a tools/call result: {e}")))
+                .map_err(|e| HttpCallError::Transport(format!("not a tools/call result: {e}"))),
         })
     }
 }
@@ -553,226 +592,4 @@ async fn relay_notification(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_that_need_an_encoding_stay_with_rmcp() {
-        assert!(bare_header_value("read_file"));
-        assert!(bare_header_value("a b"));
-        assert!(!bare_header_value(" lead"));
-        assert!(!bare_header_value("trail\t"));
-        assert!(!bare_header_value("caf\u{e9}"));
-        assert!(!bare_header_value("=?base64?abc?="));
-        assert!(!bare_header_value(""));
-    }
-
-    /// The exit is chosen per upstream: one tool that needs rmcp's encodings keeps every call
-    /// of its upstream on rmcp, as does a protocol with sessions.
-    #[test]
-    fn an_upstream_with_a_tool_that_needs_an_encoding_gets_no_http_exit() {
-        let tool = |name: &str, schema: serde_json::Value| UpstreamTool {
-            name: name.to_owned(),
-            title: None,
-            description: None,
-            input_schema: warden_core::schema::SchemaText::new(schema.as_object().unwrap()),
-            output_schema: None,
-            annotations: None,
-            icons: None,
-            meta: None,
-        };
-        let plain = tool("read", serde_json::json!({"type": "object"}));
-        let exit = |protocol: ProtocolVersion, tools: &[UpstreamTool]| {
-            HttpExit::new(
-                {
-                    crate::http_client::install_tls();
-                    reqwest::Client::new()
-                },
-                "http://127.0.0.1:1/mcp",
-                &HashMap::new(),
-                protocol,
-                &rmcp::model::ClientConfig::default(),
-                tools,
-            )
-        };
-        assert!(exit(ProtocolVersion::V_2026_07_28, std::slice::from_ref(&plain)).is_some());
-        assert!(exit(ProtocolVersion::V_2025_11_25, std::slice::from_ref(&plain)).is_none());
-        let named = tool("caf\u{e9}", serde_json::json!({"type": "object"}));
-        assert!(exit(ProtocolVersion::V_2026_07_28, &[plain.clone(), named]).is_none());
-        let headed = tool(
-            "find",
-            serde_json::json!({"type": "object", "properties": {"q": {"type": "string", "x-mcp-header": "Query"}}}),
-        );
-        assert!(exit(ProtocolVersion::V_2026_07_28, &[plain, headed]).is_none());
-    }
-
-    #[test]
-    fn an_answer_is_matched_to_its_request() {
-        let ok: Message = serde_json::from_str(
-            r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"hi"}]}}"#,
-        )
-        .unwrap();
-        assert!(matches!(
-            ok.answer(7),
-            Ok(Ok(ServerResult::CallToolResult(_)))
-        ));
-        let other: Message =
-            serde_json::from_str(r#"{"jsonrpc":"2.0","id":8,"result":{"content":[]}}"#).unwrap();
-        assert!(other.answer(7).is_err());
-        let needs: Message = serde_json::from_str(
-            r#"{"jsonrpc":"2.0","id":7,"result":{"resultType":"input_required","requestState":"s"}}"#,
-        )
-        .unwrap();
-        assert!(matches!(
-            needs.answer(7),
-            Ok(Ok(ServerResult::InputRequiredResult(_)))
-        ));
-        let refused: Message = serde_json::from_str(
-            r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"bad"}}"#,
-        )
-        .unwrap();
-        assert!(
-            matches!(refused.answer(7), Ok(Err(HttpCallError::Refused(m))) if m.message == "bad")
-        );
-        let unreadable: Message = serde_json::from_str(
-            r#"{"jsonrpc":"2.0","error":{"code":-32700,"message":"parse error"}}"#,
-        )
-        .unwrap();
-        assert!(matches!(
-            unreadable.answer(7),
-            Ok(Err(HttpCallError::Refused(_)))
-        ));
-        let note: Message = serde_json::from_str(
-            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1}}"#,
-        )
-        .unwrap();
-        assert!(note.answer(7).is_err());
-    }
-
-    /// The parameters written from the prepared `_meta` are what rmcp writes for the same
-    /// call with the fixed entries merged in (the form this path had before), in every case.
-    #[test]
-    fn call_params_are_what_rmcp_writes() {
-        let exit = HttpExit::new(
-            {
-                crate::http_client::install_tls();
-                reqwest::Client::new()
-            },
-            "http://127.0.0.1:1/mcp",
-            &std::collections::HashMap::new(),
-            ProtocolVersion::V_2026_07_28,
-            &rmcp::model::ClientConfig::default(),
-            &[],
-        )
-        .unwrap();
-        let args = serde_json::json!({"key": "k", "n": [1, 2]});
-        let bare = CallToolRequestParams::new("read");
-        let full = CallToolRequestParams::new("read")
-            .with_arguments(args.as_object().unwrap().clone())
-            .with_input_responses([("q".to_owned(), serde_json::json!({"a": 1}))].into())
-            .with_request_state("state".to_owned());
-        let mut own_meta = full.clone();
-        let mut meta = RequestMetaObject::default();
-        meta.0.insert("trace".into(), serde_json::json!("t-1"));
-        own_meta.meta = Some(meta);
-        let token = ProgressToken(rmcp::model::NumberOrString::String("warden-3".into()));
-        for params in [&bare, &full, &own_meta] {
-            for progress in [None, Some(&token)] {
-                let written = exit.call_meta(params, progress).unwrap();
-                let ours = serde_json::to_value(CallParams::new(params, &written)).unwrap();
-                let mut theirs = params.clone();
-                let mut meta = theirs.meta.take().unwrap_or_default();
-                meta.extend(exit.meta.clone());
-                if let Some(token) = progress {
-                    meta.set_progress_token(token.clone());
-                }
-                theirs.meta = Some(meta);
-                assert_eq!(ours, serde_json::to_value(&theirs).unwrap());
-            }
-        }
-    }
-}
-
-#[cfg(test)]
-mod redirects {
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    use axum::http::StatusCode as Status;
-    use axum::response::IntoResponse;
-
-    use super::*;
-
-    /// An upstream whose `/mcp` answers `first` (a redirect to `/next`), and whose `/next`
-    /// answers the call; counts the requests to `/mcp`.
-    async fn upstream(first: Status) -> (String, Arc<AtomicUsize>) {
-        let hits = Arc::new(AtomicUsize::new(0));
-        let counted = hits.clone();
-        let app = axum::Router::new()
-            .route(
-                "/mcp",
-                axum::routing::post(move || {
-                    let counted = counted.clone();
-                    async move {
-                        counted.fetch_add(1, Ordering::SeqCst);
-                        (first, [(http::header::LOCATION, "/next")]).into_response()
-                    }
-                }),
-            )
-            .route(
-                "/next",
-                axum::routing::post(|| async {
-                    (
-                        [(http::header::CONTENT_TYPE, "application/json")],
-                        r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#,
-                    )
-                }),
-            );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-        tokio::spawn(async move { axum::serve(listener, app).await });
-        (url, hits)
-    }
-
-    fn exit(url: &str) -> HttpExit {
-        let exit = HttpExit::new(
-            crate::http_client::upstream_http_client().unwrap(),
-            url,
-            &std::collections::HashMap::new(),
-            ProtocolVersion::V_2026_07_28,
-            &rmcp::model::ClientConfig::default(),
-            &[],
-        )
-        .unwrap();
-        assert!(
-            exit.h1.is_some(),
-            "a plain http:// upstream goes through the pool"
-        );
-        exit
-    }
-
-    #[tokio::test]
-    async fn a_307_is_repeated_by_reqwest_and_any_other_redirect_is_the_answer() {
-        // 307: not executed, to be repeated: reqwest repeats it and follows it.
-        let (url, hits) = upstream(Status::TEMPORARY_REDIRECT).await;
-        let answer = exit(&url)
-            .call(1, &CallToolRequestParams::new("t"), None)
-            .await;
-        assert!(matches!(answer, Ok(ServerResult::CallToolResult(_))));
-        assert_eq!(
-            hits.load(Ordering::SeqCst),
-            2,
-            "once by the pool, once by reqwest"
-        );
-        // 303: the upstream may have executed it; it is not sent again.
-        let (url, hits) = upstream(Status::SEE_OTHER).await;
-        let answer = exit(&url)
-            .call(1, &CallToolRequestParams::new("t"), None)
-            .await;
-        assert!(
-            matches!(&answer, Err(HttpCallError::Transport(m)) if m == "HTTP 303 See Other"),
-            "{answer:?}"
-        );
-        assert_eq!(hits.load(Ordering::SeqCst), 1);
-    }
-}
+mod tests;
