@@ -9,6 +9,7 @@
 //! [`authority`] (what one run may do) → [`decision`] (the decision function and the steps)
 //! → [`pipeline`] (GOV-2 in order) → [`contract`] (what the caller sees) → [`audit`].
 
+pub mod admission;
 pub mod approval;
 pub mod audit;
 pub mod authority;

@@ -617,6 +617,29 @@ fn check_resource(config: &Config, located: &Located, errors: &mut Vec<ConfigErr
             if !config.contains(Kind::Project, w.project.as_str()) {
                 fail("project", missing(Kind::Project, w.project.as_str()));
             }
+            let mut seen = std::collections::BTreeSet::new();
+            for (i, r) in w.repositories.iter().enumerate() {
+                if !seen.insert(r.name.as_str()) {
+                    fail(
+                        &format!("repositories[{i}].name"),
+                        format!("`{}` is named twice", r.name),
+                    );
+                }
+                if r.url.trim().is_empty() {
+                    fail(
+                        &format!("repositories[{i}].url"),
+                        "give a local path or a URL `git clone` accepts".into(),
+                    );
+                }
+                if r.branch.as_deref().is_some_and(|b| {
+                    b.trim() != b || b.is_empty() || b.starts_with('-') || b.contains("..")
+                }) {
+                    fail(
+                        &format!("repositories[{i}].branch"),
+                        "give a branch name, or leave it out for the default branch".into(),
+                    );
+                }
+            }
         }
     }
 }

@@ -736,6 +736,22 @@ pub struct WorkspaceSpec {
     pub mode: WorkspaceMode,
     /// The project that owns it.
     pub project: Name,
+    /// The repositories its tasks work in (TASK-1).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repositories: Vec<WorkspaceRepository>,
+}
+
+/// A repository of a workspace: what a task's environment checks out.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WorkspaceRepository {
+    /// Its name in the workspace (what tasks request).
+    pub name: Name,
+    /// A local path or anything `git clone` accepts.
+    pub url: String,
+    /// The branch tasks start from; the repository's default branch when omitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
 }
 
 #[cfg(test)]
