@@ -205,6 +205,8 @@ pub enum RefusalCode {
     InheritWithoutParent,
     /// Requested repositories the parent's environment cannot serve (TASK-6).
     InheritedRepositoryMismatch,
+    /// A task with children is not deleted.
+    HasChildren,
 }
 
 impl RefusalCode {
@@ -221,6 +223,7 @@ impl RefusalCode {
             Self::CrossWorkspaceParent => "CROSS_WORKSPACE_PARENT",
             Self::InheritWithoutParent => "INHERIT_WITHOUT_PARENT",
             Self::InheritedRepositoryMismatch => "INHERITED_REPOSITORY_MISMATCH",
+            Self::HasChildren => "HAS_CHILDREN",
         }
     }
 }
@@ -590,8 +593,9 @@ fn resolve_repositories(
 }
 
 /// TASK-6: every requested repository (at its effective branch) matches exactly one active
-/// repository of the parent's environment. Nothing is rewritten.
-fn check_inherited(
+/// repository of the parent's environment. Nothing is rewritten. Also the launch-time check of
+/// a child whose parent had no environment when it was created.
+pub fn check_inherited(
     parent: &TaskView,
     environment: &[EnvironmentRepository],
     repositories: &[RequestedRepository],

@@ -26,6 +26,15 @@ pub enum ToolOutput {
         /// The result object as the upstream sent it.
         result: Map<String, Value>,
     },
+    /// A built-in tool refused what it was asked by its own rules (task admission, an unknown
+    /// task): the call was admitted and executed, and the tool said no — an error result with
+    /// the tool's code and message, not a pipeline denial.
+    Failed {
+        /// What kind of refusal (the tool's own closed set, e.g. `OFFICE_SESSION`).
+        code: String,
+        /// For the caller.
+        message: String,
+    },
     /// The upstream runs the call as a task (the tasks extension, for a client that declares
     /// it): its `CreateTaskResult` as it sent it. The client follows the task with `tasks/get`.
     Task {
@@ -116,6 +125,9 @@ impl CallOutcome {
                     Value::Object(result.clone())
                 }
                 ToolOutput::Refused { error } => Value::Object(error.clone()),
+                ToolOutput::Failed { code, message } => {
+                    serde_json::json!({"code": code, "message": message})
+                }
             }),
             Verdict::Pending { .. } | Verdict::Denied(_) => None,
         };
@@ -139,6 +151,10 @@ impl CallOutcome {
     pub fn contract_meta(&self) -> DecisionContract {
         let (status, code) = self.status();
         let (approval_id, message) = match &self.verdict {
+            Verdict::Executed {
+                output: ToolOutput::Failed { message, .. },
+                ..
+            } => (None, message.clone()),
             Verdict::Executed { .. } => (None, format!("executed `{}`", self.tool)),
             Verdict::Pending { approval_id, .. } => (
                 Some(approval_id.clone()),
@@ -169,7 +185,7 @@ impl CallOutcome {
                 ToolOutput::Data(_)
                 | ToolOutput::InputRequired { .. }
                 | ToolOutput::Task { .. } => false,
-                ToolOutput::Refused { .. } => true,
+                ToolOutput::Refused { .. } | ToolOutput::Failed { .. } => true,
                 ToolOutput::Upstream { is_error, .. } => *is_error,
             },
         }

@@ -22,6 +22,7 @@ pub mod task_ids;
 pub mod tasks;
 pub mod upstream;
 pub mod wire;
+pub mod work;
 
 pub use gateway::{Gateway, GatewayOptions};
 pub use handler::{AgentRoute, Authenticated, McpHandler, SessionAuth};

@@ -5,6 +5,10 @@
 //! `WARDEN_RUN_TOKEN` and `WARDEN_RUN_ID` in its environment. Its authority is exactly the
 //! agent's memberships. The credential is revoked when the run ends or times out.
 //!
+//! A run bound to a task is a *session* (TASK-1): its surface is the task's workspace, and its
+//! runner starts in the task's environment ([`crate::environments`]) with `WARDEN_TASK_ID` and
+//! `WARDEN_WORKSPACE` beside the run's variables.
+//!
 //! Missed schedules are not replayed: after downtime (or a busy moment), a schedule fires at
 //! its next time after now, once. A schedule never runs twice at once, and one scheduled time
 //! runs once across replicas (unique indexes in the store decide).
@@ -42,6 +46,21 @@ pub enum RunError {
     /// The same schedule is already running, or this time already fired.
     #[error("this schedule already has a run in progress or for this time")]
     AlreadyRunning,
+    /// No such task (or one the caller may not see).
+    #[error("no task `{0}`")]
+    UnknownTask(String),
+    /// The task is in a workspace of a project the agent is not a member of.
+    #[error(
+        "agent `{agent}` is not a member of project `{project}`, which task `{task}`'s workspace belongs to"
+    )]
+    NotAMember {
+        /// The agent.
+        agent: String,
+        /// The task.
+        task: String,
+        /// The project.
+        project: String,
+    },
     /// The store failed.
     #[error(transparent)]
     Store(#[from] warden_store::StoreError),
@@ -66,6 +85,7 @@ pub enum Trigger {
 pub struct Runner {
     gateway: Arc<Gateway>,
     base_url: OnceLock<String>,
+    environments: OnceLock<std::path::PathBuf>,
     secrets: Secrets,
     next_fire: Mutex<HashMap<(String, String), Millis>>,
     /// The runtime that created the runner: runs execute there, also when started by a
@@ -79,10 +99,16 @@ impl Runner {
         Self {
             gateway,
             base_url: OnceLock::new(),
+            environments: OnceLock::new(),
             secrets,
             next_fire: Mutex::new(HashMap::new()),
             runtime: tokio::runtime::Handle::try_current().ok(),
         }
+    }
+
+    /// Where the environments of sessions are materialised (the data dir's `environments/`).
+    pub fn set_environments(&self, dir: std::path::PathBuf) {
+        let _ = self.environments.set(dir);
     }
 
     /// Sets the server's base URL once bound (`http://127.0.0.1:8600`).
@@ -90,17 +116,43 @@ impl Runner {
         let _ = self.base_url.set(url);
     }
 
-    /// Starts a run of `agent` and returns its record (status `running` or `failed`).
+    /// Starts a run of `agent` — a session of `task` when one is given — and returns its
+    /// record (status `running` or `failed`).
     pub async fn start(
         self: &Arc<Self>,
         agent: &str,
         trigger: Trigger,
+        task: Option<&str>,
     ) -> Result<AgentRun, RunError> {
         let snapshot = self.gateway.snapshot();
         let spec = snapshot
             .policy
             .agent(agent)
             .ok_or_else(|| RunError::UnknownAgent(agent.to_owned()))?;
+        // A session works on a task of a workspace in one of the agent's projects.
+        if let Some(task) = task {
+            let stored = self
+                .gateway
+                .store()
+                .task(task)
+                .await?
+                .ok_or_else(|| RunError::UnknownTask(task.to_owned()))?;
+            let project = match snapshot
+                .policy
+                .config
+                .get(warden_core::config::Kind::Workspace, &stored.workspace)
+            {
+                Some(warden_core::config::Resource::Workspace(w)) => w.project.clone(),
+                _ => return Err(RunError::UnknownTask(task.to_owned())),
+            };
+            if !spec.memberships.contains(&project) {
+                return Err(RunError::NotAMember {
+                    agent: agent.to_owned(),
+                    task: task.to_owned(),
+                    project: project.to_string(),
+                });
+            }
+        }
         let (runner, timeout) = match &trigger {
             Trigger::Manual(_) => spec
                 .manual_runner()
@@ -157,6 +209,7 @@ impl Runner {
             finished_at: None,
             exit_code: None,
             error: None,
+            task_id: task.map(str::to_owned),
         };
         let store = self.gateway.store().clone();
         if !store.insert_agent_run(&run).await? {
@@ -225,6 +278,18 @@ impl Runner {
             .cloned()
             .unwrap_or_else(|| "http://127.0.0.1:8600".into());
         let mut cmd = tokio::process::Command::new(&runner.command);
+        // A session starts in its task's environment, made ready first.
+        let mut failure = None;
+        if let Some(task_id) = &run.task_id {
+            match self.session_directory(task_id).await {
+                Ok((dir, workspace)) => {
+                    cmd.current_dir(dir)
+                        .env("WARDEN_TASK_ID", task_id)
+                        .env("WARDEN_WORKSPACE", workspace);
+                }
+                Err(e) => failure = Some(e),
+            }
+        }
         cmd.args(&runner.args)
             .env("WARDEN_MCP_URL", format!("{base}/mcp/agents/{}", run.agent))
             .env("WARDEN_RUN_TOKEN", &secret)
@@ -234,7 +299,6 @@ impl Runner {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        let mut failure = None;
         for (k, v) in &runner.env {
             match self.secrets.resolve(v) {
                 Ok(v) => {
@@ -318,6 +382,27 @@ impl Runner {
         }
     }
 
+    /// The directory a session of `task_id` starts in, and the task's workspace.
+    async fn session_directory(
+        &self,
+        task_id: &str,
+    ) -> Result<(std::path::PathBuf, String), String> {
+        let store = self.gateway.store();
+        let task = store
+            .task(task_id)
+            .await
+            .map_err(|e| format!("the store cannot be read: {e}"))?
+            .ok_or_else(|| format!("task `{task_id}` no longer exists"))?;
+        let root = self
+            .environments
+            .get()
+            .cloned()
+            .ok_or_else(|| "this server has no directory for environments".to_owned())?;
+        let snapshot = self.gateway.snapshot();
+        let dir = crate::environments::prepare(store, &snapshot.policy, &root, &task).await?;
+        Ok((dir, task.workspace))
+    }
+
     /// Fires schedules until `cancel`.
     pub async fn schedule(self: Arc<Self>, cancel: CancellationToken) {
         let started = SystemClock.now();
@@ -364,6 +449,7 @@ impl Runner {
                         key: key.clone(),
                         fire_at,
                     },
+                    None,
                 )
                 .await
             {

@@ -10,15 +10,18 @@
 //!   errors for bodies that are no JSON-RPC request;
 //! - [`serve`]: sockets, serving threads, background work;
 //! - [`auth`], [`hosts`]: authentication and the host check; [`admin`]: the admin API;
-//!   [`agents`]: agent runs and schedules; [`state`]: what the handlers share.
+//!   [`agents`]: agent runs and schedules; [`environments`] and [`materialise`]: the working
+//!   directory of a session bound to a task; [`state`]: what the handlers share.
 
 mod admin;
 pub mod agents;
 mod app;
 mod auth;
+pub mod environments;
 mod hosts;
 mod inline;
 mod jsonrpc;
+pub mod materialise;
 mod serve;
 mod sessions;
 mod state;

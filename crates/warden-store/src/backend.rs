@@ -8,6 +8,8 @@ use crate::postgres::{PgBackend, PgSink};
 use crate::rows::{AuditFilter, AuditRow, CredentialRow, ResourceRow};
 use crate::sink::{AdminChange, AuditSink};
 use crate::sqlite::{SqliteBackend, SqliteSink};
+use crate::tasks::sql::{EnvironmentRepoRow, EnvironmentRow, TaskRow};
+use crate::tasks::{EnvironmentState, TaskChange, TaskEnvironment, TaskFilter, TaskInsert};
 
 /// A backend's sqlx pool: reads, and the writes that chain no audit record.
 #[derive(Debug)]
@@ -185,6 +187,93 @@ impl Backend {
         set: &crate::approvals::Transition,
     ) -> Result<bool, StoreError> {
         dispatch!(self, b => b.transition(id, from, to, set).await)
+    }
+
+    pub(crate) async fn insert_task(&self, t: &TaskRow) -> Result<TaskInsert, StoreError> {
+        dispatch!(self, b => b.insert_task(t).await)
+    }
+
+    pub(crate) async fn task(&self, id: &str) -> Result<Option<TaskRow>, StoreError> {
+        dispatch!(self, b => b.task(id).await)
+    }
+
+    pub(crate) async fn task_by_external_id(
+        &self,
+        workspace: &str,
+        external_id: &str,
+    ) -> Result<Option<TaskRow>, StoreError> {
+        dispatch!(self, b => b.task_by_external_id(workspace, external_id).await)
+    }
+
+    pub(crate) async fn tasks(
+        &self,
+        f: &TaskFilter,
+        limit: i64,
+    ) -> Result<Vec<TaskRow>, StoreError> {
+        dispatch!(self, b => b.tasks(f, limit).await)
+    }
+
+    pub(crate) async fn update_task(
+        &self,
+        id: &str,
+        change: &TaskChange,
+        now: i64,
+    ) -> Result<Option<TaskRow>, StoreError> {
+        dispatch!(self, b => b.update_task(id, change, now).await)
+    }
+
+    pub(crate) async fn delete_task(&self, id: &str) -> Result<bool, StoreError> {
+        dispatch!(self, b => b.delete_task(id).await)
+    }
+
+    pub(crate) async fn insert_environment(
+        &self,
+        env: &TaskEnvironment,
+    ) -> Result<bool, StoreError> {
+        dispatch!(self, b => b.insert_environment(env).await)
+    }
+
+    pub(crate) async fn environment(
+        &self,
+        task_id: &str,
+    ) -> Result<Option<(EnvironmentRow, Vec<EnvironmentRepoRow>)>, StoreError> {
+        dispatch!(self, b => b.environment(task_id).await)
+    }
+
+    pub(crate) async fn set_environment_state(
+        &self,
+        id: &str,
+        state: EnvironmentState,
+        error: Option<&str>,
+        now: i64,
+    ) -> Result<bool, StoreError> {
+        dispatch!(self, b => b.set_environment_state(id, state, error, now).await)
+    }
+
+    pub(crate) async fn set_environment_repo_state(
+        &self,
+        environment_id: &str,
+        repository: &str,
+        branch: &str,
+        state: EnvironmentState,
+        error: Option<&str>,
+    ) -> Result<u64, StoreError> {
+        dispatch!(self, b => b.set_environment_repo_state(environment_id, repository, branch, state, error).await)
+    }
+
+    pub(crate) async fn runs_of_task(
+        &self,
+        task_id: &str,
+    ) -> Result<Vec<crate::rows::AgentRun>, StoreError> {
+        dispatch!(self, b => b.runs_of_task(task_id).await)
+    }
+
+    pub(crate) async fn set_run_task(
+        &self,
+        run_id: &str,
+        task_id: Option<&str>,
+    ) -> Result<bool, StoreError> {
+        dispatch!(self, b => b.set_run_task(run_id, task_id).await)
     }
 }
 

@@ -4,7 +4,8 @@
 //! Both backends run the same SQL where the dialects agree (`sql.rs`; `$N` placeholders work
 //! on both); each backend's module (`sqlite/`, `postgres/`) holds its sqlx pool and its one
 //! audit sink (`sink.rs`), which chains every audit record the backend stores. One contract
-//! test suite (`tests/contract.rs`) runs against both.
+//! test suite (`tests/contract.rs`; `tests/tasks.rs` for the work domain, `tasks/`) runs
+//! against both.
 
 mod anchor;
 mod approvals;
@@ -18,6 +19,7 @@ mod rows;
 mod sink;
 mod sql;
 mod sqlite;
+mod tasks;
 mod views;
 
 use std::path::{Path, PathBuf};
@@ -42,6 +44,10 @@ pub use approvals::{Approval, ApprovalFilter, Transition};
 pub use error::StoreError;
 pub use location::{Location, SQLITE_FILE};
 pub use rows::{AgentRun, AuditFilter};
+pub use tasks::{
+    EnvironmentRepository, EnvironmentState, RequestedRepository, Task, TaskChange,
+    TaskEnvironment, TaskFilter, TaskInsert, TaskState,
+};
 pub use views::{CallDetail, RunDetail, RunSummary};
 
 use backend::{Backend, Sink};
@@ -642,7 +648,8 @@ impl Store {
         self.backend.insert_agent_run(run).await
     }
 
-    /// Updates an agent run's lifecycle fields.
+    /// Updates an agent run's lifecycle fields; never the task it is bound to
+    /// ([`Store::set_run_task`] changes that).
     pub async fn update_agent_run(&self, run: &AgentRun) -> Result<(), StoreError> {
         self.backend.update_agent_run(run).await
     }

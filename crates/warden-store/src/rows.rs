@@ -203,6 +203,8 @@ pub struct AgentRun {
     pub exit_code: Option<i32>,
     /// Why it failed, when it did.
     pub error: Option<String>,
+    /// The task this run is a session of, if any (it may have been deleted since).
+    pub task_id: Option<String>,
 }
 
-pub(crate) const AGENT_RUN_COLUMNS: &str = "id, agent, trigger, schedule_key, fire_at, status, requested_by, credential_id, queued_at, started_at, finished_at, exit_code, error";
+pub(crate) const AGENT_RUN_COLUMNS: &str = "id, agent, trigger, schedule_key, fire_at, status, requested_by, credential_id, queued_at, started_at, finished_at, exit_code, error, task_id";

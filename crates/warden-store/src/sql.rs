@@ -287,8 +287,8 @@ macro_rules! shared_operations {
         pub(crate) async fn insert_agent_run(&self, run: &$crate::rows::AgentRun) -> Result<bool, StoreError> {
             let (_guard, mut tx) = self.begin_write().await?;
             let inserted = sqlx::query(
-                "INSERT INTO agent_runs (id, agent, trigger, schedule_key, fire_at, status, requested_by, credential_id, queued_at, started_at, finished_at, exit_code, error) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT DO NOTHING",
+                "INSERT INTO agent_runs (id, agent, trigger, schedule_key, fire_at, status, requested_by, credential_id, queued_at, started_at, finished_at, exit_code, error, task_id) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) ON CONFLICT DO NOTHING",
             )
             .bind(&run.id)
             .bind(&run.agent)
@@ -303,6 +303,7 @@ macro_rules! shared_operations {
             .bind(run.finished_at)
             .bind(run.exit_code)
             .bind(&run.error)
+            .bind(&run.task_id)
             .execute(&mut *tx)
             .await?
             .rows_affected();

@@ -854,7 +854,7 @@ async fn a_schema_newer_than_the_binary_is_refused() {
         );
         assert_eq!(
             err.to_string(),
-            "the store's schema is at version 99999, newer than this warden knows (version 4); run a newer warden"
+            "the store's schema is at version 99999, newer than this warden knows (version 5); run a newer warden"
         );
         s.cleanup().await;
     }
@@ -880,6 +880,7 @@ fn agent_run(
         finished_at: None,
         exit_code: None,
         error: None,
+        task_id: None,
     }
 }
 

@@ -65,8 +65,10 @@ pub(crate) async fn apply(args: ApplyArgs) -> anyhow::Result<()> {
 }
 
 pub(crate) async fn get(args: GetArgs) -> anyhow::Result<()> {
-    if matches!(args.kind.to_ascii_lowercase().as_str(), "run" | "runs") {
-        return crate::runs_cmd::list(args).await;
+    match args.kind.to_ascii_lowercase().as_str() {
+        "run" | "runs" => return crate::runs_cmd::list(args).await,
+        "task" | "tasks" => return crate::tasks_cmd::list(args).await,
+        _ => {}
     }
     let kind = parse_kind(&args.kind)?;
     let store = open_existing(&location(&args.store)?).await?;

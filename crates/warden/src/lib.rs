@@ -12,6 +12,7 @@ mod remote;
 mod runs_cmd;
 mod serve;
 mod stdio;
+mod tasks_cmd;
 mod token_cmd;
 
 use std::process::ExitCode;
@@ -91,6 +92,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Delete(args) => config_cmd::delete(args).await,
         Command::Describe(args) => runs_cmd::describe(args).await,
         Command::Run(cli::RunCommand::Agent(args)) => remote::run_agent(args).await,
+        Command::Task(cli::TaskCommand::Create(args)) => remote::create_task(args).await,
         Command::Kill(args) => config_cmd::kill(args).await,
         Command::Token(cmd) => token_cmd::run(cmd).await,
         Command::Audit(args) => audit_cmd::run(args).await,

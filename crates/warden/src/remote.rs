@@ -2,7 +2,9 @@
 
 use serde_json::{Value, json};
 
-use crate::cli::{ApprovalsCommand, ExplainArgs, InventoryArgs, Output, RemoteArgs, RunAgentArgs};
+use crate::cli::{
+    ApprovalsCommand, ExplainArgs, InventoryArgs, Output, RemoteArgs, RunAgentArgs, TaskCreateArgs,
+};
 use crate::common::usage;
 use crate::output;
 
@@ -170,12 +172,57 @@ pub(crate) async fn inventory(args: InventoryArgs) -> anyhow::Result<()> {
     }
 }
 
+pub(crate) async fn create_task(args: TaskCreateArgs) -> anyhow::Result<()> {
+    let mut body = serde_json::Map::new();
+    body.insert("title".into(), json!(args.title));
+    for (key, value) in [
+        ("workspace_id", &args.workspace),
+        ("description", &args.description),
+        ("parent_id", &args.parent),
+        ("workspace_mode", &args.workspace_mode),
+        ("external_id", &args.external_id),
+    ] {
+        if let Some(v) = value {
+            body.insert(key.into(), json!(v));
+        }
+    }
+    if !args.repositories.is_empty() {
+        let repositories: Vec<Value> = args
+            .repositories
+            .iter()
+            .map(|r| match r.split_once('@') {
+                Some((name, branch)) => json!({"repository": name, "branch": branch}),
+                None => json!({ "repository": r }),
+            })
+            .collect();
+        body.insert("repositories".into(), Value::Array(repositories));
+    }
+    let answer = request(
+        &args.remote,
+        reqwest::Method::POST,
+        "/api/v1/tasks",
+        Some(Value::Object(body)),
+    )
+    .await?;
+    match args.output {
+        Output::Json => output::json(&answer),
+        Output::Yaml => output::yaml_docs(&[&answer]),
+        Output::Table => {
+            println!(
+                "{}",
+                f(f(&answer, "task"), "id").as_str().unwrap_or_default()
+            );
+            Ok(())
+        }
+    }
+}
+
 pub(crate) async fn run_agent(args: RunAgentArgs) -> anyhow::Result<()> {
     let run = request(
         &args.remote,
         reqwest::Method::POST,
         &format!("/api/v1/agents/{}/runs", args.name),
-        None,
+        args.task.as_ref().map(|task| json!({ "task": task })),
     )
     .await?;
     let id = f(&run, "id").as_str().unwrap_or_default().to_owned();

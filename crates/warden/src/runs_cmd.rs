@@ -45,6 +45,9 @@ pub(crate) async fn list(args: GetArgs) -> anyhow::Result<()> {
 }
 
 pub(crate) async fn describe(args: DescribeArgs) -> anyhow::Result<()> {
+    if matches!(args.kind.to_ascii_lowercase().as_str(), "task" | "tasks") {
+        return crate::tasks_cmd::describe(args).await;
+    }
     let store = open_existing(&location(&args.store)?).await?;
     if !matches!(args.kind.to_ascii_lowercase().as_str(), "run" | "runs") {
         let kind = crate::common::parse_kind(&args.kind)?;

@@ -65,7 +65,14 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     )
     .await;
     gateway.wait_for_upstreams(Duration::from_secs(10)).await;
-    let bound = Bound::bind(args.listen, Arc::new(AppState::new(gateway.clone(), hosts))).await?;
+    let state = Arc::new(AppState::new(gateway.clone(), hosts));
+    // Sessions' environments (TASK-1) live beside the store, or in the default data dir.
+    let environments = match &location {
+        Location::DataDir(dir) => dir.join("environments"),
+        Location::Url(_) => crate::common::default_data_dir()?.join("environments"),
+    };
+    state.runner.set_environments(environments);
+    let bound = Bound::bind(args.listen, state).await?;
     let addr = bound.local_addr()?;
     println!("mcp: http://{addr}/mcp");
     println!("console: http://{addr}/");

@@ -142,6 +142,11 @@ impl Recorder<'_> {
                         ("input_required", hash_object(result), false)
                     }
                     ToolOutput::Task { result } => ("task", hash_object(result), false),
+                    ToolOutput::Failed { code, message } => (
+                        "executed",
+                        hash_value(&serde_json::json!({"code": code, "message": message})),
+                        true,
+                    ),
                     ToolOutput::Refused { error } => ("executed", hash_object(error), true),
                 };
                 let payload = timed

@@ -4,6 +4,8 @@
 
 use std::sync::Arc;
 
+pub mod tasks;
+
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -36,6 +38,19 @@ pub struct ExplainArgs {
 }
 
 fn descriptor(tool: &str, description: &str, schema: Map<String, Value>) -> Option<ToolDescriptor> {
+    described(BUILTIN_SET, tool, description, schema, None, None)
+}
+
+/// A built-in tool of `set`: a read, or with `mutation` a governed mutation of that risk;
+/// `capability` is what calling it needs beyond seeing it.
+fn described(
+    set: &'static str,
+    tool: &str,
+    description: &str,
+    schema: Map<String, Value>,
+    capability: Option<&str>,
+    mutation: Option<Risk>,
+) -> Option<ToolDescriptor> {
     let schema = match InputSchema::compile(schema, true) {
         Ok(s) => s,
         Err(e) => {
@@ -43,29 +58,44 @@ fn descriptor(tool: &str, description: &str, schema: Map<String, Value>) -> Opti
             return None;
         }
     };
+    let annotations = match mutation {
+        None => json!({"readOnlyHint": true, "openWorldHint": false}),
+        Some(risk) => json!({
+            "readOnlyHint": false,
+            "destructiveHint": risk == Risk::Dangerous,
+            "openWorldHint": false,
+        }),
+    };
     Some(ToolDescriptor {
-        name: Arc::from(format!("{BUILTIN_SET}__{tool}")),
+        name: Arc::from(format!("{set}__{tool}")),
         project: None,
         source: ToolSource::Builtin {
-            set: Name::from_static(BUILTIN_SET),
+            set: Name::from_static(set),
             tool: tool.to_owned(),
         },
         title: None,
         description: Some(description.to_owned()),
         schema,
         output_schema: None,
-        annotations: Some(std::sync::Arc::new(
-            json!({"readOnlyHint": true, "openWorldHint": false}),
-        )),
+        annotations: Some(std::sync::Arc::new(annotations)),
         icons: None,
         meta: None,
-        class: ToolClass::Read,
+        class: if mutation.is_some() {
+            ToolClass::Mutation
+        } else {
+            ToolClass::Read
+        },
         class_source: ClassSource::Builtin,
-        capability: None,
-        risk: Risk::Ordinary,
+        capability: capability.map(warden_core::capability::Capability::new),
+        risk: mutation.unwrap_or(Risk::Ordinary),
         rate_limit_per_minute: None,
         deny: None,
-        governance: GovernanceStatus::Read,
+        governance: match mutation {
+            None => GovernanceStatus::Read,
+            Some(_) => GovernanceStatus::Governed {
+                by: "builtin".into(),
+            },
+        },
         policy: None,
         project_arguments: Vec::new(),
         audit_arguments: warden_core::audit::ArgumentsAudit::default(),
@@ -90,6 +120,17 @@ pub fn descriptors() -> Vec<ToolDescriptor> {
     ]
     .into_iter()
     .flatten()
+    .chain(tasks::tools().into_iter().filter_map(|t| {
+        let risk = if t.dangerous { Risk::Dangerous } else { Risk::Ordinary };
+        described(
+            tasks::SET,
+            t.name,
+            t.description,
+            t.schema,
+            Some(t.capability),
+            t.mutation.then_some(risk),
+        )
+    }))
     .collect()
 }
 

@@ -423,6 +423,9 @@ impl Approvals<'_> {
             Verdict::Executed { output, .. } => {
                 let result = match output {
                     ToolOutput::Data(v) => v.clone(),
+                    ToolOutput::Failed { code, message } => {
+                        serde_json::json!({"code": code, "message": message})
+                    }
                     ToolOutput::Upstream { result, .. }
                     | ToolOutput::InputRequired { result }
                     | ToolOutput::Task { result }

@@ -101,6 +101,16 @@ impl Executor for GatewayExecutor<'_> {
         call: Execution<'_, Option<ClientContext>>,
     ) -> Result<ToolOutput, ExecError> {
         match &call.tool.source {
+            ToolSource::Builtin { set, tool } if set.as_str() == builtin::tasks::SET => {
+                crate::work::execute(
+                    tool,
+                    call.args,
+                    call.authority,
+                    &self.snapshot.policy,
+                    &self.live.store,
+                )
+                .await
+            }
             ToolSource::Builtin { tool, .. } => builtin::execute(
                 tool,
                 call.args,

@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use warden_core::config::{Config, Kind, Resource, UpstreamSpec};
 use warden_core::policy::Policy;
 use warden_core::principal::{Credential, TokenHash};
-use warden_core::tool::{Catalog, ToolDescriptor, catalog_name, matching_policy};
+use warden_core::tool::{Catalog, ToolDescriptor, ToolSource, catalog_name, matching_policy};
 use warden_store::{Store, StoreError};
 
 use crate::upstream::{UpstreamEvent, UpstreamStatus, Upstreams};
@@ -191,7 +191,17 @@ impl Live {
     }
 
     fn build_catalog(&self, policy: &Policy) -> Catalog {
-        let mut tools: Vec<ToolDescriptor> = self.builtins.clone();
+        // The `tasks` set is offered where there are workspaces to hold tasks (TASK-1).
+        let workspaces = policy.config.of_kind(Kind::Workspace).next().is_some();
+        let mut tools: Vec<ToolDescriptor> = self
+            .builtins
+            .iter()
+            .filter(|t| {
+                workspaces
+                    || !matches!(&t.source, ToolSource::Builtin { set, .. } if set.as_str() == crate::builtin::tasks::SET)
+            })
+            .cloned()
+            .collect();
         // The catalog being replaced: a tool whose schema text did not change keeps its
         // compiled schema (no recompilation).
         let previous = self.snapshot.load().catalog.clone();

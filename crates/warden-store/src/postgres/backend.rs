@@ -10,6 +10,7 @@ use sqlx::{PgPool, Postgres, Transaction};
 use crate::error::StoreError;
 use crate::location::redact_url;
 use crate::sql::shared_operations;
+use crate::tasks::sql::task_operations;
 
 /// How long a statement waits for a lock before it fails.
 const LOCK_TIMEOUT: &str = "5s";
@@ -63,4 +64,5 @@ impl PgBackend {
     }
 
     shared_operations!(Postgres);
+    task_operations!(Postgres);
 }

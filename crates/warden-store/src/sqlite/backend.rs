@@ -1,5 +1,5 @@
 //! The SQLite backend's sqlx pool: one file under the data directory, WAL mode; every read,
-//! and the writes that append no audit record (counters, agent runs, approvals).
+//! and the writes that append no audit record (counters, agent runs, approvals, tasks).
 //!
 //! Writers are serialised in-process by a mutex and across processes (the CLI working on the
 //! same data directory) — and against the audit sink's own connection (`appender.rs`) — by
@@ -19,6 +19,7 @@ use tokio::sync::{Mutex, MutexGuard};
 use crate::error::StoreError;
 use crate::location::SQLITE_FILE;
 use crate::sql::shared_operations;
+use crate::tasks::sql::task_operations;
 
 static MIGRATOR: Migrator = sqlx::migrate!("./migrations/sqlite");
 
@@ -105,6 +106,7 @@ impl SqliteBackend {
     }
 
     shared_operations!(Sqlite);
+    task_operations!(Sqlite);
 }
 
 #[cfg(test)]

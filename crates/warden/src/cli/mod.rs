@@ -79,9 +79,15 @@ pub enum Command {
     /// Delete one resource (refused while others reference it).
     Delete(DeleteArgs),
 
-    /// Start work: `warden run agent NAME` starts a manual unattended run of an agent.
+    /// Start work: `warden run agent NAME` starts a manual unattended run of an agent;
+    /// `--task ID` makes it a session of that task.
     #[command(subcommand)]
     Run(RunCommand),
+
+    /// Tasks of workspaces: `warden task create` (the office path, through a running server;
+    /// token in `WARDEN_TOKEN`, a session's run credential included).
+    #[command(subcommand)]
+    Task(TaskCommand),
 
     /// Pull a kill switch: freeze everything, a project, an agent, a tool or a principal.
     Kill(KillArgs),
@@ -378,7 +384,7 @@ pub struct ApplyArgs {
 pub struct GetArgs {
     /// The kind: user, serviceaccount, role, rolebinding, project, upstream, agent,
     /// toolpolicy, autonomy, writebudget, killswitch, workspace (plural and any case work),
-    /// or `runs`.
+    /// `runs` or `tasks`.
     pub kind: String,
 
     /// One resource by name (or key).
@@ -396,7 +402,7 @@ pub struct GetArgs {
 /// `warden describe`.
 #[derive(Debug, Args)]
 pub struct DescribeArgs {
-    /// The kind (a configuration kind, or `run`).
+    /// The kind (a configuration kind, `run` or `task`).
     pub kind: String,
 
     /// The name, key or run id.
@@ -419,11 +425,55 @@ pub enum RunCommand {
     Agent(RunAgentArgs),
 }
 
+/// `warden task …`.
+#[derive(Debug, Subcommand)]
+pub enum TaskCommand {
+    /// Create a task (TASK-2's own path): an office session creates its tasks here, with the
+    /// same admission as over MCP otherwise. Prints the task's id.
+    Create(TaskCreateArgs),
+}
+
+/// `warden task create`.
+#[derive(Debug, Args)]
+pub struct TaskCreateArgs {
+    /// The destination workspace (default: the parent's, else the session's own, else the one
+    /// workspace the token may create tasks in).
+    #[arg(long)]
+    pub workspace: Option<String>,
+    /// The task's title.
+    #[arg(long)]
+    pub title: String,
+    /// What is to be done.
+    #[arg(long)]
+    pub description: Option<String>,
+    /// The parent task.
+    #[arg(long)]
+    pub parent: Option<String>,
+    /// A repository of the workspace, `NAME` or `NAME@BRANCH` (repeatable).
+    #[arg(long = "repository", value_name = "NAME[@BRANCH]")]
+    pub repositories: Vec<String>,
+    /// `inherit_parent` or `new_workspace`.
+    #[arg(long, value_name = "MODE")]
+    pub workspace_mode: Option<String>,
+    /// An idempotency key, unique per workspace.
+    #[arg(long)]
+    pub external_id: Option<String>,
+    /// Output format (`table` prints the id alone).
+    #[arg(short, long, value_enum, default_value_t = Output::Table)]
+    pub output: Output,
+    /// The server.
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+}
+
 /// `warden run agent`.
 #[derive(Debug, Args)]
 pub struct RunAgentArgs {
     /// The agent.
     pub name: String,
+    /// Run it as a session of this task: in the task's environment, with its surface.
+    #[arg(long)]
+    pub task: Option<String>,
     /// Wait until the run ends and exit 0 only if it succeeded.
     #[arg(long)]
     pub wait: bool,

@@ -130,6 +130,12 @@ impl TestWarden {
             gateway.clone(),
             HostPolicy::for_listener(addr, &[], &[]).unwrap(),
         ));
+        state.runner.set_environments(match &store.location {
+            warden_store::Location::DataDir(dir) => dir.join("environments"),
+            warden_store::Location::Url(_) => {
+                std::env::temp_dir().join(format!("warden-test-environments-{}", addr.port()))
+            }
+        });
         let bound = Bound::bind(addr, state).await.unwrap();
         let addr = bound.local_addr().unwrap();
         let shutdown = CancellationToken::new();

@@ -19,6 +19,8 @@ use warden_mcp::Authenticated;
 
 use crate::state::AppState;
 
+mod tasks;
+
 /// Capability to explain calls of other principals, with the rules of hidden tools.
 pub const EXPLAIN_ANY: &str = "explain:any";
 /// Capability to read the tool inventory.
@@ -40,6 +42,9 @@ pub(crate) fn routes() -> Router<Arc<AppState>> {
         .route("/approvals", get(list_approvals))
         .route("/approvals/{id}", get(get_approval))
         .route("/approvals/{id}/{verb}", post(decide_approval))
+        .route("/tasks", get(tasks::list).post(tasks::create))
+        .route("/tasks/{id}", get(tasks::get))
+        .route("/workspaces", get(tasks::workspaces))
 }
 
 /// Capability to read every approval (requesters always see their own).
@@ -192,13 +197,28 @@ fn require(authority: &Authority, capability: &str, what: &str) -> Result<(), Ap
     }
 }
 
+/// The optional body of `POST /api/v1/agents/{agent}/runs`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StartRun {
+    /// A session: the run works on this task.
+    task: Option<String>,
+}
+
 async fn start_run(
     State(state): State<Arc<AppState>>,
     Extension(Authenticated(credential)): Extension<Authenticated>,
     axum::extract::Path(agent): axum::extract::Path<String>,
+    body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
     let caller = own_authority(&state, &credential)?;
     require(&caller, AGENTS_RUN, "starting an agent run")?;
+    let asked: StartRun = if body.iter().all(u8::is_ascii_whitespace) {
+        StartRun::default()
+    } else {
+        serde_json::from_slice(&body)
+            .map_err(|e| error(StatusCode::BAD_REQUEST, format!("invalid run: {e}")))?
+    };
     let provenance = warden_core::principal::Provenance::Principal {
         reference: warden_core::principal::PrincipalRef::ApiKey {
             id: credential.id.clone(),
@@ -207,12 +227,20 @@ async fn start_run(
     };
     match state
         .runner
-        .start(&agent, crate::agents::Trigger::Manual(provenance))
+        .start(
+            &agent,
+            crate::agents::Trigger::Manual(provenance),
+            asked.task.as_deref(),
+        )
         .await
     {
         Ok(run) => Ok((StatusCode::CREATED, Json(run)).into_response()),
-        Err(e @ crate::agents::RunError::UnknownAgent(_)) => {
-            Err(error(StatusCode::NOT_FOUND, e.to_string()))
+        Err(
+            e
+            @ (crate::agents::RunError::UnknownAgent(_) | crate::agents::RunError::UnknownTask(_)),
+        ) => Err(error(StatusCode::NOT_FOUND, e.to_string())),
+        Err(e @ crate::agents::RunError::NotAMember { .. }) => {
+            Err(error(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()))
         }
         Err(
             e @ (crate::agents::RunError::NoRunner(_) | crate::agents::RunError::AlreadyRunning),
@@ -458,7 +486,7 @@ pub fn inventory_row(t: &warden_core::tool::ToolDescriptor) -> InventoryRow<'_> 
 pub(crate) async fn openapi() -> Response {
     (
         [(axum::http::header::CONTENT_TYPE, "application/json")],
-        include_str!("openapi.json"),
+        include_str!("../openapi.json"),
     )
         .into_response()
 }

@@ -1,0 +1,286 @@
+//! The built-in tool set `tasks` (TASK-1..TASK-8): workspaces' tasks over MCP. The schemas are
+//! derived from these argument types (GOV-1): only what the handlers read, unknown fields
+//! refused, closed sets as enums, no invented defaults. `workspace_mode` is exactly the
+//! seed's: optional, `enum` in the order `inherit_parent`, `new_workspace`, no default, so an
+//! empty, blank or padded value is refused by the schema itself — never trimmed.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+#[cfg(test)]
+use serde_json::json;
+use serde_json::{Map, Value};
+use warden_core::admission::MaterialisationMode;
+
+/// The name of the tool set.
+pub const SET: &str = "tasks";
+
+/// The description of `workspace_mode`, as the seed words it.
+pub const WORKSPACE_MODE_DESCRIPTION: &str = "Optional materialized-workspace mode. Omit for subtasks to inherit the parent's workspace/worktree. inherit_parent requires parent_id and reuses the parent's materialized workspace/worktree; new_workspace requests a separate workspace/worktree.";
+
+fn workspace_mode_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "string",
+        "enum": ["inherit_parent", "new_workspace"],
+        "description": WORKSPACE_MODE_DESCRIPTION,
+    })
+}
+
+/// A repository a task asks for.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RepositoryArg {
+    /// The workspace's name for the repository.
+    pub repository: String,
+    /// The branch; the workspace's branch for the repository when omitted.
+    pub branch: Option<String>,
+}
+
+/// Arguments of `tasks__create_task`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateTaskArgs {
+    /// The task's title.
+    #[schemars(length(min = 1))]
+    pub title: String,
+    /// What is to be done.
+    pub description: Option<String>,
+    /// The destination workspace; by default the parent's, else the session's own, else the
+    /// one workspace the caller may create tasks in.
+    pub workspace_id: Option<String>,
+    /// The parent task (in the same workspace).
+    pub parent_id: Option<String>,
+    /// The repositories the task works in; by default all of its workspace's.
+    pub repositories: Option<Vec<RepositoryArg>>,
+    #[serde(default)]
+    #[schemars(schema_with = "workspace_mode_schema")]
+    pub workspace_mode: Option<MaterialisationMode>,
+    /// An idempotency key, unique per workspace: a retry with it returns the original task.
+    pub external_id: Option<String>,
+    /// The launch profile its sessions start with (never an assignee).
+    pub agent_profile_id: Option<String>,
+    /// The session the task is created from: only a session may name one, and only itself.
+    pub source_session_id: Option<String>,
+}
+
+/// Arguments of `tasks__list_tasks`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListTasksArgs {
+    /// Only this workspace's tasks.
+    pub workspace_id: Option<String>,
+    /// Only this task's children.
+    pub parent_id: Option<String>,
+    /// Only tasks in this state.
+    pub state: Option<TaskStateArg>,
+}
+
+/// Arguments naming one task.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TaskIdArgs {
+    /// The task.
+    pub task_id: String,
+}
+
+/// Arguments of `tasks__update_task`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateTaskArgs {
+    /// The task.
+    pub task_id: String,
+    /// A new title.
+    #[schemars(length(min = 1))]
+    pub title: Option<String>,
+    /// A new description.
+    pub description: Option<String>,
+    /// The workflow step it is at.
+    pub workflow_step: Option<String>,
+}
+
+/// Arguments of `tasks__move_task`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MoveTaskArgs {
+    /// The task.
+    pub task_id: String,
+    /// Where it moves (archiving is `tasks__archive_task`).
+    pub state: MoveState,
+}
+
+/// A task's state, for filtering.
+#[derive(Clone, Copy, Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStateArg {
+    /// Not started.
+    Todo,
+    /// Being worked on.
+    InProgress,
+    /// Waiting for review.
+    Review,
+    /// Finished.
+    Done,
+    /// Archived.
+    Archived,
+}
+
+/// The states a task moves between (archiving has its own tool).
+#[derive(Clone, Copy, Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum MoveState {
+    /// Not started.
+    Todo,
+    /// Being worked on.
+    InProgress,
+    /// Waiting for review.
+    Review,
+    /// Finished.
+    Done,
+}
+
+/// A schema without `null` for optional fields: an optional argument is omitted, never
+/// `null` (schemars admits `null` for an `Option`), and has no default.
+fn omit_not_null(mut value: Value) -> Value {
+    match &mut value {
+        Value::Object(map) => {
+            if let Some(Value::Array(types)) = map.get("type") {
+                let kept: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
+                if let [one] = kept.as_slice() {
+                    map.insert("type".into(), one.clone());
+                }
+            }
+            if map.get("default") == Some(&Value::Null) {
+                map.remove("default");
+            }
+            for v in map.values_mut() {
+                *v = omit_not_null(std::mem::take(v));
+            }
+        }
+        Value::Array(items) => {
+            for v in items.iter_mut() {
+                *v = omit_not_null(std::mem::take(v));
+            }
+        }
+        _ => {}
+    }
+    value
+}
+
+/// The schema of argument type `T`, optional fields omitted-not-null.
+fn schema<T: JsonSchema>() -> Map<String, Value> {
+    match omit_not_null(Value::Object(warden_core::schema::schema_for::<T>())) {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    }
+}
+
+/// One tool of the set: name, description, argument schema, whether it writes, the capability
+/// it needs and whether it is dangerous.
+#[derive(Debug)]
+pub struct ToolDef {
+    /// The tool's name in the set.
+    pub name: &'static str,
+    /// What it does.
+    pub description: &'static str,
+    /// Its input schema.
+    pub schema: Map<String, Value>,
+    /// It writes.
+    pub mutation: bool,
+    /// The capability it needs (in the destination's project, too).
+    pub capability: &'static str,
+    /// It parks at L2 (APR-1).
+    pub dangerous: bool,
+}
+
+/// The tools of the set.
+pub fn tools() -> Vec<ToolDef> {
+    let def = |name, description, schema, mutation, capability, dangerous| ToolDef {
+        name,
+        description,
+        schema,
+        mutation,
+        capability,
+        dangerous,
+    };
+    vec![
+        def(
+            "create_task",
+            "Create a task in a workspace: a root, or a child of `parent_id` in the parent's workspace. Sessions create in kanban workspaces only; an office session uses `warden task create`.",
+            schema::<CreateTaskArgs>(),
+            true,
+            "tasks:create",
+            false,
+        ),
+        def(
+            "list_tasks",
+            "List the tasks of the workspaces this run may see, newest first.",
+            schema::<ListTasksArgs>(),
+            false,
+            "tasks:read",
+            false,
+        ),
+        def(
+            "get_task",
+            "One task, with its environment and sessions.",
+            schema::<TaskIdArgs>(),
+            false,
+            "tasks:read",
+            false,
+        ),
+        def(
+            "update_task",
+            "Change a task's title, description or workflow step.",
+            schema::<UpdateTaskArgs>(),
+            true,
+            "tasks:write",
+            false,
+        ),
+        def(
+            "move_task",
+            "Move a task to another state: todo, in_progress, review, done.",
+            schema::<MoveTaskArgs>(),
+            true,
+            "tasks:write",
+            false,
+        ),
+        def(
+            "archive_task",
+            "Archive a task.",
+            schema::<TaskIdArgs>(),
+            true,
+            "tasks:write",
+            false,
+        ),
+        def(
+            "delete_task",
+            "Delete a task that has no children.",
+            schema::<TaskIdArgs>(),
+            true,
+            "tasks:write",
+            true,
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workspace_mode_is_an_optional_enum_in_order_without_a_default() {
+        let schema = Value::Object(schema::<CreateTaskArgs>());
+        assert_eq!(
+            schema["properties"]["workspace_mode"],
+            json!({
+                "type": "string",
+                "enum": ["inherit_parent", "new_workspace"],
+                "description": WORKSPACE_MODE_DESCRIPTION,
+            })
+        );
+        assert_eq!(schema["required"], json!(["title"]));
+        assert_eq!(schema["additionalProperties"], json!(false));
+        assert_eq!(
+            schema["properties"]["parent_id"],
+            json!({"type": "string", "description": "The parent task (in the same workspace)."})
+        );
+    }
+}
