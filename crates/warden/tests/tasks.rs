@@ -63,7 +63,7 @@ fn config(repo: &Path, out: &Path) -> String {
         out = out.display()
     );
     format!(
-        "kind: Project\nname: web\n---\n\
+        "kind: Project\nname: web\n---\nkind: Project\nname: other\n---\n\
          kind: Workspace\nname: board\nmode: kanban\nproject: web\n\
          repositories: [{{ name: api, url: {repo:?}, branch: main }}]\n---\n\
          kind: Workspace\nname: org\nmode: office\nproject: web\n\
@@ -227,6 +227,22 @@ async fn sessions_create_tasks_as_their_surface_allows_and_refusals_change_nothi
     let office_task = &outcome(&office)["task"];
     assert_eq!(office_task["fromOffice"], true, "{office}");
     let office_id = office_task["id"].as_str().unwrap().to_owned();
+    // A token bound to another project: its ceiling applies to the workspace the arguments
+    // name (RUN-3), which answers like one that does not exist.
+    let bound = w.token("admin", Some(&["other"]), None).await;
+    let ceiling = call_as(
+        &mcp,
+        &bound,
+        "tasks__create_task",
+        json!({"title": "t", "workspace_id": "board"}),
+    )
+    .await;
+    assert_eq!(outcome(&ceiling)["code"], "NOT_FOUND", "{ceiling}");
+    assert_eq!(
+        outcome(&ceiling)["message"],
+        "no workspace `board`",
+        "{ceiling}"
+    );
 
     // A kanban session: its runner starts in a real worktree of `main`.
     let k = start_session(&w, &kanban_id, &out).await;
