@@ -8,7 +8,7 @@ use axum::Router;
 use axum::extract::{Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::Next;
-use axum::response::{Html, IntoResponse, Response};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -19,7 +19,7 @@ use warden_mcp::{McpHandler, SessionAuth};
 
 use crate::sessions::SessionOwners;
 use crate::state::{AppState, MAX_BODY_BYTES};
-use crate::{admin, auth, hosts, inline};
+use crate::{admin, auth, console, hosts, inline};
 
 fn metrics_handle() -> Option<&'static PrometheusHandle> {
     static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
@@ -79,7 +79,7 @@ fn routes(state: Arc<AppState>, shutdown: CancellationToken) -> (Router, Endpoin
             authenticate,
         ));
     let router = Router::new()
-        .route("/", get(console))
+        .merge(console::routes())
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
@@ -153,10 +153,6 @@ impl tower::Service<axum::extract::Request> for ListenerService {
             })
         })
     }
-}
-
-async fn console() -> Html<&'static str> {
-    Html(include_str!("console.html"))
 }
 
 async fn healthz() -> &'static str {

@@ -17,6 +17,7 @@ mod admin;
 pub mod agents;
 mod app;
 mod auth;
+mod console;
 pub mod environments;
 mod hosts;
 mod inline;
