@@ -611,13 +611,29 @@ impl ServerHandler for McpHandler {
                 .ok_or_else(|| McpError::internal_error("the task cannot be named", None))?;
             return Ok(CallToolResponse::Task(created));
         }
-        if let warden_core::contract::Verdict::Pending { approval_id, .. } = &outcome.verdict
-            && wants_tasks
-        {
-            return Ok(CallToolResponse::Task(crate::tasks::created(
-                approval_id,
-                now(),
-            )));
+        if let warden_core::contract::Verdict::Pending { approval_id, .. } = &outcome.verdict {
+            if wants_tasks {
+                return Ok(CallToolResponse::Task(crate::tasks::created(
+                    approval_id,
+                    now(),
+                )));
+            }
+            // APR-7: a 2025-11-25 client that takes URL elicitations is offered the console's
+            // page of the approval, and learns the outcome when it is decided.
+            if !is_stateless(&ctx)
+                && crate::approval_url::supported(ctx.client_capabilities().as_ref())
+                && let Some(result) = crate::approval_url::offer_and_wait(
+                    &self.gateway,
+                    &authority,
+                    &ctx.peer,
+                    &ctx.ct,
+                    &request.name,
+                    approval_id,
+                )
+                .await
+            {
+                return Ok(result.into());
+            }
         }
         // An upstream's JSON-RPC error: the client gets that error (audited as an error result).
         if let warden_core::contract::Verdict::Executed {

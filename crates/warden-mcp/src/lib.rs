@@ -8,6 +8,7 @@
 //! - [`wire`]: the one mapping from outcomes to MCP results.
 //! - [`demo`]: the demo project's notebook, a real MCP server over stdio (`warden demo-server`).
 
+pub mod approval_url;
 pub mod bridge;
 pub mod builtin;
 pub mod client;

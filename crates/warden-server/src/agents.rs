@@ -113,6 +113,7 @@ impl Runner {
 
     /// Sets the server's base URL once bound (`http://127.0.0.1:8600`).
     pub fn set_base_url(&self, url: String) {
+        self.gateway.set_public_url(url.clone());
         let _ = self.base_url.set(url);
     }
 

@@ -80,6 +80,8 @@ pub struct Gateway {
     authorities: Authorities,
     wire: WireCache,
     task_ids: crate::task_ids::TaskIds,
+    /// The server's public base URL, once bound: where the console's pages are.
+    public_url: std::sync::OnceLock<String>,
     cancel: CancellationToken,
 }
 
@@ -99,6 +101,7 @@ impl Gateway {
             authorities: Authorities::default(),
             wire: WireCache::default(),
             task_ids,
+            public_url: std::sync::OnceLock::new(),
             cancel: CancellationToken::new(),
         });
         live.reload().await;
@@ -320,6 +323,18 @@ impl Gateway {
         .map_err(|reason| {
             rmcp::ErrorData::new(rmcp::model::ErrorCode::HEADER_MISMATCH, reason, None)
         })
+    }
+
+    /// Sets the server's public base URL (`http://127.0.0.1:8600`), once bound.
+    pub fn set_public_url(&self, url: String) {
+        let _ = self.public_url.set(url);
+    }
+
+    /// The console's page of approval `id`, when the server's URL is known.
+    pub fn approval_url(&self, id: &str) -> Option<String> {
+        self.public_url
+            .get()
+            .map(|base| format!("{}/approvals/{id}", base.trim_end_matches('/')))
     }
 
     /// The id `caller` gets for task `task` that the upstream of catalog tool `tool` made
