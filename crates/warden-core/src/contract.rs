@@ -89,7 +89,7 @@ pub struct CallOutcome {
 }
 
 /// The wire shape of GOV-3:
-/// `{"status", "code"?, "data"?, "approvalId"?, "runId", "message"}`.
+/// `{"status", "code"?, "data"?, "approvalId"?, "runId"?, "message"}`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DecisionContract {
@@ -104,8 +104,12 @@ pub struct DecisionContract {
     /// Only when pending.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approval_id: Option<String>,
-    /// The run.
-    pub run_id: String,
+    /// The run, exactly when this call left records in it (AUD-1), so that every `runId` a
+    /// caller gets is one `warden describe run` finds. A refusal that records nothing — a
+    /// kill switch or invalid input (GOV-2 steps 1 and 2), or a call the store could not
+    /// record (`UNAVAILABLE`) — carries none: its run may not exist at all.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
     /// One line for the caller.
     pub message: String,
 }
@@ -170,7 +174,7 @@ impl CallOutcome {
             code,
             data: None,
             approval_id,
-            run_id: self.run_id.clone(),
+            run_id: self.audited.then(|| self.run_id.clone()),
             message,
         }
     }
@@ -282,5 +286,27 @@ mod tests {
             json!({"status":"denied","code":"CAPABILITY","runId":"run_1","message":"no"})
         );
         assert!(denied.is_error());
+    }
+
+    #[test]
+    fn a_refusal_that_recorded_nothing_names_no_run() {
+        let mut frozen = outcome(Verdict::Denied(Denial::new(
+            DenyCode::KillSwitch,
+            "kill_switch:all",
+            "frozen",
+        )));
+        frozen.audited = false;
+        assert_eq!(
+            serde_json::to_value(frozen.contract()).unwrap(),
+            json!({"status":"denied","code":"KILL_SWITCH","message":"frozen"})
+        );
+        let Value::Object(original) =
+            json!({"type": "object", "required": ["x"], "additionalProperties": false})
+        else {
+            unreachable!()
+        };
+        let advertised = Value::Object(crate::schema::output_schema_admitting_decisions(&original));
+        let v = jsonschema::validator_for(&advertised).unwrap();
+        assert!(v.is_valid(&serde_json::to_value(frozen.contract()).unwrap()));
     }
 }

@@ -283,10 +283,10 @@ fn decision_schema() -> Value {
             "status": {"enum": ["denied", "pending_approval"]},
             "code": {"type": "string"},
             "approvalId": {"type": "string"},
-            "runId": {"type": "string"},
+            "runId": {"type": "string", "description": "The run; absent when the call recorded nothing (a kill switch, invalid input)."},
             "message": {"type": "string"}
         },
-        "required": ["status", "runId", "message"]
+        "required": ["status", "message"]
     })
 }
 

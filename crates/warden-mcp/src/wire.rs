@@ -18,10 +18,12 @@ pub const DECISION_META: &str = "warden/decision";
 ///
 /// - An executed upstream call passes the upstream's result through intact (content,
 ///   `structuredContent`, its own `isError`), with the decision in `_meta`.
-/// - Everything else carries the contract `{status, code?, data?, approvalId?, runId,
+/// - Everything else carries the contract `{status, code?, data?, approvalId?, runId?,
 ///   message}` as text, in `_meta` and as `structuredContent` (a tool's advertised output
 ///   schema admits it: [`warden_core::schema::output_schema_admitting_decisions`]);
-///   `isError` is true exactly when denied.
+///   `isError` is true exactly when denied. `runId` names the run the call was recorded in,
+///   and is absent when nothing was recorded (GOV-2 steps 1 and 2: a kill switch, invalid
+///   input), so that it always names a run `warden describe run` finds.
 ///
 /// Protocol metadata of the upstream hop (`io.modelcontextprotocol/…` keys in `_meta`, such as
 /// the upstream's server info) is not passed on: the client talks to Warden.

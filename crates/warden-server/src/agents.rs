@@ -377,7 +377,7 @@ impl Runner {
                 run.error = Some(e);
             }
         }
-        tracing::info!(agent = %run.agent, run = %run.id, status = %run.status, exit_code = ?run.exit_code, "agent run ended");
+        tracing::info!(agent = %run.agent, run = %run.id, status = %run.status, exit_code = run.exit_code.unwrap_or_default(), "agent run ended");
         if let Err(e) = store.update_agent_run(&run).await {
             tracing::error!(run = %run.id, error = %e, "cannot record the end of the run");
         }

@@ -21,17 +21,105 @@ use crate::sessions::SessionOwners;
 use crate::state::{AppState, MAX_BODY_BYTES};
 use crate::{admin, auth, console, hosts, inline};
 
+/// The buckets of every latency histogram, in seconds: from the sub-millisecond governed call
+/// of a fast upstream to a minute-long one.
+const LATENCY_BUCKETS: &[f64] = &[
+    0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+    10.0, 30.0, 60.0,
+];
+
+/// How often histograms are folded into their buckets between scrapes, so that a server no
+/// one scrapes keeps constant memory.
+const METRICS_UPKEEP: Duration = Duration::from_secs(5);
+
 fn metrics_handle() -> Option<&'static PrometheusHandle> {
     static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
     HANDLE
-        .get_or_init(|| match PrometheusBuilder::new().install_recorder() {
-            Ok(h) => Some(h),
-            Err(e) => {
-                tracing::warn!(error = %e, "metrics recorder not installed");
-                None
+        .get_or_init(|| {
+            let installed = PrometheusBuilder::new()
+                .set_buckets(LATENCY_BUCKETS)
+                .and_then(PrometheusBuilder::install_recorder);
+            match installed {
+                Ok(handle) => {
+                    describe_metrics();
+                    let upkeep = handle.clone();
+                    let _ = std::thread::Builder::new()
+                        .name("warden-metrics".into())
+                        .spawn(move || {
+                            loop {
+                                std::thread::sleep(METRICS_UPKEEP);
+                                upkeep.run_upkeep();
+                            }
+                        });
+                    Some(handle)
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "metrics recorder not installed");
+                    None
+                }
             }
         })
         .as_ref()
+}
+
+/// `# HELP` of every metric Warden records (docs/mcp.md, "Health and metrics").
+fn describe_metrics() {
+    use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
+    describe_counter!(
+        "warden_calls_total",
+        "Governed tools/call requests, by decision (executed, pending_approval, denied) and, when denied, code"
+    );
+    describe_histogram!(
+        "warden_call_duration_seconds",
+        Unit::Seconds,
+        "Duration of governed tools/call requests, decision and audit records included, by decision"
+    );
+    describe_histogram!(
+        "warden_tool_call_duration_seconds",
+        Unit::Seconds,
+        "Duration of governed tools/call requests by catalog tool, and upstream for upstream tools"
+    );
+    describe_histogram!(
+        "warden_upstream_call_duration_seconds",
+        Unit::Seconds,
+        "Duration of the calls Warden sent to each upstream, from request to answer"
+    );
+    describe_gauge!(
+        "warden_store_up",
+        "1 while the store answers, 0 while it cannot be reached (runs get no tools then)"
+    );
+    describe_gauge!(
+        "warden_upstream_up",
+        "1 while the upstream is connected, by upstream"
+    );
+    describe_gauge!(
+        "warden_upstream_tools",
+        "Tools the upstream offers, by upstream"
+    );
+    describe_gauge!(
+        "warden_approvals_pending",
+        "Parked calls waiting: for a decision (status=pending) or for their veto window (status=staged)"
+    );
+    describe_gauge!(
+        "warden_kill_switches",
+        "Kill switches pulled (KillSwitch resources in the configuration)"
+    );
+    describe_counter!(
+        "warden_auth_failures_total",
+        "Requests refused for their bearer token, by reason"
+    );
+    describe_counter!(
+        "warden_auth_rate_limited_total",
+        "Requests answered 429: their source address failed authentication too often"
+    );
+    describe_counter!(
+        "warden_foreign_session_requests_total",
+        "Requests for a 2025-11-25 session that another credential owns (answered as unknown)"
+    );
+    describe_counter!(
+        "warden_mcp_requests_total",
+        "Authenticated requests to the MCP endpoints, by path: stateless (answered on the connection) or streamable (sessions, event streams, everything else)"
+    );
 }
 
 /// The router: every route, with the host check and authentication as middleware layers.
@@ -131,21 +219,19 @@ impl tower::Service<axum::extract::Request> for ListenerService {
         std::task::Poll::Ready(Ok(()))
     }
 
-    #[expect(
-        clippy::result_large_err,
-        reason = "a refusal is moved once, straight into the answer"
-    )]
     fn call(&mut self, mut request: axum::extract::Request) -> Self::Future {
         if request.uri().path() != "/mcp" || !inline::candidate(&request) {
             return Box::pin(tower::ServiceExt::oneshot(self.router.clone(), request));
         }
         #[cfg(test)]
         tests::FAST_PATH.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let refused = hosts::verify(&self.state.hosts, &request).and_then(|()| {
-            auth::verify(&self.state.gateway, &self.state.auth_failures, &mut request)
-        });
+        let state = self.state.clone();
         let endpoint = self.endpoint.clone();
         Box::pin(async move {
+            let refused = match hosts::verify(&state.hosts, &request) {
+                Ok(()) => auth::verify(&state.gateway, &state.auth_failures, &mut request).await,
+                Err(refused) => Err(refused),
+            };
             Ok(match refused {
                 // `candidate` held above: not checked again.
                 Ok(()) => endpoint.serve_candidate(request).await,
@@ -200,6 +286,31 @@ async fn readyz(State(state): State<Arc<AppState>>) -> Response {
 }
 
 async fn metrics(State(state): State<Arc<AppState>>) -> Response {
+    let snapshot = state.gateway.snapshot();
+    // Set here too: the gateway's own updates before the recorder was installed went nowhere.
+    metrics::gauge!("warden_store_up").set(if snapshot.store_ok { 1.0 } else { 0.0 });
+    let kill_switches = snapshot
+        .policy
+        .config
+        .of_kind(warden_core::config::Kind::KillSwitch)
+        .count();
+    metrics::gauge!("warden_kill_switches").set(kill_switches as f64);
+    // Both series are always there: a status with nothing waiting is 0, not missing.
+    let mut waiting = [("pending", 0.0), ("staged", 0.0)];
+    match state.gateway.store().waiting_approvals().await {
+        Ok(counts) => {
+            for (status, n) in counts {
+                if let Some(w) = waiting.iter_mut().find(|w| w.0 == status.as_str()) {
+                    w.1 = n as f64;
+                }
+            }
+            for (status, n) in waiting {
+                metrics::gauge!("warden_approvals_pending", "status" => status).set(n);
+            }
+        }
+        // An unreachable store shows in `warden_store_up`; the last counts stay.
+        Err(e) => tracing::debug!(error = %e, "cannot count the approvals waiting"),
+    }
     for u in state.gateway.upstreams().all() {
         let up = matches!(u.status(), UpstreamStatus::Up { .. });
         metrics::gauge!("warden_upstream_up", "upstream" => u.spec.name.to_string()).set(if up {
@@ -239,7 +350,7 @@ async fn authenticate(
     mut request: Request,
     next: Next,
 ) -> Response {
-    match auth::verify(&state.gateway, &state.auth_failures, &mut request) {
+    match auth::verify(&state.gateway, &state.auth_failures, &mut request).await {
         Ok(()) => next.run(request).await,
         Err(refused) => refused,
     }

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use axum::extract::{ConnectInfo, Request};
 use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use warden_core::principal::{CredentialRejection, looks_like_token};
 use warden_mcp::{AgentRoute, Authenticated, Gateway};
 
 /// Failed authentications allowed per source address and minute.
@@ -30,10 +31,32 @@ static IDENTITY_HEADERS: [HeaderName; 5] = [
     HeaderName::from_static("x-remote-user"),
 ];
 
-/// Counts failed authentications per source.
+/// Counts failed authentications per source, and keeps the store's re-reads for unknown
+/// tokens to one at a time.
 #[derive(Debug, Default)]
 pub(crate) struct FailureLimiter {
     failures: Mutex<HashMap<IpAddr, (Instant, u32)>>,
+    /// When the latest re-read of the store for an unknown token began; held while one runs.
+    reread: tokio::sync::Mutex<Option<Instant>>,
+}
+
+/// Reads the store's revision again for a token the gateway does not know, and reloads when
+/// it moved since the snapshot: a token another process created a moment ago (`warden token
+/// create --data-dir …`) is known at once rather than at the next poll (STORE-1b). Re-reads
+/// run one at a time, and one that began after a request arrived answers for it too, so
+/// however many unknown tokens arrive the store sees at most one revision read at a time.
+async fn reread_store(gateway: &Gateway, limiter: &FailureLimiter) {
+    let asked = Instant::now();
+    let mut latest = limiter.reread.lock().await;
+    if latest.is_some_and(|began| began >= asked) {
+        return;
+    }
+    *latest = Some(Instant::now());
+    match gateway.store().revision().await {
+        Ok(revision) if revision != gateway.snapshot().revision => gateway.refresh().await,
+        Ok(_) => {}
+        Err(e) => tracing::debug!(error = %e, "cannot read the store's revision"),
+    }
 }
 
 impl FailureLimiter {
@@ -61,8 +84,17 @@ impl FailureLimiter {
     }
 }
 
-fn unauthorized(reason: &str) -> Response {
-    let mut response = (StatusCode::UNAUTHORIZED, format!("{reason}\n")).into_response();
+/// A 401 with the reason: the admin API's error shape under `/api/`, one line elsewhere.
+fn unauthorized(reason: &str, api: bool) -> Response {
+    let mut response = if api {
+        (
+            StatusCode::UNAUTHORIZED,
+            axum::Json(serde_json::json!({"error": reason, "code": "UNAUTHENTICATED"})),
+        )
+            .into_response()
+    } else {
+        (StatusCode::UNAUTHORIZED, format!("{reason}\n")).into_response()
+    };
     response.headers_mut().insert(
         header::WWW_AUTHENTICATE,
         HeaderValue::from_static("Bearer realm=\"warden\""),
@@ -72,11 +104,13 @@ fn unauthorized(reason: &str) -> Response {
 
 /// The check itself: puts the credential (and the agent) into `request`'s extensions, or
 /// returns the answer that refuses it.
-#[expect(
-    clippy::result_large_err,
-    reason = "a refusal is moved once, straight into the answer"
-)]
-pub(crate) fn verify(
+///
+/// A token the gateway's in-memory table does not know is looked for once more after the
+/// store is re-read ([`reread_store`]), so that a token created a moment ago by another
+/// process works at once instead of after the next poll. A source past its failure limit is
+/// answered 429 without that second look. A known token never waits for the store, and a
+/// token that exists nowhere gets the same refusal as before, after the same lookup by hash.
+pub(crate) async fn verify(
     gateway: &Gateway,
     failures: &FailureLimiter,
     request: &mut Request,
@@ -104,12 +138,24 @@ pub(crate) fn verify(
                 .trim()
                 .to_owned()
         });
+    let api = request.uri().path().starts_with("/api/");
     let Some(token) = token else {
         return Err(unauthorized(
             "missing bearer token: send `Authorization: Bearer wdn_…`",
+            api,
         ));
     };
+    let blocked = || source.is_some_and(|ip| failures.blocked(ip));
     let credential = match gateway.authenticate(&token) {
+        Err(CredentialRejection::Unknown)
+            if looks_like_token(&token) && gateway.snapshot().loaded && !blocked() =>
+        {
+            reread_store(gateway, failures).await;
+            gateway.authenticate(&token)
+        }
+        other => other,
+    };
+    let credential = match credential {
         Ok(c) => c,
         Err(_) if !gateway.snapshot().loaded => {
             // No credential is known before the store was first read: every token would be
@@ -127,7 +173,7 @@ pub(crate) fn verify(
         }
         Err(e) => {
             if let Some(ip) = source
-                && failures.blocked(ip)
+                && blocked()
             {
                 metrics::counter!("warden_auth_rate_limited_total").increment(1);
                 tracing::warn!(
@@ -145,8 +191,12 @@ pub(crate) fn verify(
                 failures.record(ip);
             }
             metrics::counter!("warden_auth_failures_total", "reason" => e.to_string()).increment(1);
-            tracing::warn!(source = ?source, reason = %e, "authentication failed");
-            return Err(unauthorized(&e.to_string()));
+            tracing::warn!(
+                source = source.map(tracing::field::display),
+                reason = %e,
+                "authentication failed"
+            );
+            return Err(unauthorized(&e.to_string(), api));
         }
     };
     if let Some(agent) = request.uri().path().strip_prefix("/mcp/agents/") {

@@ -60,8 +60,10 @@ pub(crate) struct McpEndpoint<S> {
     served: Arc<Served>,
 }
 
-/// `warden_mcp_requests_total` by how a request was served, registered once: looked up by
-/// name and label on every request, the counter showed in the profile.
+/// `warden_mcp_requests_total` by the path a request took, registered once: looked up by
+/// name and label on every request, the counter showed in the profile. `stateless`: answered
+/// here, on the connection's task; `streamable`: by rmcp's Streamable HTTP server (sessions,
+/// event streams, every other request).
 struct Served {
     inline: metrics::Counter,
     rmcp: metrics::Counter,
@@ -81,8 +83,8 @@ where
             sessions,
             peer: Arc::new(OnceLock::new()),
             served: Arc::new(Served {
-                inline: metrics::counter!("warden_mcp_requests_total", "served" => "inline"),
-                rmcp: metrics::counter!("warden_mcp_requests_total", "served" => "rmcp"),
+                inline: metrics::counter!("warden_mcp_requests_total", "path" => "stateless"),
+                rmcp: metrics::counter!("warden_mcp_requests_total", "path" => "streamable"),
             }),
         }
     }

@@ -38,7 +38,20 @@ pub struct Bound {
 impl Bound {
     /// Binds the address (`127.0.0.1:0` picks a free port).
     pub async fn bind(addr: SocketAddr, state: Arc<AppState>) -> anyhow::Result<Self> {
-        let listener = listen(addr).map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
+        let listener = listen(addr).map_err(|e| listen_error(addr, &e))?;
+        Self::on(listener, state)
+    }
+
+    /// Listens on `addr` for [`Bound::on`] ([`listen`]), with an error that names the address
+    /// and says what to do.
+    pub fn listener(addr: SocketAddr) -> anyhow::Result<TcpListener> {
+        listen(addr).map_err(|e| listen_error(addr, &e))
+    }
+
+    /// Serves on `listener`, bound before: `warden serve` binds its address first, so that a
+    /// port in use is refused before the gateway starts upstream processes or a new store
+    /// hands out its first admin token.
+    pub fn on(listener: TcpListener, state: Arc<AppState>) -> anyhow::Result<Self> {
         state
             .runner
             .set_base_url(format!("http://{}", listener.local_addr()?));
@@ -259,6 +272,26 @@ async fn serve_listener(
     Ok(())
 }
 
+/// Why `addr` cannot be listened on, in one line that says what to do (OPS-4).
+fn listen_error(addr: SocketAddr, e: &std::io::Error) -> anyhow::Error {
+    match e.kind() {
+        std::io::ErrorKind::AddrInUse => anyhow::anyhow!(
+            "cannot listen on {addr}: port {} is in use (another `warden serve`?); stop that \
+             process or choose another address with --listen",
+            addr.port()
+        ),
+        std::io::ErrorKind::AddrNotAvailable => anyhow::anyhow!(
+            "cannot listen on {addr}: no interface of this machine has that address; choose \
+             another with --listen"
+        ),
+        std::io::ErrorKind::PermissionDenied => anyhow::anyhow!(
+            "cannot listen on {addr}: permission denied (ports below 1024 need privileges); \
+             choose another with --listen"
+        ),
+        _ => anyhow::anyhow!("cannot listen on {addr}: {e}"),
+    }
+}
+
 /// How many connections may wait to be accepted.
 const BACKLOG: u32 = 1024;
 
@@ -306,6 +339,21 @@ fn socket_for(addr: SocketAddr) -> std::io::Result<tokio::net::TcpSocket> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_port_in_use_is_refused_with_the_port_named_and_what_to_do() {
+        let first = listen("127.0.0.1:0".parse().unwrap()).unwrap();
+        let addr = first.local_addr().unwrap();
+        let e = Bound::listener(addr).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "cannot listen on {addr}: port {} is in use (another `warden serve`?); stop that \
+                 process or choose another address with --listen",
+                addr.port()
+            )
+        );
+    }
 
     #[tokio::test]
     async fn a_port_in_use_is_refused_although_serving_threads_share_theirs() {

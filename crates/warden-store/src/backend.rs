@@ -81,6 +81,14 @@ impl Backend {
         dispatch!(self, b => b.query_audit(filter).await)
     }
 
+    pub(crate) async fn count_audit(&self, filter: &AuditFilter) -> Result<i64, StoreError> {
+        dispatch!(self, b => b.count_audit(filter).await)
+    }
+
+    pub(crate) async fn waiting_approvals(&self) -> Result<Vec<(String, i64)>, StoreError> {
+        dispatch!(self, b => b.waiting_approvals().await)
+    }
+
     pub(crate) async fn insert_checkpoint(
         &self,
         c: &warden_core::audit::checkpoint::Checkpoint,

@@ -15,6 +15,7 @@ mod health;
 mod location;
 mod migrations;
 mod postgres;
+mod reads;
 mod rows;
 mod sink;
 mod sql;
@@ -600,7 +601,17 @@ impl Store {
     /// Verifies the whole chain (AUD-2): `Ok(n)` with the number of records, or the first
     /// record that breaks it.
     pub async fn verify_audit(&self) -> Result<Result<i64, ChainBreak>, StoreError> {
+        self.verify_audit_with(|_| {}).await
+    }
+
+    /// [`Store::verify_audit`], telling `progress` how many records are verified after each
+    /// page (for a progress bar; the head's `seq` from [`Store::audit_head`] is the total).
+    pub async fn verify_audit_with(
+        &self,
+        mut progress: impl FnMut(u64),
+    ) -> Result<Result<i64, ChainBreak>, StoreError> {
         const PAGE: i64 = 5_000;
+        let mut verified = 0_u64;
         self.sink.settle_for_read().await?;
         let mut verifier = ChainVerifier::default();
         let mut after = 0;
@@ -620,7 +631,9 @@ impl Store {
                 if let Err(b) = verifier.push(&record) {
                     return Ok(Err(b));
                 }
+                verified += 1;
             }
+            progress(verified);
             match last_seq {
                 Some(seq) if full => after = seq,
                 _ => break,
@@ -686,7 +699,8 @@ impl Store {
     ) -> Result<Vec<RunSummary>, StoreError> {
         let records = self.audit(&views::run_records(agent, limit)).await?;
         let agent_runs = self.agent_runs(agent, limit).await?;
-        Ok(views::summaries(records, agent_runs, limit))
+        self.with_call_status(views::summaries(records, agent_runs, limit))
+            .await
     }
 
     /// One run in detail; `None` when no such run exists.

@@ -33,7 +33,9 @@ pub struct AuditFilter {
     pub since: Option<Millis>,
     /// Before this time.
     pub until: Option<Millis>,
-    /// Records after this sequence number.
+    /// A cursor: only records after this sequence number in the listing's order — higher
+    /// sequence numbers oldest first, lower ones with `newest_first` — to page through a
+    /// long listing from the last record of the page before.
     pub after_seq: Option<i64>,
     /// At most this many (default 100).
     pub limit: Option<i64>,

@@ -164,6 +164,27 @@ macro_rules! shared_operations {
             let mut qb = sqlx::QueryBuilder::<$db>::new("SELECT ");
             qb.push($crate::rows::AUDIT_COLUMNS);
             qb.push(" FROM audit WHERE 1 = 1");
+            Self::audit_conditions(&mut qb, f);
+            qb.push(if f.newest_first { " ORDER BY seq DESC" } else { " ORDER BY seq ASC" });
+            qb.push(" LIMIT ").push_bind(f.limit.unwrap_or(100).clamp(1, 1_000_000));
+            Ok(qb.build_query_as().fetch_all(&self.pool).await?)
+        }
+
+        /// How many records match `f`, whatever its limit and order.
+        pub(crate) async fn count_audit(
+            &self,
+            f: &$crate::rows::AuditFilter,
+        ) -> Result<i64, StoreError> {
+            let mut qb = sqlx::QueryBuilder::<$db>::new("SELECT COUNT(*) FROM audit WHERE 1 = 1");
+            Self::audit_conditions(&mut qb, f);
+            Ok(qb.build_query_scalar().fetch_one(&self.pool).await?)
+        }
+
+        /// The `AND …` conditions of `f`.
+        fn audit_conditions(
+            qb: &mut sqlx::QueryBuilder<$db>,
+            f: &$crate::rows::AuditFilter,
+        ) {
             let text_filters = [
                 ("run_id", &f.run_id),
                 ("principal", &f.principal),
@@ -185,11 +206,9 @@ macro_rules! shared_operations {
                 qb.push(" AND at < ").push_bind(until.0);
             }
             if let Some(after) = f.after_seq {
-                qb.push(" AND seq > ").push_bind(after);
+                qb.push(if f.newest_first { " AND seq < " } else { " AND seq > " })
+                    .push_bind(after);
             }
-            qb.push(if f.newest_first { " ORDER BY seq DESC" } else { " ORDER BY seq ASC" });
-            qb.push(" LIMIT ").push_bind(f.limit.unwrap_or(100).clamp(1, 1_000_000));
-            Ok(qb.build_query_as().fetch_all(&self.pool).await?)
         }
 
         pub(crate) async fn scan_audit(
@@ -409,6 +428,16 @@ macro_rules! shared_operations {
             }
             qb.push(" ORDER BY created_at, id LIMIT ").push_bind(f.limit.unwrap_or(100).clamp(1, 100_000));
             Ok(qb.build_query_as().fetch_all(&self.pool).await?)
+        }
+
+        /// Parked calls waiting for a decision or their veto window, by status.
+        pub(crate) async fn waiting_approvals(&self) -> Result<Vec<(String, i64)>, StoreError> {
+            Ok(sqlx::query_as(
+                "SELECT status, COUNT(*) FROM approvals WHERE status IN ('pending', 'staged') \
+                 GROUP BY status",
+            )
+            .fetch_all(&self.pool)
+            .await?)
         }
 
         pub(crate) async fn transition(

@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::Value;
 use warden_core::audit::{AuditRecord, RecordKind};
 
-use crate::rows::{AgentRun, AuditFilter};
+use crate::rows::{AgentRun, AuditFilter, AuditRow};
 
 /// One line of `warden get runs`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -23,7 +23,10 @@ pub struct RunSummary {
     pub principal: Option<String>,
     /// The agent, if a run of an agent.
     pub agent: Option<String>,
-    /// Lifecycle of an unattended run: queued, running, succeeded, failed, timed_out.
+    /// Where the run stands. An unattended agent run: its lifecycle (queued, running,
+    /// succeeded, failed, timed_out). Any other run, which has no end: its last call's —
+    /// `executed`, `failed`, `cancelled`, `interrupted`, … (its outcome), `denied`,
+    /// `pending_approval`, or `open` while that call has no outcome yet.
     pub status: Option<String>,
 }
 
@@ -179,4 +182,22 @@ pub(crate) fn detail(
         lifecycle,
         calls,
     })
+}
+
+/// The status of a run without a lifecycle, from its newest audit record (see
+/// [`RunSummary::status`]).
+pub(crate) fn call_status(newest: Option<&AuditRow>) -> String {
+    let Some(row) = newest else {
+        return "open".into();
+    };
+    let decision = row.decision.as_deref().unwrap_or_default();
+    match row.kind.as_str() {
+        "outcome" if !decision.is_empty() => decision.to_owned(),
+        "decision" => match decision {
+            "deny" => "denied".into(),
+            "park" | "stage" => "pending_approval".into(),
+            _ => "open".into(),
+        },
+        _ => "open".into(),
+    }
 }

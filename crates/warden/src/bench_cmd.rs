@@ -4,6 +4,7 @@ use warden_bench::{Amount, BenchOptions, Era, Mix, Op, Tools};
 
 use crate::cli::{BenchArgs, BenchCommand, Output};
 use crate::common::{location, open, open_existing, usage};
+use crate::progress::Progress;
 use crate::serve;
 
 pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<()> {
@@ -38,13 +39,18 @@ pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<()> {
         Some(BenchCommand::FillAudit(a)) => {
             let store = open(&location(&a.store)?).await?;
             let step = (a.records / 20).max(100_000);
+            // A bar on a terminal; elsewhere (logs, CI) a line now and then.
+            let progress = Progress::new(a.records, "records appended");
             let filled = warden_bench::seed::fill_audit(&store, a.records, a.calls_per_run, |n| {
-                if n % step < 20_000 || n == a.records {
+                if progress.shown() {
+                    progress.set(n);
+                } else if n % step < 20_000 || n == a.records {
                     eprintln!("fill-audit: {n} records");
                 }
             })
             .await
             .map_err(anyhow::Error::msg)?;
+            progress.finish();
             println!("{}", serde_json::to_string_pretty(&filled)?);
             Ok(())
         }

@@ -1,10 +1,12 @@
 //! `warden apply|get|delete|kill|config`: declarative configuration on the store (OPS-2).
 
 use warden_core::config::{
-    AgentSpec, Config, KillScope, KillSwitchSpec, Kind, Located, Resource, json_schema,
+    AgentSpec, BUILTIN_ADMIN_ROLE, Config, ConfigError, KillScope, KillSwitchSpec, Kind, Located,
+    Resource, json_schema,
 };
 use warden_core::name::Name;
 use warden_core::principal::Subject;
+use warden_store::Store;
 
 use crate::cli::{ApplyArgs, ConfigCommand, DeleteArgs, GetArgs, KillArgs, Output};
 use crate::common::{
@@ -74,9 +76,13 @@ pub(crate) async fn get(args: GetArgs) -> anyhow::Result<()> {
     let store = open_existing(&location(&args.store)?).await?;
     let (config, _) = store.load_config().await?;
     let mut resources: Vec<&Resource> = config.of_kind(kind).collect();
+    // The built-in role is no resource (it cannot be applied), but a listing of roles shows it.
+    let builtin = kind == Kind::Role
+        && args.output == Output::Table
+        && args.name.as_deref().is_none_or(|n| n == BUILTIN_ADMIN_ROLE);
     if let Some(name) = &args.name {
         resources.retain(|r| &r.key() == name);
-        if resources.is_empty() {
+        if resources.is_empty() && !builtin {
             return Err(anyhow::anyhow!("no {kind} named `{name}`"));
         }
     }
@@ -90,7 +96,17 @@ pub(crate) async fn get(args: GetArgs) -> anyhow::Result<()> {
         }
         Output::Yaml => output::yaml_docs(&resources),
         Output::Table => {
-            let (header, rows) = rows(kind, &resources);
+            let (header, mut rows) = rows(kind, &resources);
+            if builtin {
+                rows.insert(
+                    0,
+                    vec![
+                        BUILTIN_ADMIN_ROLE.to_owned(),
+                        "*".into(),
+                        "built-in: every capability".into(),
+                    ],
+                );
+            }
             if rows.is_empty() {
                 eprintln!("no {kind} resources");
             } else {
@@ -121,7 +137,7 @@ fn rows(kind: Kind, resources: &[&Resource]) -> (Vec<&'static str>, Vec<Vec<Stri
     let header: Vec<&'static str> = match kind {
         Kind::User => vec!["NAME", "GROUPS"],
         Kind::ServiceAccount => vec!["NAME", "DESCRIPTION"],
-        Kind::Role => vec!["NAME", "PERMISSIONS"],
+        Kind::Role => vec!["NAME", "PERMISSIONS", "DESCRIPTION"],
         Kind::RoleBinding => vec!["NAME", "ROLE", "SUBJECT"],
         Kind::Project => vec!["NAME", "PROMPTS", "DOCUMENTS"],
         Kind::Upstream => vec!["NAME", "PROJECT", "TRANSPORT", "TARGET"],
@@ -139,7 +155,7 @@ fn rows(kind: Kind, resources: &[&Resource]) -> (Vec<&'static str>, Vec<Vec<Stri
             match r {
                 Resource::User(u) => vec![key, join(&u.groups)],
                 Resource::ServiceAccount(s) => vec![key, opt(&s.description)],
-                Resource::Role(x) => vec![key, join(&x.permissions)],
+                Resource::Role(x) => vec![key, join(&x.permissions), opt(&x.description)],
                 Resource::RoleBinding(b) => vec![key, b.role.to_string(), b.subject.to_string()],
                 Resource::Project(p) => vec![
                     key,
@@ -194,16 +210,58 @@ fn rows(kind: Kind, resources: &[&Resource]) -> (Vec<&'static str>, Vec<Vec<Stri
 pub(crate) async fn delete(args: DeleteArgs) -> anyhow::Result<()> {
     let kind = parse_kind(&args.kind)?;
     let store = open_existing(&location(&args.store)?).await?;
-    let (config, _) = store.load_config().await?;
-    if !config.contains(kind, &args.name) {
-        return Err(anyhow::anyhow!("no {kind} named `{}`", args.name));
-    }
-    store
-        .delete(kind, &args.name, &cli_actor(), now())
-        .await?
-        .map_err(|e| config_errors(&e))?;
+    delete_resource(&store, kind, &args.name).await?;
     println!("{kind}/{} deleted", args.name);
     Ok(())
+}
+
+/// Deletes one resource, or says what still references it (exit status 2).
+pub(crate) async fn delete_resource(store: &Store, kind: Kind, key: &str) -> anyhow::Result<()> {
+    if kind == Kind::Role && key == BUILTIN_ADMIN_ROLE {
+        return Err(usage(format!(
+            "role `{key}` is built in and cannot be deleted"
+        )));
+    }
+    let (config, _) = store.load_config().await?;
+    if !config.contains(kind, key) {
+        return Err(anyhow::anyhow!("no {kind} named `{key}`"));
+    }
+    store
+        .delete(kind, key, &cli_actor(), now())
+        .await?
+        .map_err(|errors| usage(still_referenced(kind, key, &errors)))?;
+    Ok(())
+}
+
+/// Why a resource cannot be deleted, from what the configuration without it gets wrong: the
+/// resources (and fields) that name it. As `warden delete` spells kinds:
+/// "project `demo` is still referenced by upstream `notes` (field `project`); delete that
+/// first".
+fn still_referenced(kind: Kind, key: &str, errors: &[ConfigError]) -> String {
+    let mut by: Vec<String> = Vec::new();
+    for e in errors {
+        // `Upstream `notes``, as the configuration names resources.
+        let resource = e.resource.as_deref().map_or_else(
+            || "another resource".to_owned(),
+            |r| match r.split_once(' ') {
+                Some((kind, name)) => format!("{} {name}", kind.to_ascii_lowercase()),
+                None => r.to_owned(),
+            },
+        );
+        let line = match &e.field {
+            Some(field) => format!("{resource} (field `{field}`)"),
+            None => resource,
+        };
+        if !by.contains(&line) {
+            by.push(line);
+        }
+    }
+    let which = if by.len() == 1 { "that" } else { "those" };
+    format!(
+        "{} `{key}` is still referenced by {}; delete {which} first",
+        kind.as_str().to_ascii_lowercase(),
+        by.join(", ")
+    )
 }
 
 fn name_arg(flag: &str, value: &str) -> anyhow::Result<Name> {
@@ -266,5 +324,41 @@ pub(crate) fn config(cmd: ConfigCommand) -> anyhow::Result<()> {
             println!("{n} resources are valid");
             Ok(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_delete_names_what_still_references_it() {
+        let error = |resource: &str, field: Option<&str>| ConfigError {
+            file: Some("store".into()),
+            document: None,
+            resource: Some(resource.into()),
+            field: field.map(Into::into),
+            message: "no Project named `demo`".into(),
+        };
+        assert_eq!(
+            still_referenced(
+                Kind::Project,
+                "demo",
+                &[error("Upstream `notes`", Some("project"))]
+            ),
+            "project `demo` is still referenced by upstream `notes` (field `project`); delete that first"
+        );
+        assert_eq!(
+            still_referenced(
+                Kind::Project,
+                "demo",
+                &[
+                    error("Upstream `notes`", Some("project")),
+                    error("ToolPolicy `demo:notes__add_note`", Some("project")),
+                    error("Upstream `notes`", Some("project")),
+                ]
+            ),
+            "project `demo` is still referenced by upstream `notes` (field `project`), toolpolicy `demo:notes__add_note` (field `project`); delete those first"
+        );
     }
 }

@@ -8,27 +8,33 @@ mod cli;
 mod common;
 mod config_cmd;
 mod output;
+mod progress;
 mod remote;
 mod runs_cmd;
 mod serve;
 mod stdio;
 mod tasks_cmd;
+mod telemetry;
 mod token_cmd;
 
 use std::process::ExitCode;
 
-use clap::Parser as _;
+use clap::{CommandFactory as _, FromArgMatches as _};
 
 pub use cli::Cli;
-use cli::{Command, LogFormat};
+use cli::Command;
 pub use common::{UsageError, default_data_dir};
 use common::{location, open};
 
 /// Runs the command line and returns the exit status (0 ok, 1 runtime failure, 2 usage or
 /// configuration error).
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+    output::quiet_when_stdout_closes();
+    let parsed = Cli::command()
+        .try_get_matches()
+        .and_then(|matches| Cli::from_arg_matches(&matches).map(|cli| (cli, matches)));
+    let (cli, matches) = match parsed {
+        Ok(parsed) => parsed,
         Err(e) => {
             let _ = e.print();
             return if e.use_stderr() {
@@ -38,7 +44,7 @@ pub fn main() -> ExitCode {
             };
         }
     };
-    init_tracing(cli.log_format, &cli.log);
+    common::note_data_dir_source(&matches);
     warden_mcp::http_client::install_tls();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -50,8 +56,22 @@ pub fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    match runtime.block_on(run(cli)) {
+    let telemetry = {
+        let _runtime = runtime.enter();
+        telemetry::init(cli.log_format, &cli.log, cli.command.otlp_endpoint())
+    };
+    let result = match telemetry {
+        Ok(telemetry) => {
+            let result = runtime.block_on(run(cli));
+            telemetry.shutdown();
+            result
+        }
+        Err(e) => Err(e),
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader of stdout went away (`| head`): it has what it wanted.
+        Err(e) if output::is_stdout_closed(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
             if e.downcast_ref::<UsageError>().is_some() {
@@ -61,20 +81,6 @@ pub fn main() -> ExitCode {
             }
         }
     }
-}
-
-fn init_tracing(format: LogFormat, filter: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_new(filter)
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    use std::io::IsTerminal as _;
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(std::io::stderr);
-    let _ = match format {
-        LogFormat::Pretty => builder.with_target(false).try_init(),
-        LogFormat::Json => builder.json().try_init(),
-    };
 }
 
 /// Runs one parsed command.

@@ -1,6 +1,78 @@
-//! Output helpers: aligned tables, timestamps, JSON and YAML.
+//! Output helpers: aligned tables, timestamps, JSON and YAML, and what happens when stdout's
+//! reader goes away.
+//!
+//! Rust ignores `SIGPIPE`, so a write to a closed pipe (`warden audit -o json | head -1`) is an
+//! error, and `println!` panics on it. Writing to a closed stdout is not a failure of the
+//! command: the reader has what it wanted. [`quiet_when_stdout_closes`] (for the print macros)
+//! and [`StdoutClosed`] (for writes that return errors) end the command with exit status 0
+//! and nothing on stderr, for every command.
+
+use std::io::Write as _;
 
 use warden_core::time::Millis;
+
+/// Stdout's reader went away: the command ends quietly, exit status 0 (see the module docs).
+#[derive(Debug)]
+pub(crate) struct StdoutClosed;
+
+impl std::fmt::Display for StdoutClosed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("stdout was closed by its reader")
+    }
+}
+
+impl std::error::Error for StdoutClosed {}
+
+/// A failed write to stdout as the command's error: [`StdoutClosed`] for a closed pipe.
+pub(crate) fn stdout_error(e: std::io::Error) -> anyhow::Error {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        anyhow::Error::new(StdoutClosed)
+    } else {
+        anyhow::Error::new(e).context("failed to write to stdout")
+    }
+}
+
+/// Whether `e` is [`StdoutClosed`].
+pub(crate) fn is_stdout_closed(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<StdoutClosed>().is_some()
+}
+
+/// The message std's print macros panic with when stdout is a closed pipe.
+fn closed_stdout_panic(message: &str) -> bool {
+    let Some(error) = message.strip_prefix("failed printing to stdout: ") else {
+        return false;
+    };
+    // EPIPE (32 on Linux, macOS and the BSDs); ERROR_BROKEN_PIPE and ERROR_NO_DATA on Windows.
+    let codes: &[i32] = if cfg!(windows) { &[109, 232] } else { &[32] };
+    codes
+        .iter()
+        .any(|code| error == std::io::Error::from_raw_os_error(*code).to_string())
+}
+
+/// Makes a print macro's panic on a closed stdout end the process quietly with exit status 0;
+/// every other panic is reported as before.
+pub(crate) fn quiet_when_stdout_closes() {
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if closed_stdout_panic(message) {
+            std::process::exit(0);
+        }
+        report(info);
+    }));
+}
+
+/// Lines on stdout that must not end the process when nobody reads them any more (what
+/// `warden serve` prints at start, before serving for hours).
+pub(crate) fn announce(line: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}").and_then(|()| out.flush());
+}
 
 /// Prints rows as aligned columns under a header.
 pub(crate) fn table(header: &[&str], rows: &[Vec<String>]) {
@@ -88,6 +160,27 @@ mod tests {
             ],
         );
         assert_eq!(out, "NAME       X\na          1\nlong-name  2\n");
+    }
+
+    #[test]
+    fn only_a_closed_stdout_is_a_quiet_end() {
+        let closed = format!(
+            "failed printing to stdout: {}",
+            std::io::Error::from_raw_os_error(if cfg!(windows) { 232 } else { 32 })
+        );
+        assert!(closed_stdout_panic(&closed));
+        assert!(!closed_stdout_panic(
+            "failed printing to stdout: No space left on device (os error 28)"
+        ));
+        assert!(!closed_stdout_panic("index out of bounds"));
+        let e = stdout_error(std::io::Error::from(std::io::ErrorKind::BrokenPipe));
+        assert!(is_stdout_closed(&e));
+        let e = stdout_error(std::io::Error::other("the disk is full"));
+        assert!(!is_stdout_closed(&e));
+        assert_eq!(
+            format!("{e:#}"),
+            "failed to write to stdout: the disk is full"
+        );
     }
 
     #[test]

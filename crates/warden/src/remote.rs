@@ -252,10 +252,26 @@ pub(crate) async fn run_agent(args: RunAgentArgs) -> anyhow::Result<()> {
     }
 }
 
-fn show_approvals(list: &[Value], output: Output) -> anyhow::Result<()> {
+/// An approval as the CLI shows it: its references (`requestedBy`, `decidedBy`, APR-3) and
+/// its `result` as the JSON they hold, not as strings of JSON.
+fn approval_view(mut a: Value) -> Value {
+    if let Some(fields) = a.as_object_mut() {
+        for key in ["requestedBy", "decidedBy", "result"] {
+            if let Some(Value::String(text)) = fields.get(key)
+                && let Ok(parsed) = serde_json::from_str::<Value>(text)
+            {
+                fields.insert(key.into(), parsed);
+            }
+        }
+    }
+    a
+}
+
+fn show_approvals(list: Vec<Value>, output: Output) -> anyhow::Result<()> {
+    let list: Vec<Value> = list.into_iter().map(approval_view).collect();
     match output {
         Output::Json => output::json(&list),
-        Output::Yaml => output::yaml_docs(list),
+        Output::Yaml => output::yaml_docs(&list),
         Output::Table => {
             let s = |v: &Value| v.as_str().map_or_else(|| "-".to_owned(), str::to_owned);
             let rows: Vec<Vec<String>> = list
@@ -287,8 +303,12 @@ fn show_approvals(list: &[Value], output: Output) -> anyhow::Result<()> {
     }
 }
 
-fn show_approval(a: &Value, output: Output) -> anyhow::Result<()> {
+/// One approval: one object (JSON, YAML) or its fields (table).
+fn show_approval(a: Value, output: Output) -> anyhow::Result<()> {
+    let a = &approval_view(a);
     match output {
+        Output::Json => output::json(a),
+        Output::Yaml => output::yaml_docs(std::slice::from_ref(a)),
         Output::Table => {
             let s = |k: &str| {
                 f(a, k)
@@ -322,7 +342,6 @@ fn show_approval(a: &Value, output: Output) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        other => show_approvals(std::slice::from_ref(a), other),
     }
 }
 
@@ -335,7 +354,10 @@ pub(crate) async fn approvals(cmd: ApprovalsCommand) -> anyhow::Result<()> {
             };
             let list = request(&args.remote, reqwest::Method::GET, &path, None).await?;
             show_approvals(
-                list.as_array().map(Vec::as_slice).unwrap_or_default(),
+                match list {
+                    Value::Array(list) => list,
+                    _ => Vec::new(),
+                },
                 args.output,
             )
         }
@@ -347,7 +369,7 @@ pub(crate) async fn approvals(cmd: ApprovalsCommand) -> anyhow::Result<()> {
                 None,
             )
             .await?;
-            show_approval(&a, args.output)
+            show_approval(a, args.output)
         }
         ApprovalsCommand::Approve(args) => decide(args, "approve").await,
         ApprovalsCommand::Reject(args) => decide(args, "reject").await,
@@ -364,5 +386,5 @@ async fn decide(args: crate::cli::ApprovalDecideArgs, verb: &str) -> anyhow::Res
         Some(body),
     )
     .await?;
-    show_approval(&a, args.output)
+    show_approval(a, args.output)
 }

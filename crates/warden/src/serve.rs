@@ -13,8 +13,10 @@ use warden_store::{AuditKey, Location};
 use crate::checkpoints;
 use crate::cli::ServeArgs;
 use crate::common::{
-    audit_key_path, config_errors, location, now, open_serving, read_config_files, usage,
+    SERVING_FILE, audit_key_path, config_errors, location, now, open_serving, read_config_files,
+    usage,
 };
+use crate::output;
 
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     if cfg!(debug_assertions) {
@@ -28,6 +30,9 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let location = location(&args.store)?;
     // Configuration files are read before anything else: a bad file changes nothing.
     let resources = read_config_files(&args.config)?;
+    // Then the address: a port in use is refused before a new store is created (with an
+    // admin token nobody would see) and before any upstream process is started.
+    let listener = Bound::listener(args.listen)?;
     let store = Arc::new(open_serving(&location).await?);
     tracing::info!(store = %location.display(), backend = store.backend_name(), "store opened");
     let key_path = audit_key_path(args.audit_key.as_deref(), &location)?;
@@ -72,12 +77,23 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         Location::Url(_) => crate::common::default_data_dir()?.join("environments"),
     };
     state.runner.set_environments(environments);
-    let bound = Bound::bind(args.listen, state).await?;
+    let bound = Bound::on(listener, state)?;
     let addr = bound.local_addr()?;
-    println!("mcp: http://{addr}/mcp");
-    println!("console: http://{addr}/");
+    // Which server uses this data directory, for the CLI's commands on it (`common.rs`).
+    let serving = match &location {
+        Location::DataDir(dir) => Some(dir.join(SERVING_FILE)),
+        Location::Url(_) => None,
+    };
+    if let Some(file) = &serving
+        && let Err(e) = std::fs::write(file, format!("{addr}\n"))
+    {
+        tracing::debug!(file = %file.display(), error = %e, "cannot note the serving address");
+    }
+    // Nobody reading these lines any more is no reason to stop serving.
+    output::announce(&format!("mcp: http://{addr}/mcp"));
+    output::announce(&format!("console: http://{addr}/"));
     if let Some(token) = admin {
-        println!("admin token: {}", token.secret);
+        output::announce(&format!("admin token: {}", token.secret));
     }
     let shutdown = CancellationToken::new();
     let signal = shutdown.clone();
@@ -101,6 +117,9 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     checkpoints::sign(gateway.store(), &key).await;
     // Inserts what is still spooled, so that the store is whole when the process ends.
     gateway.store().close().await;
+    if let Some(file) = &serving {
+        let _ = std::fs::remove_file(file);
+    }
     result
 }
 

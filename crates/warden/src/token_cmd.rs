@@ -3,7 +3,8 @@
 use warden_core::capability::{Capability, CapabilitySet, validate_capability};
 use warden_core::config::Kind;
 use warden_core::name::Name;
-use warden_core::principal::{CredentialKind, Principal};
+use warden_core::principal::{Credential, CredentialKind, CredentialRejection, Principal};
+use warden_core::time::Millis;
 use warden_store::TokenRequest;
 
 use crate::cli::{Output, TokenCommand};
@@ -63,14 +64,13 @@ pub(crate) async fn run(cmd: TokenCommand) -> anyhow::Result<()> {
                 kind: CredentialKind::ApiKey,
             };
             let token = store.create_token(request, &cli_actor(), now()).await?;
+            let view = TokenView::of(&token.credential, now(), Some(&token.secret));
             match args.output {
-                Output::Json => output::json(&serde_json::json!({
-                    "id": token.credential.id,
-                    "secret": token.secret,
-                    "principal": token.credential.principal.to_string(),
-                    "expiresAt": token.credential.expires_at.map(output::time),
-                })),
-                _ => {
+                Output::Json => output::json(&view),
+                Output::Yaml => output::yaml_docs(&[view]),
+                Output::Table => {
+                    // The credential alone on stdout (SPEC Appendix B); its id beside it.
+                    eprintln!("created {} (shown once below)", token.credential.id);
                     println!("{}", token.secret);
                     Ok(())
                 }
@@ -80,33 +80,28 @@ pub(crate) async fn run(cmd: TokenCommand) -> anyhow::Result<()> {
             let store = open_existing(&location(&args.store)?).await?;
             let credentials = store.credentials().await?;
             let now = now();
+            let views: Vec<TokenView<'_>> = credentials
+                .iter()
+                .map(|c| TokenView::of(c, now, None))
+                .collect();
             match args.output {
-                Output::Json => output::json(&credentials),
-                Output::Yaml => output::yaml_docs(&credentials),
+                Output::Json => output::json(&views),
+                Output::Yaml => output::yaml_docs(&views),
                 Output::Table => {
-                    let rows: Vec<Vec<String>> = credentials
+                    let list = |items: &Option<Vec<&str>>| {
+                        items.as_ref().map_or("*".into(), |items| items.join(","))
+                    };
+                    let rows: Vec<Vec<String>> = views
                         .iter()
-                        .map(|c| {
-                            let status = match c.check_usable(now) {
-                                Ok(()) => "active".to_owned(),
-                                Err(e) => e.to_string().replace("token ", ""),
-                            };
+                        .map(|t| {
                             vec![
-                                c.id.clone(),
-                                c.principal.to_string(),
-                                c.projects.as_ref().map_or("*".into(), |p| {
-                                    p.iter().map(Name::as_str).collect::<Vec<_>>().join(",")
-                                }),
-                                c.scopes.as_ref().map_or("*".into(), |s| {
-                                    s.patterns()
-                                        .iter()
-                                        .map(Capability::as_str)
-                                        .collect::<Vec<_>>()
-                                        .join(",")
-                                }),
-                                output::time(c.created_at),
-                                c.expires_at.map_or("never".into(), output::time),
-                                status,
+                                t.id.to_owned(),
+                                t.principal.clone(),
+                                list(&t.projects),
+                                list(&t.scopes),
+                                t.created_at.clone(),
+                                t.expires_at.clone().unwrap_or_else(|| "never".into()),
+                                t.status.to_owned(),
                             ]
                         })
                         .collect();
@@ -131,6 +126,61 @@ pub(crate) async fn run(cmd: TokenCommand) -> anyhow::Result<()> {
                     args.id
                 ))
             }
+        }
+    }
+}
+
+/// A token as `token list` and `token create` show it: one shape for both (camelCase, RFC
+/// 3339 times), the secret only when just created.
+#[derive(Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TokenView<'a> {
+    id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    secret: Option<&'a str>,
+    /// `api_key`, or `run` for an agent run's credential.
+    kind: &'static str,
+    principal: String,
+    /// `null`: all of the owner's projects.
+    projects: Option<Vec<&'a str>>,
+    /// `null`: all of the owner's capabilities.
+    scopes: Option<Vec<&'a str>>,
+    created_at: String,
+    expires_at: Option<String>,
+    revoked_at: Option<String>,
+    description: Option<&'a str>,
+    /// `active`, `revoked` or `expired`.
+    status: &'static str,
+}
+
+impl<'a> TokenView<'a> {
+    fn of(c: &'a Credential, now: Millis, secret: Option<&'a str>) -> Self {
+        Self {
+            id: &c.id,
+            secret,
+            kind: match c.kind {
+                CredentialKind::ApiKey => "api_key",
+                CredentialKind::Run => "run",
+            },
+            principal: c.principal.to_string(),
+            projects: c
+                .projects
+                .as_ref()
+                .map(|p| p.iter().map(Name::as_str).collect()),
+            scopes: c
+                .scopes
+                .as_ref()
+                .map(|s| s.patterns().iter().map(Capability::as_str).collect()),
+            created_at: output::time(c.created_at),
+            expires_at: c.expires_at.map(output::time),
+            revoked_at: c.revoked_at.map(output::time),
+            description: c.description.as_deref(),
+            status: match c.check_usable(now) {
+                Ok(()) => "active",
+                Err(CredentialRejection::Revoked) => "revoked",
+                Err(CredentialRejection::Expired) => "expired",
+                Err(_) => "unusable",
+            },
         }
     }
 }

@@ -199,7 +199,14 @@ async fn an_approval_executes_once_cannot_be_replayed_and_changed_arguments_need
     assert_ne!(other, id);
     // The decision is in the audit chain, with both principals.
     let out = cli(
-        &["audit", "--decision", "approve", "-o", "json"],
+        &[
+            "audit",
+            "--decision",
+            "approve",
+            "--oldest-first",
+            "-o",
+            "json",
+        ],
         &w.store_args(),
     );
     let line: Value =
@@ -687,7 +694,10 @@ async fn kill_9_loses_no_acknowledged_audit_record() {
     served.child.wait().unwrap();
     drop(client);
     let outcomes = |store_args: &[String]| -> usize {
-        let out = cli(&["audit", "--kind", "outcome", "-o", "json"], store_args);
+        let out = cli(
+            &["audit", "--kind", "outcome", "--oldest-first", "-o", "json"],
+            store_args,
+        );
         assert!(
             out.status.success(),
             "{}",

@@ -283,7 +283,10 @@ async fn audit_verify_names_reordered_records() {
 async fn audit_lists_and_filters_and_exports_json_lines() {
     let s = warden_testkit::sqlite_store().await;
     trail(&s).await;
-    let out = warden(&s.location, &["audit", "--tool", "apply", "-o", "json"]);
+    let out = warden(
+        &s.location,
+        &["audit", "--tool", "apply", "--oldest-first", "-o", "json"],
+    );
     assert!(out.status.success());
     let lines: Vec<serde_json::Value> = stdout(&out)
         .lines()

@@ -128,7 +128,14 @@ async fn every_call_lands_in_the_audit_trail_with_its_decision() {
     call(&client, "alpha__list_notes", json!({})).await;
     call(&client, "alpha__add_note", json!({"text": "t"})).await;
     let out = cli(
-        &["audit", "-o", "json", "--kind", "decision"],
+        &[
+            "audit",
+            "-o",
+            "json",
+            "--kind",
+            "decision",
+            "--oldest-first",
+        ],
         &w.store_args(),
     );
     let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
@@ -1120,7 +1127,7 @@ async fn stateless_calls_answered_inline_match_rmcps_answers_and_still_cancel() 
     )
     .await;
     assert!(
-        metrics.contains("warden_mcp_requests_total{served=\"inline\"} 3"),
+        metrics.contains("warden_mcp_requests_total{path=\"stateless\"} 3"),
         "{metrics}"
     );
 

@@ -213,7 +213,10 @@ async fn an_elicitation_reaches_the_calling_client_and_its_answer_reaches_the_up
         text_of(&r)
     );
     // The relays are on record.
-    let out = cli(&["audit", "--kind", "relay", "-o", "json"], &w.store_args());
+    let out = cli(
+        &["audit", "--kind", "relay", "--oldest-first", "-o", "json"],
+        &w.store_args(),
+    );
     let relays: Vec<Value> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -250,7 +253,10 @@ async fn with_relay_off_the_upstream_gets_a_refusal_and_the_audit_shows_it() {
         text_of(&r)
     );
     assert!(heard.heard().is_empty());
-    let out = cli(&["audit", "--kind", "relay", "-o", "json"], &w.store_args());
+    let out = cli(
+        &["audit", "--kind", "relay", "--oldest-first", "-o", "json"],
+        &w.store_args(),
+    );
     let line: Value =
         serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().next().unwrap()).unwrap();
     assert_eq!(line["decision"], "refused");
@@ -441,7 +447,7 @@ async fn connect_2026(url: &str, token: &str) -> (RunningService<RoleClient, Rec
 
 fn outcomes(w: &TestWarden) -> Vec<(String, String)> {
     let out = cli(
-        &["audit", "--kind", "outcome", "-o", "json"],
+        &["audit", "--kind", "outcome", "--oldest-first", "-o", "json"],
         &w.store_args(),
     );
     String::from_utf8_lossy(&out.stdout)
@@ -509,7 +515,14 @@ async fn an_input_required_result_reaches_a_2026_client_and_its_retry_is_governe
         ]
     );
     let out = cli(
-        &["audit", "--kind", "decision", "-o", "json"],
+        &[
+            "audit",
+            "--kind",
+            "decision",
+            "--oldest-first",
+            "-o",
+            "json",
+        ],
         &w.store_args(),
     );
     let decisions = String::from_utf8_lossy(&out.stdout)
@@ -517,7 +530,10 @@ async fn an_input_required_result_reaches_a_2026_client_and_its_retry_is_governe
         .filter(|l| l.contains("modern__ask"))
         .count();
     assert_eq!(decisions, 2);
-    let out = cli(&["audit", "--kind", "relay", "-o", "json"], &w.store_args());
+    let out = cli(
+        &["audit", "--kind", "relay", "--oldest-first", "-o", "json"],
+        &w.store_args(),
+    );
     let relay: Value =
         serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().next().unwrap()).unwrap();
     assert_eq!(relay["decision"], "relayed");
@@ -564,7 +580,10 @@ async fn with_relay_off_an_input_required_result_is_refused_and_recorded() {
     assert_eq!(r.is_error, Some(true));
     assert!(text_of(&r).contains("relay policy"), "{}", text_of(&r));
     assert!(heard.heard().is_empty());
-    let out = cli(&["audit", "--kind", "relay", "-o", "json"], &w.store_args());
+    let out = cli(
+        &["audit", "--kind", "relay", "--oldest-first", "-o", "json"],
+        &w.store_args(),
+    );
     let relay: Value =
         serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().next().unwrap()).unwrap();
     assert_eq!(relay["decision"], "refused");

@@ -92,17 +92,20 @@ reason: drill
 /// the call (kind, decision, code, tool, rule).
 async fn observe(w: &TestWarden, client: &Client, tool: &str, args: &str) -> (Value, Vec<Value>) {
     let result = call(client, tool, serde_json::from_str(args).unwrap()).await;
-    let run = decision(&result)["runId"].as_str().unwrap().to_owned();
-    let records = w
-        .store
-        .store
-        .audit(&AuditFilter {
-            run_id: Some(run),
-            limit: Some(100_000),
-            ..AuditFilter::default()
-        })
-        .await
-        .unwrap();
+    // A refusal that records nothing (kill switch, invalid input) names no run.
+    let records = match decision(&result)["runId"].as_str() {
+        Some(run) => w
+            .store
+            .store
+            .audit(&AuditFilter {
+                run_id: Some(run.to_owned()),
+                limit: Some(100_000),
+                ..AuditFilter::default()
+            })
+            .await
+            .unwrap(),
+        None => Vec::new(),
+    };
     let last_call = records.iter().rev().find_map(|r| r.record.call_id.clone());
     let trail = records
         .iter()

@@ -158,9 +158,10 @@ async def expect_denied(client: Client, tool: str, args: dict[str, Any], code: s
         and sc.get("runId") == d.get("runId")
         and isinstance(sc.get("message"), str),
         f"{tool}: structuredContent is not the denial contract "
-        f"{{status: denied, code: {code}, runId, message}}: {json.dumps(sc)}",
+        f"{{status: denied, code: {code}, runId?, message}}: {json.dumps(sc)}",
     )
-    return {"code": code, "runId": d["runId"]}
+    # A refusal that recorded nothing (a kill switch, invalid input) names no run.
+    return {"code": code, "runId": d.get("runId")}
 
 
 async def expect_pending(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any]:

@@ -1,15 +1,27 @@
 //! The governed call: one `tools/call` through the pipeline (GOV-2), executed by the built-in
 //! tool sets or an upstream's exit, with the calling client's context carried to the exit.
+//!
+//! What operators see of each call (OPS-3): one INFO log line (tool, decision, code and rule
+//! when denied, run, principal, duration — never argument values), the metrics
+//! `warden_calls_total`, `warden_call_duration_seconds`, `warden_tool_call_duration_seconds`
+//! and `warden_upstream_call_duration_seconds`, and, when traces are exported, a span for the
+//! governed call with a child span for the upstream call. The spans have the target
+//! [`TRACE_TARGET`], which the log never shows: with no trace exporter nobody is interested in
+//! them, and they cost a check of their callsite's interest.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
+use arc_swap::ArcSwap;
 use serde_json::{Map, Value};
+use tracing::Instrument as _;
 use warden_core::authority::Authority;
-use warden_core::contract::{CallOutcome, ToolOutput, Verdict};
+use warden_core::contract::{CallOutcome, ToolOutput};
+use warden_core::decision::DenyCode;
 use warden_core::error::ExecError;
 use warden_core::pipeline::{CallRequest, Execution, Executor, Governance, Pipeline, RunState};
-use warden_core::tool::ToolSource;
+use warden_core::tool::{ToolDescriptor, ToolSource};
 
 use super::live::{Live, Snapshot};
 use crate::builtin;
@@ -70,27 +82,131 @@ impl Live {
             governance,
             context: client,
         };
+        let span = tracing::info_span!(
+            target: TRACE_TARGET,
+            "tools/call",
+            otel.kind = "server",
+            mcp.method.name = "tools/call",
+            gen_ai.tool.name = name,
+            warden.run = run.id(),
+            warden.principal = %authority.principal,
+            warden.decision = tracing::field::Empty,
+            warden.code = tracing::field::Empty,
+        );
         let outcome = self
             .pipeline(&executor)
             .call(&snapshot.policy, &snapshot.catalog, authority, run, request)
+            .instrument(span.clone())
             .await;
-        record_metrics(&outcome, started.elapsed());
-        if let Verdict::Denied(d) = &outcome.verdict {
-            tracing::info!(
-                run = %outcome.run_id, principal = %authority.principal, tool = %name,
-                code = %d.code, rule = %d.rule, "call denied"
-            );
-        }
+        let elapsed = started.elapsed();
+        let (status, code) = outcome.status();
+        span.record("warden.decision", status);
+        span.record("warden.code", code.map(DenyCode::as_str));
+        record_metrics(snapshot.catalog.get(name), status, code, elapsed);
+        tracing::info!(
+            tool = name,
+            decision = status,
+            code = code.map(DenyCode::as_str),
+            rule = outcome.denial().map(|d| d.rule.as_str()),
+            // Only a run the call left records in: what `warden describe run` finds.
+            run = outcome.audited.then_some(outcome.run_id.as_str()),
+            principal = %authority.principal,
+            // Whole microseconds, so that the number prints as it is (`1.234`).
+            duration_ms = elapsed.as_micros() as f64 / 1e3,
+            "tools/call"
+        );
         outcome
     }
 }
 
-fn record_metrics(outcome: &CallOutcome, elapsed: Duration) {
-    let (status, code) = outcome.status();
-    let code = code.map(|c| c.as_str()).unwrap_or("");
-    metrics::counter!("warden_calls_total", "decision" => status, "code" => code).increment(1);
-    metrics::histogram!("warden_call_duration_seconds", "decision" => status)
-        .record(elapsed.as_secs_f64());
+/// The target of the trace spans (see the module docs); the log filter of `warden` turns it
+/// off by this name.
+pub(super) const TRACE_TARGET: &str = "warden::otel";
+
+/// Most label values kept per histogram family before the table starts over (tools are
+/// bounded by the catalog; this bounds a catalog that keeps changing its names).
+const MAX_SERIES: usize = 10_000;
+
+/// Histograms by label value, each registered with the recorder once: looking one up by name
+/// and labels on every call would allocate the labels and take the registry's lock. The
+/// table is read without a lock; a new label value copies it (once per tool or upstream).
+struct Registered(ArcSwap<HashMap<Arc<str>, Series>>);
+
+/// One histogram, with the value of its second label (a tool's upstream) when it has one.
+type Series = (Option<Arc<str>>, metrics::Histogram);
+
+impl Registered {
+    fn new() -> Self {
+        Self(ArcSwap::from_pointee(HashMap::new()))
+    }
+
+    /// Records `value` in the histogram of `key` (whose second label is `with`), registered
+    /// by `register` the first time.
+    fn record(
+        &self,
+        key: &str,
+        with: Option<&str>,
+        value: f64,
+        register: impl FnOnce() -> metrics::Histogram,
+    ) {
+        if let Some((registered_with, histogram)) = self.0.load().get(key)
+            && registered_with.as_deref() == with
+        {
+            histogram.record(value);
+            return;
+        }
+        let histogram = register();
+        histogram.record(value);
+        let (key, with): (Arc<str>, Option<Arc<str>>) = (key.into(), with.map(Into::into));
+        self.0.rcu(|table| {
+            let mut table = HashMap::clone(table);
+            if table.len() >= MAX_SERIES {
+                table.clear();
+            }
+            table.insert(key.clone(), (with.clone(), histogram.clone()));
+            table
+        });
+    }
+}
+
+/// `warden_tool_call_duration_seconds{tool, upstream}`, by catalog name.
+static TOOL_DURATIONS: LazyLock<Registered> = LazyLock::new(Registered::new);
+/// `warden_upstream_call_duration_seconds{upstream}`, by upstream.
+static UPSTREAM_DURATIONS: LazyLock<Registered> = LazyLock::new(Registered::new);
+
+/// The metrics of one governed call. Per tool only for a name of the catalog (a name the
+/// client made up would make a series of its own).
+fn record_metrics(
+    tool: Option<&Arc<ToolDescriptor>>,
+    status: &'static str,
+    code: Option<DenyCode>,
+    elapsed: Duration,
+) {
+    let seconds = elapsed.as_secs_f64();
+    match code {
+        Some(code) => metrics::counter!(
+            "warden_calls_total", "decision" => status, "code" => code.as_str()
+        )
+        .increment(1),
+        None => metrics::counter!("warden_calls_total", "decision" => status).increment(1),
+    }
+    metrics::histogram!("warden_call_duration_seconds", "decision" => status).record(seconds);
+    let Some(tool) = tool else { return };
+    let upstream = match &tool.source {
+        ToolSource::Upstream { upstream, .. } => Some(upstream.as_str()),
+        ToolSource::Builtin { .. } => None,
+    };
+    TOOL_DURATIONS.record(&tool.name, upstream, seconds, || match upstream {
+        Some(upstream) => metrics::histogram!(
+            "warden_tool_call_duration_seconds",
+            "tool" => tool.name.to_string(),
+            "upstream" => upstream.to_owned()
+        ),
+        None => metrics::histogram!(
+            "warden_tool_call_duration_seconds",
+            "tool" => tool.name.to_string()
+        ),
+    });
 }
 
 impl Executor for GatewayExecutor<'_> {
@@ -102,13 +218,17 @@ impl Executor for GatewayExecutor<'_> {
     ) -> Result<ToolOutput, ExecError> {
         match &call.tool.source {
             ToolSource::Builtin { set, tool } if set.as_str() == builtin::tasks::SET => {
-                crate::work::execute(
+                // Boxed: the deepest future of the call path (its store round trips), which
+                // otherwise nests every call's future past the compiler's depth limit once the
+                // governed call runs inside its trace span. The tasks tools make several
+                // store round trips per call; one allocation more is nothing beside them.
+                Box::pin(crate::work::execute(
                     tool,
                     call.args,
                     call.authority,
                     &self.snapshot.policy,
                     &self.live.store,
-                )
+                ))
                 .await
             }
             ToolSource::Builtin { tool, .. } => builtin::execute(
@@ -127,7 +247,32 @@ impl Executor for GatewayExecutor<'_> {
                         "upstream `{upstream}` sent an unreadable result"
                     ))
                 };
-                match slot.call(tool, call.args, call.context.as_ref()).await? {
+                // A child of the governed call's span (entered while this runs), from here
+                // until the answer is in. Not entered itself: one more wrapper around every
+                // call's future is one more level in a type already nested deep.
+                let span = tracing::info_span!(
+                    target: TRACE_TARGET,
+                    "upstream tools/call",
+                    otel.kind = "client",
+                    mcp.method.name = "tools/call",
+                    gen_ai.tool.name = tool.as_str(),
+                    warden.upstream = upstream.as_str(),
+                );
+                let started = Instant::now();
+                let answer = slot.call(tool, call.args, call.context.as_ref()).await;
+                drop(span);
+                UPSTREAM_DURATIONS.record(
+                    upstream.as_str(),
+                    None,
+                    started.elapsed().as_secs_f64(),
+                    || {
+                        metrics::histogram!(
+                            "warden_upstream_call_duration_seconds",
+                            "upstream" => upstream.to_string()
+                        )
+                    },
+                );
+                match answer? {
                     UpstreamAnswer::Complete(result) => {
                         let is_error = result.is_error.unwrap_or(false);
                         match serde_json::to_value(&result) {

@@ -130,7 +130,7 @@ pub(super) async fn task_ids(store: &warden_store::Store) -> TaskIds {
     match store.shared_secret("task-ids").await.map(hex::decode) {
         Ok(Ok(key)) => TaskIds::new(&key),
         other => {
-            tracing::warn!(error = ?other.err(), "no shared task-id key; upstream task ids open on this process only");
+            tracing::warn!(error = %other.err().map(|e| e.to_string()).unwrap_or_default(), "no shared task-id key; upstream task ids open on this process only");
             let mut key = [0u8; 32];
             if let Err(e) = getrandom::fill(&mut key) {
                 tracing::error!(error = %e, "no randomness for a task-id key");

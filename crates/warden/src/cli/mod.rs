@@ -185,6 +185,11 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE", env = "WARDEN_AUDIT_KEY")]
     pub audit_key: Option<PathBuf>,
 
+    /// Export traces of governed calls (OPS-3) over OTLP/HTTP to this collector, e.g.
+    /// `http://127.0.0.1:4318` (spans go to its `/v1/traces`). Off without it.
+    #[arg(long, value_name = "URL", env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
+    pub otlp_endpoint: Option<String>,
+
     /// Where the store is.
     #[command(flatten)]
     pub store: StoreArgs,
@@ -218,9 +223,25 @@ pub struct StdioArgs {
     #[arg(long, env = "WARDEN_SECRETS_DIR")]
     pub secrets_dir: Option<PathBuf>,
 
+    /// Export traces of governed calls over OTLP/HTTP to this collector (as for `warden
+    /// serve`). Off without it.
+    #[arg(long, value_name = "URL", env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
+    pub otlp_endpoint: Option<String>,
+
     /// Where the store is.
     #[command(flatten)]
     pub store: StoreArgs,
+}
+
+impl Command {
+    /// The OTLP collector traces go to, for the commands that govern calls.
+    pub(crate) fn otlp_endpoint(&self) -> Option<&str> {
+        match self {
+            Command::Serve(args) => args.otlp_endpoint.as_deref(),
+            Command::Stdio(args) => args.otlp_endpoint.as_deref(),
+            _ => None,
+        }
+    }
 }
 
 /// Governance modes (GOV-6).
@@ -630,9 +651,12 @@ pub struct AuditArgs {
     /// Before this time (same forms as `--since`).
     #[arg(long)]
     pub until: Option<String>,
-    /// At most this many records.
+    /// At most this many records, the newest (a notice on stderr says when more match).
     #[arg(long, default_value_t = 100)]
     pub limit: i64,
+    /// The oldest records first (the default is the newest first), e.g. to export in order.
+    #[arg(long)]
+    pub oldest_first: bool,
     /// Output format (`json` gives JSON Lines).
     #[arg(short, long, value_enum, default_value_t = Output::Table)]
     pub output: Output,

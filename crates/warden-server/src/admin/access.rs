@@ -1,0 +1,193 @@
+//! Who may use which route of the admin API: the named capabilities, and the one table that
+//! gives each operation its capability (docs/api.md shows the same table; the OpenAPI document
+//! is given its security requirements from it, and a test fails when an operation has no row).
+//!
+//! A capability is a permission string that roles grant ([`warden_core::capability`]); the
+//! built-in `admin` role grants `*`, so it holds every one of these. A token narrowed by
+//! scopes holds only what its scopes allow too (AUTH-2).
+
+use std::sync::Arc;
+
+use warden_core::authority::Authority;
+use warden_core::principal::Credential;
+
+use super::error::ApiError;
+use crate::state::AppState;
+
+/// Reading configuration resources of every kind, kill switches and agents included.
+pub(crate) const CONFIG_READ: &str = "config:read";
+/// Applying and deleting configuration resources.
+pub(crate) const CONFIG_WRITE: &str = "config:write";
+/// Listing tokens (never their secrets).
+pub(crate) const TOKENS_READ: &str = "tokens:read";
+/// Creating and revoking tokens.
+pub(crate) const TOKENS_WRITE: &str = "tokens:write";
+/// Pulling and releasing kill switches.
+pub(crate) const KILLSWITCHES_WRITE: &str = "killswitches:write";
+/// Reading, exporting and verifying the audit trail (AUD-4).
+pub(crate) const AUDIT_READ: &str = "audit:read";
+/// Reading runs and their calls.
+pub const RUNS_READ: &str = "runs:read";
+/// Reading every approval (requesters always see their own).
+pub const APPROVALS_READ: &str = "approvals:read";
+/// Deciding approvals (APR-4), with a scope covering the action.
+pub(crate) use warden_core::capability::APPROVALS_DECIDE;
+/// Starting agent runs by hand.
+pub const AGENTS_RUN: &str = "agents:run";
+/// Explaining calls of other principals, with the rules of hidden tools (GOV-7).
+pub const EXPLAIN_ANY: &str = "explain:any";
+/// Reading the tool inventory (GOV-5).
+pub const TOOLS_INVENTORY: &str = "tools:inventory";
+/// Reading the tasks of a workspace (per workspace, with the project's tools).
+pub(crate) const TASKS_READ: &str = "tasks:read";
+/// Creating tasks (per workspace, with the project's tools; TASK-2).
+pub(crate) const TASKS_CREATE: &str = "tasks:create";
+
+/// How an operation uses its capability.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Gate {
+    /// Refused (403, naming the capability) without it.
+    Required(&'static str),
+    /// Open to every verified credential; the capability widens what it shows or may do.
+    Widens(&'static str),
+    /// Open to every verified credential; it answers for the caller's own authority.
+    Open,
+}
+
+/// One row of the table: an operation (by its OpenAPI operation id) and its gate.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Row {
+    pub(crate) operation: &'static str,
+    pub(crate) gate: Gate,
+    /// What the gate means for this operation, for the document.
+    pub(crate) note: &'static str,
+}
+
+const fn row(operation: &'static str, gate: Gate, note: &'static str) -> Row {
+    Row {
+        operation,
+        gate,
+        note,
+    }
+}
+
+/// Every operation of the admin API and the capability it needs.
+pub(crate) const TABLE: &[Row] = &[
+    row("whoami", Gate::Open, "the caller's own authority"),
+    row(
+        "explain",
+        Gate::Widens(EXPLAIN_ANY),
+        "explaining another principal, and the rules of hidden tools, need `explain:any`",
+    ),
+    row("toolInventory", Gate::Required(TOOLS_INVENTORY), ""),
+    row("applyResources", Gate::Required(CONFIG_WRITE), ""),
+    row("listResources", Gate::Required(CONFIG_READ), ""),
+    row("getResource", Gate::Required(CONFIG_READ), ""),
+    row("deleteResource", Gate::Required(CONFIG_WRITE), ""),
+    row(
+        "createToken",
+        Gate::Required(TOKENS_WRITE),
+        "and the token is never wider than the caller (AUTH-2)",
+    ),
+    row("listTokens", Gate::Required(TOKENS_READ), ""),
+    row("revokeToken", Gate::Required(TOKENS_WRITE), ""),
+    row("pullKillSwitch", Gate::Required(KILLSWITCHES_WRITE), ""),
+    row("listKillSwitches", Gate::Required(CONFIG_READ), ""),
+    row("releaseKillSwitch", Gate::Required(KILLSWITCHES_WRITE), ""),
+    row("listAudit", Gate::Required(AUDIT_READ), ""),
+    row("exportAudit", Gate::Required(AUDIT_READ), ""),
+    row("verifyAudit", Gate::Required(AUDIT_READ), ""),
+    row("listRuns", Gate::Required(RUNS_READ), ""),
+    row("getRun", Gate::Required(RUNS_READ), ""),
+    row(
+        "listApprovals",
+        Gate::Widens(APPROVALS_READ),
+        "a requester sees its own; `approvals:read` or `approvals:decide` shows every one",
+    ),
+    row(
+        "getApproval",
+        Gate::Widens(APPROVALS_READ),
+        "a requester reads its own; `approvals:read` or `approvals:decide` reads any",
+    ),
+    row(
+        "approveApproval",
+        Gate::Required(APPROVALS_DECIDE),
+        "and a scope at least as wide as the action's (APR-4)",
+    ),
+    row(
+        "rejectApproval",
+        Gate::Required(APPROVALS_DECIDE),
+        "and a scope at least as wide as the action's (APR-4)",
+    ),
+    row(
+        "vetoApproval",
+        Gate::Required(APPROVALS_DECIDE),
+        "and a scope at least as wide as the action's (APR-4)",
+    ),
+    row("listAgents", Gate::Required(CONFIG_READ), ""),
+    row("startAgentRun", Gate::Required(AGENTS_RUN), ""),
+    row("listAgentRuns", Gate::Required(RUNS_READ), ""),
+    row(
+        "listWorkspaces",
+        Gate::Widens(TASKS_READ),
+        "shows the workspaces where the caller holds `tasks:read` and the project's tools",
+    ),
+    row(
+        "listTasks",
+        Gate::Widens(TASKS_READ),
+        "lists the tasks of workspaces where the caller holds `tasks:read` and the project's tools",
+    ),
+    row(
+        "getTask",
+        Gate::Widens(TASKS_READ),
+        "a task of a workspace the caller may not read answers like one that does not exist",
+    ),
+    row(
+        "createTask",
+        Gate::Required(TASKS_CREATE),
+        "and task admission (TASK-2..8) decides where",
+    ),
+];
+
+/// The row of `operation`.
+pub(crate) fn row_of(operation: &str) -> Option<&'static Row> {
+    TABLE.iter().find(|r| r.operation == operation)
+}
+
+/// Refuses unless `authority` holds `capability`: 403 naming it and what it is needed for.
+pub(crate) fn require(authority: &Authority, capability: &str, what: &str) -> Result<(), ApiError> {
+    if authority.holds(capability) {
+        Ok(())
+    } else {
+        Err(ApiError::missing(capability, what))
+    }
+}
+
+/// The caller's own authority, re-resolved from the current policy (RUN-8).
+pub(crate) fn own_authority(
+    state: &AppState,
+    credential: &Credential,
+) -> Result<Arc<Authority>, ApiError> {
+    state
+        .gateway
+        .authority(credential, None)
+        .map_err(|e| ApiError::forbidden(e.to_string()))
+}
+
+/// The caller's authority, after checking it holds `capability` for `what`.
+pub(crate) fn caller_holding(
+    state: &AppState,
+    credential: &Credential,
+    capability: &str,
+    what: &str,
+) -> Result<Arc<Authority>, ApiError> {
+    let caller = own_authority(state, credential)?;
+    require(&caller, capability, what)?;
+    Ok(caller)
+}
+
+/// Who acted, for the audit trail's admin records: the principal, as the trail's
+/// `principal` filter names it (`user:alice`).
+pub(crate) fn actor(credential: &Credential) -> String {
+    credential.principal.to_string()
+}

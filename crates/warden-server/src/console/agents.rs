@@ -1,0 +1,138 @@
+//! Agents with their memberships, schedules (and when each fires next) and recent unattended
+//! runs; tasks of the workspaces the credential may read, with those workspaces.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::Response;
+use maud::html;
+use warden_core::config::WorkspaceMode;
+use warden_mcp::builtin::tasks::ListTasksArgs;
+use warden_mcp::work::{self, WorkError};
+
+use super::caps::{CONFIG_READ, RUNS_READ, Section};
+use super::fmt;
+use super::layout::{badge, closed, page, refusal};
+use super::session::Signed;
+use crate::state::AppState;
+
+/// `GET /agents`.
+pub(crate) async fn agents(State(state): State<Arc<AppState>>, signed: Signed) -> Response {
+    if !signed.holds(CONFIG_READ) {
+        return closed(&signed, Section::Agents);
+    }
+    let snapshot = state.gateway.snapshot();
+    let runs = if signed.holds(RUNS_READ) {
+        state
+            .gateway
+            .store()
+            .agent_runs(None, 50)
+            .await
+            .unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    let now = fmt::now();
+    let body = html! {
+        table.grid #agents {
+            thead { tr { th { "Agent" } th { "Memberships" } th { "Schedules" } th { "Manual runner" } } }
+            tbody {
+                @if snapshot.policy.agents().is_empty() { tr.empty { td colspan="4" { "No agents are configured." } } }
+                @for (name, a) in snapshot.policy.agents() {
+                    tr data-agent=(name) {
+                        td { strong { (name) } @if let Some(i) = &a.instructions { br; span.muted { (fmt::cut(i, 80)) } } }
+                        td { @for m in &a.memberships { span.badge.plain { (m) } " " } }
+                        td {
+                            @if a.schedules.is_empty() { span.muted { "none" } }
+                            @for s in &a.schedules {
+                                @let next = warden_core::cron::Schedule::parse(&s.cron).ok().and_then(|c| c.next_after(now));
+                                div.schedule {
+                                    code { (s.cron) } " → " code { (s.runner.command) }
+                                    @if let Some(next) = next { br; span.muted { "next " (fmt::time(next.0)) " (in " (fmt::span(next.0 - now.0)) ")" } }
+                                }
+                            }
+                        }
+                        td { @match a.manual_runner() { Some((r, _)) => code { (r.command) " " (r.args.join(" ")) }, None => span.muted { "none" } } }
+                    }
+                }
+            }
+        }
+        h2 { "Recent unattended runs" }
+        @if !signed.holds(RUNS_READ) { p.muted { "Runs need the " code { "runs:read" } " capability." } }
+        table.grid.compact {
+            thead { tr { th { "Run" } th { "Agent" } th { "Trigger" } th { "Status" } th { "Queued" } th { "Finished" } th { "Exit" } } }
+            tbody {
+                @if runs.is_empty() { tr.empty { td colspan="7" { "No unattended runs yet." } } }
+                @for r in &runs {
+                    tr {
+                        td { a href={ "/runs/" (r.id) } { code { (fmt::cut(&r.id, 20)) } } }
+                        td { (r.agent) }
+                        td { (r.trigger) @if let Some(k) = &r.schedule_key { " " span.muted { (k) } } }
+                        td { (badge(&r.status)) @if let Some(e) = &r.error { " " span.muted { (fmt::cut(e, 60)) } } }
+                        td { (fmt::time(r.queued_at)) }
+                        td { (r.finished_at.map(fmt::time).unwrap_or_default()) }
+                        td { (r.exit_code.map(|c| c.to_string()).unwrap_or_default()) }
+                    }
+                }
+            }
+        }
+    };
+    page(&signed, Section::Agents, "Agents and schedules", body)
+}
+
+/// `GET /tasks`.
+pub(crate) async fn tasks(State(state): State<Arc<AppState>>, signed: Signed) -> Response {
+    let policy = state.gateway.snapshot().policy.clone();
+    let args = ListTasksArgs {
+        workspace_id: None,
+        parent_id: None,
+        state: None,
+    };
+    let tasks = match work::list(state.gateway.store(), &policy, &signed.authority, &args).await {
+        Ok(t) => t,
+        Err(WorkError::Refused(r)) => return refusal(&signed, StatusCode::FORBIDDEN, &r.message),
+        Err(WorkError::Store(e)) => {
+            return refusal(&signed, StatusCode::SERVICE_UNAVAILABLE, &e.to_string());
+        }
+    };
+    let spaces: Vec<_> = work::workspaces(&policy, &signed.authority, "tasks:read")
+        .into_iter()
+        .filter(|w| w.authorised)
+        .collect();
+    let body = html! {
+        h2 { "Workspaces" }
+        table.grid.compact #workspaces {
+            thead { tr { th { "Workspace" } th { "Mode" } th { "Project" } th { "Repositories" } } }
+            tbody {
+                @if spaces.is_empty() { tr.empty { td colspan="4" { "No workspace whose tasks you may read." } } }
+                @for w in &spaces {
+                    tr {
+                        td { strong { (w.name) } }
+                        td { @match w.mode { WorkspaceMode::Kanban => "kanban", WorkspaceMode::Office => "office" } }
+                        td { (w.project) }
+                        td { @for r in &w.repositories { code { (r.name) @if let Some(b) = &r.branch { "@" (b) } } " " } }
+                    }
+                }
+            }
+        }
+        h2 { "Tasks" }
+        table.grid #tasks {
+            thead { tr { th { "Task" } th { "Workspace" } th { "Title" } th { "State" } th { "Parent" } th { "Updated" } } }
+            tbody {
+                @if tasks.is_empty() { tr.empty { td colspan="6" { "No tasks." } } }
+                @for t in &tasks {
+                    tr {
+                        td { code { (t.id) } @if t.from_office { " " span.badge.plain { "office" } } }
+                        td { (t.workspace) }
+                        td { (t.title) @if let Some(step) = &t.workflow_step { br; span.muted { (step) } } }
+                        td { (badge(t.state.as_str())) }
+                        td { @if let Some(p) = &t.parent_id { code { (p) } } }
+                        td { (fmt::time(t.updated_at)) }
+                    }
+                }
+            }
+        }
+    };
+    page(&signed, Section::Tasks, "Tasks", body)
+}

@@ -1,0 +1,242 @@
+//! Audit search with the filters of `warden audit` (AUD-4): run, principal, agent, tool,
+//! decision, code, kind and time; export of the same selection as JSON Lines; verification
+//! of the whole chain (AUD-2).
+
+use std::sync::Arc;
+
+use axum::extract::{Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use maud::html;
+use serde::{Deserialize, Serialize};
+use warden_store::AuditFilter;
+
+use super::caps::{AUDIT_READ, Section};
+use super::fmt;
+use super::layout::{closed, csrf_field, page, refusal};
+use super::runs::trail;
+use super::session::Signed;
+use crate::state::AppState;
+
+/// The search form, as the page's address carries it.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+pub(crate) struct Search {
+    #[serde(default)]
+    run: String,
+    #[serde(default)]
+    principal: String,
+    #[serde(default)]
+    agent: String,
+    #[serde(default)]
+    tool: String,
+    #[serde(default)]
+    decision: String,
+    #[serde(default)]
+    code: String,
+    #[serde(default)]
+    kind: String,
+    #[serde(default)]
+    since: String,
+    #[serde(default)]
+    until: String,
+    #[serde(default)]
+    limit: Option<i64>,
+}
+
+fn some(text: &str) -> Option<String> {
+    let t = text.trim();
+    (!t.is_empty()).then(|| t.to_owned())
+}
+
+impl Search {
+    fn filter(&self, max: i64) -> Result<AuditFilter, String> {
+        let now = fmt::now();
+        let time = |t: &str| some(t).map(|t| fmt::parse_time(&t, now)).transpose();
+        Ok(AuditFilter {
+            run_id: some(&self.run),
+            principal: some(&self.principal),
+            agent: some(&self.agent),
+            tool: some(&self.tool),
+            decision: some(&self.decision),
+            code: some(&self.code),
+            kind: some(&self.kind),
+            since: time(&self.since).map_err(|e| format!("since: {e}"))?,
+            until: time(&self.until).map_err(|e| format!("until: {e}"))?,
+            limit: Some(self.limit.unwrap_or(100).clamp(1, max)),
+            newest_first: true,
+            after_seq: None,
+        })
+    }
+
+    fn query(&self) -> String {
+        let pairs: Vec<String> = [
+            ("run", &self.run),
+            ("principal", &self.principal),
+            ("agent", &self.agent),
+            ("tool", &self.tool),
+            ("decision", &self.decision),
+            ("code", &self.code),
+            ("kind", &self.kind),
+            ("since", &self.since),
+            ("until", &self.until),
+        ]
+        .into_iter()
+        .filter(|(_, v)| !v.trim().is_empty())
+        .map(|(k, v)| format!("{k}={}", fmt::encode(v.trim())))
+        .collect();
+        pairs.join("&")
+    }
+}
+
+const DECISIONS: [&str; 13] = [
+    "allow",
+    "deny",
+    "park",
+    "stage",
+    "approve",
+    "reject",
+    "veto",
+    "expire",
+    "refuse",
+    "executed",
+    "failed",
+    "cancelled",
+    "interrupted",
+];
+const KINDS: [&str; 6] = ["run", "call", "decision", "outcome", "admin", "relay"];
+
+/// `GET /audit`.
+pub(crate) async fn search(
+    State(state): State<Arc<AppState>>,
+    signed: Signed,
+    Query(q): Query<Search>,
+) -> Response {
+    if !signed.holds(AUDIT_READ) {
+        return closed(&signed, Section::Audit);
+    }
+    let (records, problem) = match q.filter(1_000) {
+        Ok(filter) => match state.gateway.store().audit(&filter).await {
+            Ok(r) => (r, None),
+            Err(e) => (Vec::new(), Some(e.to_string())),
+        },
+        Err(e) => (Vec::new(), Some(e)),
+    };
+    let text = |name: &'static str, label: &'static str, value: &str, hint: &'static str| {
+        html! { label { (label) input type="text" name=(name) value=(value) placeholder=(hint); } }
+    };
+    let body = html! {
+        form.filters #audit-search method="get" action="/audit" {
+            (text("run", "Run", &q.run, "run_…"))
+            (text("principal", "Principal", &q.principal, "user:alice"))
+            (text("agent", "Agent", &q.agent, ""))
+            (text("tool", "Tool", &q.tool, "ledger__refund"))
+            label { "Decision" select name="decision" {
+                option value="" { "any" }
+                @for d in DECISIONS { option value=(d) selected[q.decision == d] { (d) } }
+            } }
+            (text("code", "Code", &q.code, "CAPABILITY"))
+            label { "Kind" select name="kind" {
+                option value="" { "any" }
+                @for k in KINDS { option value=(k) selected[q.kind == k] { (k) } }
+            } }
+            (text("since", "Since", &q.since, "1h or 2026-12-02T14:00"))
+            (text("until", "Until", &q.until, ""))
+            button type="submit" { "Search" }
+            a.button href={ "/audit/export?" (q.query()) } download="audit.jsonl" { "Export JSON Lines" }
+        }
+        @if let Some(p) = &problem { p.refusal role="alert" { (p) } }
+        p.muted { (records.len()) " records, newest first (at most 1,000 here; the export takes up to 100,000)." }
+        (trail(&records, true))
+        h2 { "Verify the chain" }
+        form method="post" action="/audit/verify" {
+            (csrf_field(&signed))
+            p.muted { "Recomputes every record's hash from the first one and checks the chain's end." }
+            button type="submit" { "Verify" }
+        }
+    };
+    page(&signed, Section::Audit, "Audit", body)
+}
+
+/// `GET /audit/export`: the selection as JSON Lines.
+pub(crate) async fn export(
+    State(state): State<Arc<AppState>>,
+    signed: Signed,
+    Query(q): Query<Search>,
+) -> Response {
+    if !signed.holds(AUDIT_READ) {
+        return closed(&signed, Section::Audit);
+    }
+    let mut filter = match q.filter(100_000) {
+        Ok(f) => f,
+        Err(e) => return refusal(&signed, StatusCode::BAD_REQUEST, &e),
+    };
+    filter.limit = Some(q.limit.unwrap_or(100_000).clamp(1, 100_000));
+    filter.newest_first = false;
+    match state.gateway.store().audit(&filter).await {
+        Ok(records) => {
+            let mut out = String::new();
+            for r in &records {
+                // As `warden audit -o json` writes it: the payload as JSON, not as a string.
+                let Ok(mut v) = serde_json::to_value(r) else {
+                    continue;
+                };
+                if let Some(obj) = v.as_object_mut()
+                    && let Some(serde_json::Value::String(p)) = obj.get("payload")
+                {
+                    let parsed = serde_json::from_str(p)
+                        .unwrap_or_else(|_| serde_json::Value::String(p.clone()));
+                    obj.insert("payload".into(), parsed);
+                }
+                if let Ok(line) = serde_json::to_string(&v) {
+                    out.push_str(&line);
+                    out.push('\n');
+                }
+            }
+            (
+                [
+                    (header::CONTENT_TYPE, "application/jsonl; charset=utf-8"),
+                    (
+                        header::CONTENT_DISPOSITION,
+                        "attachment; filename=\"audit.jsonl\"",
+                    ),
+                ],
+                out,
+            )
+                .into_response()
+        }
+        Err(e) => refusal(&signed, StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
+    }
+}
+
+/// `POST /audit/verify`.
+pub(crate) async fn verify(State(state): State<Arc<AppState>>, signed: Signed) -> Response {
+    if !signed.holds(AUDIT_READ) {
+        return closed(&signed, Section::Audit);
+    }
+    let body = match state.gateway.store().verify_audit().await {
+        Ok(Ok(n)) => html! {
+            p.flash.good #verified role="status" { "The chain is intact: " (n) " records, each hash recomputed." }
+        },
+        Ok(Err(b)) => html! {
+            p.refusal #verified role="alert" { "The chain is broken at record " (b.seq) ": " (format!("{:?}", b.problem)) "." }
+        },
+        Err(e) => return refusal(&signed, StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
+    };
+    let body = html! { (body) p { a href="/audit" { "Back to the search" } } };
+    page(&signed, Section::Audit, "Audit verification", body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_export_link_carries_the_filters_encoded() {
+        let q = Search {
+            principal: "user:alice".into(),
+            since: " 1h ".into(),
+            ..Search::default()
+        };
+        assert_eq!(q.query(), "principal=user%3Aalice&since=1h");
+    }
+}

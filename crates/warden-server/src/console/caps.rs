@@ -1,0 +1,123 @@
+//! What each page of the console needs: the admin API's capability names, with the same
+//! meaning, so a credential sees and does in the console exactly what it could through the
+//! API (the strings are the API's; they are written here too so that the console stays a
+//! leaf of the crate).
+
+use warden_core::authority::Authority;
+
+pub(crate) use warden_core::capability::APPROVALS_DECIDE;
+
+/// Reading every approval (requesters always see their own).
+pub(crate) const APPROVALS_READ: &str = "approvals:read";
+/// Reading runs and their calls, unattended agent runs included.
+pub(crate) const RUNS_READ: &str = "runs:read";
+/// Reading, exporting and verifying the audit trail (AUD-4).
+pub(crate) const AUDIT_READ: &str = "audit:read";
+/// Pulling and releasing kill switches.
+pub(crate) const KILLSWITCHES_WRITE: &str = "killswitches:write";
+/// Listing tokens (never their secrets).
+pub(crate) const TOKENS_READ: &str = "tokens:read";
+/// Creating and revoking tokens.
+pub(crate) const TOKENS_WRITE: &str = "tokens:write";
+/// Reading configuration: agents and their schedules, kill switches.
+pub(crate) const CONFIG_READ: &str = "config:read";
+/// Explaining calls of other principals, with the rules of hidden tools (GOV-7).
+pub(crate) const EXPLAIN_ANY: &str = "explain:any";
+/// Reading the tool inventory (GOV-5).
+pub(crate) const TOOLS_INVENTORY: &str = "tools:inventory";
+
+/// A page of the console, as its navigation lists it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Section {
+    Overview,
+    Approvals,
+    Runs,
+    Audit,
+    KillSwitches,
+    Explain,
+    Tools,
+    Agents,
+    Tasks,
+    Tokens,
+}
+
+impl Section {
+    /// Every page, in the order of the navigation.
+    pub(crate) const ALL: [Section; 10] = [
+        Section::Overview,
+        Section::Approvals,
+        Section::Runs,
+        Section::Audit,
+        Section::KillSwitches,
+        Section::Explain,
+        Section::Tools,
+        Section::Agents,
+        Section::Tasks,
+        Section::Tokens,
+    ];
+
+    pub(crate) fn path(self) -> &'static str {
+        match self {
+            Section::Overview => "/",
+            Section::Approvals => "/approvals",
+            Section::Runs => "/runs",
+            Section::Audit => "/audit",
+            Section::KillSwitches => "/kill-switches",
+            Section::Explain => "/explain",
+            Section::Tools => "/tools",
+            Section::Agents => "/agents",
+            Section::Tasks => "/tasks",
+            Section::Tokens => "/tokens",
+        }
+    }
+
+    pub(crate) fn title(self) -> &'static str {
+        match self {
+            Section::Overview => "Overview",
+            Section::Approvals => "Approvals",
+            Section::Runs => "Runs",
+            Section::Audit => "Audit",
+            Section::KillSwitches => "Kill switches",
+            Section::Explain => "Explain",
+            Section::Tools => "Tools",
+            Section::Agents => "Agents",
+            Section::Tasks => "Tasks",
+            Section::Tokens => "Tokens",
+        }
+    }
+
+    /// Whether `authority` may open the page. Overview, approvals (a requester sees its own),
+    /// explain (of its own calls) and tasks (of the workspaces it may read) are open to every
+    /// signed-in credential; each shows only what the credential may see.
+    pub(crate) fn open_to(self, authority: &Authority) -> bool {
+        match self {
+            Section::Overview | Section::Approvals | Section::Explain | Section::Tasks => true,
+            Section::Runs => authority.holds(RUNS_READ),
+            Section::Audit => authority.holds(AUDIT_READ),
+            Section::KillSwitches => {
+                authority.holds(KILLSWITCHES_WRITE) || authority.holds(CONFIG_READ)
+            }
+            Section::Tools => authority.holds(TOOLS_INVENTORY),
+            Section::Agents => authority.holds(CONFIG_READ),
+            Section::Tokens => authority.holds(TOKENS_READ) || authority.holds(TOKENS_WRITE),
+        }
+    }
+
+    /// The capabilities that open the page, for the refusal that names them.
+    pub(crate) fn needs(self) -> &'static str {
+        match self {
+            Section::Overview | Section::Approvals | Section::Explain | Section::Tasks => "",
+            Section::Runs => "`runs:read`",
+            Section::Audit => "`audit:read`",
+            Section::KillSwitches => "`killswitches:write` or `config:read`",
+            Section::Tools => "`tools:inventory`",
+            Section::Agents => "`config:read`",
+            Section::Tokens => "`tokens:read` or `tokens:write`",
+        }
+    }
+}
+
+/// Whether `authority` reads every approval, not only its own (as the admin API decides).
+pub(crate) fn reads_all_approvals(authority: &Authority) -> bool {
+    authority.holds(APPROVALS_READ) || authority.holds(APPROVALS_DECIDE)
+}

@@ -1,0 +1,188 @@
+//! Explain (GOV-7): what `tools/list` would show and what `tools/call` would decide for a
+//! principal, an agent, a tool and arguments, step by step with the rules — from the same
+//! functions the pipeline runs, executing and recording nothing. As in the API, explaining
+//! another principal (and seeing the rules of tools hidden from it) needs `explain:any`.
+
+use std::sync::Arc;
+
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use maud::{Markup, html};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use warden_core::name::Name;
+use warden_core::principal::{Credential, CredentialKind, Principal};
+use warden_core::time::Millis;
+
+use super::caps::{EXPLAIN_ANY, Section};
+use super::layout::{badge, page, refusal};
+use super::session::Signed;
+use crate::state::AppState;
+
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct ExplainForm {
+    #[serde(default)]
+    tool: String,
+    #[serde(default)]
+    arguments: String,
+    #[serde(default)]
+    user: String,
+    #[serde(default)]
+    service_account: String,
+    #[serde(default)]
+    agent: String,
+    #[serde(default)]
+    projects: String,
+}
+
+fn some(text: &str) -> Option<&str> {
+    let t = text.trim();
+    (!t.is_empty()).then_some(t)
+}
+
+/// The credential explained: the caller's own, or one of the named principal (bound to the
+/// given projects, as a token would be).
+fn subject(signed: &Signed, form: &ExplainForm) -> Result<Credential, (StatusCode, String)> {
+    let bad = |e: String| (StatusCode::BAD_REQUEST, e);
+    let principal = match (some(&form.user), some(&form.service_account)) {
+        (None, None) => return Ok(signed.credential.clone()),
+        (Some(u), None) => Principal::User {
+            name: Name::new(u).map_err(|e| bad(format!("user: {e}")))?,
+        },
+        (None, Some(s)) => Principal::ServiceAccount {
+            name: Name::new(s).map_err(|e| bad(format!("service account: {e}")))?,
+        },
+        (Some(_), Some(_)) => return Err(bad("give a user or a service account, not both".into())),
+    };
+    if !signed.holds(EXPLAIN_ANY) {
+        return Err((
+            StatusCode::FORBIDDEN,
+            format!("explaining another principal needs the `{EXPLAIN_ANY}` capability"),
+        ));
+    }
+    let projects = match some(&form.projects) {
+        None => None,
+        Some(list) => Some(
+            list.split(',')
+                .map(str::trim)
+                .filter(|p| !p.is_empty())
+                .map(|p| Name::new(p).map_err(|e| bad(format!("projects: {e}"))))
+                .collect::<Result<_, _>>()?,
+        ),
+    };
+    Ok(Credential {
+        id: "explain".into(),
+        kind: CredentialKind::ApiKey,
+        principal,
+        projects,
+        scopes: None,
+        created_at: Millis(0),
+        expires_at: None,
+        revoked_at: None,
+        description: None,
+    })
+}
+
+fn answer(
+    state: &AppState,
+    signed: &Signed,
+    form: &ExplainForm,
+) -> Result<Markup, (StatusCode, String)> {
+    let Some(tool) = some(&form.tool) else {
+        return Ok(html! {});
+    };
+    let arguments: Option<Map<String, Value>> = match some(&form.arguments) {
+        None => None,
+        Some(text) => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(m)) => Some(m),
+            Ok(_) => {
+                return Err((
+                    StatusCode::BAD_REQUEST,
+                    "the arguments must be a JSON object".into(),
+                ));
+            }
+            Err(e) => {
+                return Err((
+                    StatusCode::BAD_REQUEST,
+                    format!("the arguments are not JSON: {e}"),
+                ));
+            }
+        },
+    };
+    let credential = subject(signed, form)?;
+    let authority = state
+        .gateway
+        .authority(&credential, some(&form.agent))
+        .map_err(|e| (StatusCode::NOT_FOUND, e.to_string()))?;
+    let snapshot = state.gateway.snapshot();
+    let reveal = signed.holds(EXPLAIN_ANY);
+    let e = warden_core::explain::explain(
+        &snapshot.policy,
+        &snapshot.catalog,
+        &authority,
+        tool,
+        arguments.as_ref(),
+        reveal,
+    );
+    Ok(html! {
+        section.explanation #explanation data-would=(e.would) {
+            h2 { "For " (authority.principal) @if let Some(a) = &authority.agent { ", a run of " (a) } " (" (authority.mode) " mode)" }
+            dl.facts {
+                dt { "tools/list" } dd { @if e.visible { (badge("pass")) " shows " } @else { (badge("deny")) " hides " } code { (e.tool) } }
+                dt { "tools/call" } dd {
+                    (badge(e.would))
+                    @if let Some(c) = e.code { " " code { (c.as_str()) } }
+                    @if let Some(r) = &e.rule { " by rule " code { (r) } }
+                }
+                @if let Some(m) = &e.message { dt { "Message" } dd { (m) } }
+                dt { "Policy revision" } dd { (e.policy_revision) }
+            }
+            table.grid.compact {
+                thead { tr { th { "Step" } th { "Outcome" } th { "Rule" } th { "Detail" } } }
+                tbody {
+                    @for s in &e.steps {
+                        tr { td { (s.step) } td { (badge(s.outcome)) } td { @if let Some(r) = &s.rule { code { (r) } } } td { (s.detail.as_deref().unwrap_or("")) } }
+                    }
+                }
+            }
+            p.muted { "Nothing was executed or recorded." }
+        }
+    })
+}
+
+/// `GET /explain`.
+pub(crate) async fn show(
+    State(state): State<Arc<AppState>>,
+    signed: Signed,
+    Query(form): Query<ExplainForm>,
+) -> Response {
+    let result = match answer(&state, &signed, &form) {
+        Ok(m) => m,
+        Err((status, message)) => return refusal(&signed, status, &message),
+    };
+    let snapshot = state.gateway.snapshot();
+    let any = signed.holds(EXPLAIN_ANY);
+    let body = html! {
+        form.stack #explain method="get" action="/explain" {
+            label { "Tool " input type="text" name="tool" value=(form.tool) list="explain-tools" required placeholder="ledger__refund"; }
+            datalist #explain-tools {
+                @for t in snapshot.catalog.iter() {
+                    @if any || warden_core::decision::resolve_tool(&snapshot.catalog, &signed.authority, &t.name).is_ok() {
+                        option value=(t.name) {}
+                    }
+                }
+            }
+            label { "Arguments (JSON) " textarea name="arguments" rows="4" placeholder="{\"amount\": 42}" { (form.arguments) } }
+            @if any {
+                label { "User " input type="text" name="user" value=(form.user) placeholder="blank: yourself"; }
+                label { "Service account " input type="text" name="service_account" value=(form.service_account); }
+                label { "As if bound to projects " input type="text" name="projects" value=(form.projects) placeholder="payments, infra"; }
+            }
+            label { "Agent " input type="text" name="agent" value=(form.agent) placeholder="blank: no agent"; }
+            button type="submit" { "Explain" }
+        }
+        (result)
+    };
+    page(&signed, Section::Explain, "Explain", body)
+}

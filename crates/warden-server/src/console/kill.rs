@@ -1,0 +1,240 @@
+//! Kill switches: the ones pulled, and a form to pull one on a scope (everything, a project,
+//! an agent, a tool, a principal) or release it. Pulling applies a `KillSwitch` resource, as
+//! `warden kill` does; the gateway is refreshed at once, so a connected client's next call is
+//! refused `KILL_SWITCH` (and every other replica follows within a second, STORE-1b).
+
+use std::sync::Arc;
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use maud::html;
+use serde::Deserialize;
+use warden_core::config::{KillScope, KillSwitchSpec, Kind, Located, Resource};
+use warden_core::name::Name;
+use warden_core::principal::Subject;
+
+use super::caps::{CONFIG_READ, KILLSWITCHES_WRITE, Section};
+use super::fmt;
+use super::layout::{closed, csrf_field, page, refusal, see_other};
+use super::session::Signed;
+use crate::state::AppState;
+
+/// The scopes of the picker, as (value, label).
+const SCOPES: [(&str, &str); 6] = [
+    ("all", "Everything"),
+    ("project", "A project"),
+    ("agent", "An agent"),
+    ("tool", "A tool (name or glob)"),
+    ("user", "A user"),
+    ("service-account", "A service account"),
+];
+
+fn open_to(signed: &Signed) -> bool {
+    signed.holds(KILLSWITCHES_WRITE) || signed.holds(CONFIG_READ)
+}
+
+/// `GET /kill-switches`.
+pub(crate) async fn list(State(state): State<Arc<AppState>>, signed: Signed) -> Response {
+    if !open_to(&signed) {
+        return closed(&signed, Section::KillSwitches);
+    }
+    let snapshot = state.gateway.snapshot();
+    let config = &snapshot.policy.config;
+    let pulled: Vec<(String, &KillSwitchSpec)> = config
+        .of_kind(Kind::KillSwitch)
+        .filter_map(|r| match r {
+            Resource::KillSwitch(k) => Some((r.key(), k)),
+            _ => None,
+        })
+        .collect();
+    let writes = signed.holds(KILLSWITCHES_WRITE);
+    let mut targets: Vec<String> = Vec::new();
+    targets.extend(snapshot.policy.projects().keys().map(ToString::to_string));
+    targets.extend(snapshot.policy.agents().keys().map(ToString::to_string));
+    targets.extend(snapshot.catalog.iter().map(|t| t.name.to_string()));
+    targets.extend(config.of_kind(Kind::User).map(Resource::key));
+    targets.extend(config.of_kind(Kind::ServiceAccount).map(Resource::key));
+    targets.sort();
+    targets.dedup();
+    let body = html! {
+        table.grid #kill-switches {
+            thead { tr { th { "Name" } th { "Scope" } th { "Reason" } th {} } }
+            tbody {
+                @if pulled.is_empty() { tr.empty { td colspan="4" { "No kill switch is pulled: everything runs." } } }
+                @for (key, k) in &pulled {
+                    tr.pulled data-kill=(key) {
+                        td { code { (key) } }
+                        td { span.badge.bad { (k.scope) } }
+                        td { (k.reason) }
+                        td { @if writes {
+                            form method="post" action={ "/kill-switches/" (fmt::encode(key)) "/release" } {
+                                (csrf_field(&signed))
+                                button type="submit" { "Release" }
+                            }
+                        } }
+                    }
+                }
+            }
+        }
+        @if writes {
+            h2 { "Pull a kill switch" }
+            form.stack #pull method="post" action="/kill-switches" {
+                (csrf_field(&signed))
+                label { "Scope " select name="scope" {
+                    @for (value, label) in SCOPES { option value=(value) { (label) } }
+                } }
+                label { "Which " input type="text" name="target" list="kill-targets" placeholder="the project, agent, tool or principal (not for everything)"; }
+                datalist #kill-targets { @for t in &targets { option value=(t) {} } }
+                label { "Reason " input type="text" name="reason" required maxlength="500" placeholder="incident 4411"; }
+                label { "Name " input type="text" name="name" placeholder="optional; by default the scope"; }
+                button.bad type="submit" { "Pull" }
+            }
+            p.muted { "A pulled switch refuses every matching call with " code { "KILL_SWITCH" } " before anything is recorded, on every replica." }
+        }
+    };
+    page(&signed, Section::KillSwitches, "Kill switches", body)
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct PullForm {
+    scope: String,
+    #[serde(default)]
+    target: String,
+    reason: String,
+    #[serde(default)]
+    name: String,
+}
+
+fn name(what: &str, value: &str) -> Result<Name, String> {
+    Name::new(value.trim()).map_err(|e| format!("{what}: {e}"))
+}
+
+fn scope_of(form: &PullForm) -> Result<KillScope, String> {
+    let target = form.target.trim();
+    if form.scope != "all" && target.is_empty() {
+        return Err("name what the switch freezes (or choose everything)".into());
+    }
+    Ok(match form.scope.as_str() {
+        "all" => KillScope::All(true),
+        "project" => KillScope::Project(name("project", target)?),
+        "agent" => KillScope::Agent(name("agent", target)?),
+        "tool" => KillScope::Tool(target.to_owned()),
+        "user" => KillScope::Principal(Subject::User(name("user", target)?)),
+        "service-account" => {
+            KillScope::Principal(Subject::ServiceAccount(name("service account", target)?))
+        }
+        other => return Err(format!("`{}` is not a scope", fmt::cut(other, 32))),
+    })
+}
+
+fn actor(signed: &Signed) -> String {
+    format!("console:{}", signed.credential.principal)
+}
+
+/// `POST /kill-switches`.
+pub(crate) async fn pull(
+    State(state): State<Arc<AppState>>,
+    signed: Signed,
+    axum::Form(form): axum::Form<PullForm>,
+) -> Response {
+    if !signed.holds(KILLSWITCHES_WRITE) {
+        return refusal(
+            &signed,
+            StatusCode::FORBIDDEN,
+            "pulling a kill switch needs the `killswitches:write` capability",
+        );
+    }
+    let scope = match scope_of(&form) {
+        Ok(s) => s,
+        Err(e) => return refusal(&signed, StatusCode::BAD_REQUEST, &e),
+    };
+    let reason = form.reason.trim();
+    if reason.is_empty() {
+        return refusal(&signed, StatusCode::BAD_REQUEST, "give a reason");
+    }
+    let switch_name = match form.name.trim() {
+        "" => None,
+        n => match name("name", n) {
+            Ok(n) => Some(n),
+            Err(e) => return refusal(&signed, StatusCode::BAD_REQUEST, &e),
+        },
+    };
+    let resource = Resource::KillSwitch(KillSwitchSpec {
+        name: switch_name,
+        scope,
+        reason: fmt::cut(reason, 500),
+    });
+    let key = resource.key();
+    let applied = state
+        .gateway
+        .store()
+        .apply(
+            vec![Located {
+                source: None,
+                resource,
+            }],
+            &actor(&signed),
+            fmt::now(),
+        )
+        .await;
+    match applied {
+        Ok(Ok(_)) => {
+            state.gateway.refresh().await;
+            tracing::warn!(kill_switch = %key, by = %signed.credential.principal, "kill switch pulled in the console");
+            signed.flash(format!("Kill switch {key} pulled."));
+            see_other("/kill-switches")
+        }
+        Ok(Err(errors)) => {
+            let text: Vec<String> = errors.iter().map(ToString::to_string).collect();
+            refusal(&signed, StatusCode::UNPROCESSABLE_ENTITY, &text.join("; "))
+        }
+        Err(e) => refusal(&signed, StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
+    }
+}
+
+/// `POST /kill-switches/{key}/release`.
+pub(crate) async fn release(
+    State(state): State<Arc<AppState>>,
+    signed: Signed,
+    Path(key): Path<String>,
+) -> Response {
+    if !signed.holds(KILLSWITCHES_WRITE) {
+        return refusal(
+            &signed,
+            StatusCode::FORBIDDEN,
+            "releasing a kill switch needs the `killswitches:write` capability",
+        );
+    }
+    if !state
+        .gateway
+        .snapshot()
+        .policy
+        .config
+        .contains(Kind::KillSwitch, &key)
+    {
+        return refusal(
+            &signed,
+            StatusCode::NOT_FOUND,
+            &format!("no kill switch `{}`", fmt::cut(&key, 64)),
+        );
+    }
+    match state
+        .gateway
+        .store()
+        .delete(Kind::KillSwitch, &key, &actor(&signed), fmt::now())
+        .await
+    {
+        Ok(Ok(_)) => {
+            state.gateway.refresh().await;
+            tracing::warn!(kill_switch = %key, by = %signed.credential.principal, "kill switch released in the console");
+            signed.flash(format!("Kill switch {key} released."));
+            see_other("/kill-switches")
+        }
+        Ok(Err(errors)) => {
+            let text: Vec<String> = errors.iter().map(ToString::to_string).collect();
+            refusal(&signed, StatusCode::CONFLICT, &text.join("; "))
+        }
+        Err(e) => refusal(&signed, StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
+    }
+}

@@ -1,0 +1,247 @@
+//! The overview: the last hour at a glance — calls per minute by decision, the tools and
+//! codes refused most, what waits for a decision, and the upstreams' health — drawn from the
+//! audit trail and the gateway, each part shown only to a credential that may read it.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::response::Response;
+use maud::{Markup, html};
+use warden_core::approval::ApprovalStatus;
+use warden_core::audit::AuditRecord;
+use warden_core::time::Millis;
+use warden_mcp::upstream::UpstreamStatus;
+use warden_store::{ApprovalFilter, AuditFilter};
+
+use super::caps::{AUDIT_READ, Section, reads_all_approvals};
+use super::chart::{self, Series};
+use super::fmt;
+use super::layout::{badge, page};
+use super::session::Signed;
+use crate::state::AppState;
+
+const MINUTES: usize = 60;
+/// Decisions read for the charts at most (the newest).
+const MAX_RECORDS: i64 = 50_000;
+
+const SERIES: [Series; 3] = [
+    Series {
+        name: "allowed",
+        class: "s-allow",
+    },
+    Series {
+        name: "parked or staged",
+        class: "s-park",
+    },
+    Series {
+        name: "denied",
+        class: "s-deny",
+    },
+];
+
+/// Calls per minute by decision, oldest minute first, ending with the current one.
+fn per_minute(records: &[AuditRecord], now: Millis) -> Vec<Vec<u64>> {
+    let mut buckets = vec![vec![0u64; SERIES.len()]; MINUTES];
+    let start_minute = now.0 / 60_000 - (MINUTES as i64 - 1);
+    for r in records {
+        let series = match r.record.decision.as_deref() {
+            Some("allow") => 0,
+            Some("park" | "stage") => 1,
+            Some("deny") => 2,
+            _ => continue,
+        };
+        let Ok(i) = usize::try_from(r.record.at.0 / 60_000 - start_minute) else {
+            continue;
+        };
+        if let Some(slot) = buckets.get_mut(i).and_then(|b| b.get_mut(series)) {
+            *slot += 1;
+        }
+    }
+    buckets
+}
+
+/// The `n` most frequent values, most frequent first (ties by name).
+fn top(values: impl Iterator<Item = String>, n: usize) -> Vec<(String, u64)> {
+    let mut counts: BTreeMap<String, u64> = BTreeMap::new();
+    for v in values {
+        *counts.entry(v).or_default() += 1;
+    }
+    let mut sorted: Vec<(String, u64)> = counts.into_iter().collect();
+    sorted.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    sorted.truncate(n);
+    sorted
+}
+
+fn tile(label: &str, value: Markup, link: Option<&str>) -> Markup {
+    html! {
+        div.tile {
+            div.value { (value) }
+            div.label { @match link { Some(href) => a href=(href) { (label) }, None => (label) } }
+        }
+    }
+}
+
+/// `GET /`.
+pub(crate) async fn show(State(state): State<Arc<AppState>>, signed: Signed) -> Response {
+    let now = fmt::now();
+    let store = state.gateway.store();
+    let audit = signed.holds(AUDIT_READ);
+    let decisions = if audit {
+        store
+            .audit(&AuditFilter {
+                kind: Some("decision".into()),
+                since: Some(Millis(now.0 - (MINUTES as i64) * 60_000)),
+                limit: Some(MAX_RECORDS),
+                newest_first: true,
+                ..AuditFilter::default()
+            })
+            .await
+            .ok()
+    } else {
+        None
+    };
+    let waiting = store
+        .approvals(&ApprovalFilter {
+            status: vec![ApprovalStatus::Pending, ApprovalStatus::Staged],
+            principal: (!reads_all_approvals(&signed.authority))
+                .then(|| signed.credential.principal.to_string()),
+            limit: Some(1000),
+            ..ApprovalFilter::default()
+        })
+        .await
+        .map(|a| a.len());
+    let upstreams = state.gateway.upstreams().all();
+    let up = upstreams
+        .iter()
+        .filter(|u| matches!(u.status(), UpstreamStatus::Up { .. }))
+        .count();
+    let labels: Vec<(usize, String)> = [0usize, 15, 30, 45, 59]
+        .into_iter()
+        .map(|i| {
+            let ago = MINUTES - 1 - i;
+            (
+                i,
+                if ago == 0 {
+                    "now".into()
+                } else {
+                    format!("−{ago}m")
+                },
+            )
+        })
+        .collect();
+    let body = html! {
+        div.tiles {
+            @if let Some(d) = &decisions {
+                @let denied = d.iter().filter(|r| r.record.decision.as_deref() == Some("deny")).count();
+                (tile("decisions in the last hour", html! { (d.len()) }, Some("/audit?kind=decision&since=1h")))
+                (tile("denied in the last hour", html! { (denied) }, Some("/audit?decision=deny&since=1h")))
+            }
+            @match waiting {
+                Ok(n) => (tile("waiting for a decision", html! { (n) }, Some("/approvals"))),
+                Err(_) => (tile("waiting for a decision", html! { "?" }, Some("/approvals"))),
+            }
+            (tile("upstreams up", html! { (up) " / " (upstreams.len()) }, None))
+        }
+        @if let Some(d) = &decisions {
+            section.panel {
+                h2 { "Calls per minute by decision" }
+                (chart::stacked_bars("Decisions per minute, the last hour", &SERIES, &per_minute(d, now), &labels))
+            }
+            div.columns {
+                section.panel {
+                    h2 { "Top refused tools" }
+                    (chart::ranking("Denials by tool, the last hour", "s-deny", &top(
+                        d.iter().filter(|r| r.record.decision.as_deref() == Some("deny")).map(|r| r.record.tool.clone().unwrap_or_default()), 8)))
+                }
+                section.panel {
+                    h2 { "Top denial codes" }
+                    (chart::ranking("Denials by code, the last hour", "s-code", &top(
+                        d.iter().filter_map(|r| r.record.code.clone()), 8)))
+                }
+            }
+        } @else {
+            p.muted { "The charts of the audit trail need the " code { "audit:read" } " capability." }
+        }
+        section.panel {
+            h2 { "Upstream health" }
+            table.grid.compact #upstreams {
+                thead { tr { th { "Upstream" } th { "Project" } th { "State" } th { "Tools" } th { "Detail" } } }
+                tbody {
+                    @if upstreams.is_empty() { tr.empty { td colspan="5" { "No upstreams are configured." } } }
+                    @for u in upstreams.iter() {
+                        @let status = u.status();
+                        tr {
+                            td { strong { (u.spec.name) } }
+                            td { (u.spec.project) }
+                            td { @match &status {
+                                UpstreamStatus::Up { .. } => (badge("up")),
+                                UpstreamStatus::Starting => (badge("starting")),
+                                UpstreamStatus::Down { .. } => (badge("down")),
+                            } }
+                            td { (u.offer().tools.len()) }
+                            td { @match &status {
+                                UpstreamStatus::Up { protocol } => span.muted { "protocol " (protocol) },
+                                UpstreamStatus::Starting => span.muted { "connecting" },
+                                UpstreamStatus::Down { reason, failures } => span.muted { (fmt::cut(reason, 120)) " (" (failures) " failures)" },
+                            } }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    page(&signed, Section::Overview, "Overview", body)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::indexing_slicing, reason = "tests")]
+
+    use super::*;
+    use warden_core::audit::{NewRecord, RecordKind};
+
+    fn decision(at: i64, decision: &str) -> AuditRecord {
+        AuditRecord {
+            seq: 1,
+            record: NewRecord {
+                at: Millis(at),
+                kind: RecordKind::Decision,
+                run_id: "run_1".into(),
+                call_id: None,
+                principal: None,
+                agent: None,
+                tool: None,
+                decision: Some(decision.into()),
+                code: None,
+                payload: "{}".into(),
+            },
+            prev_hash: String::new(),
+            hash: String::new(),
+        }
+    }
+
+    #[test]
+    fn decisions_fall_into_their_minute_of_the_last_hour() {
+        let now = Millis(100 * 60_000 + 30_000);
+        let records = [
+            decision(now.0, "allow"),
+            decision(now.0 - 60_000, "deny"),
+            decision(now.0 - 59 * 60_000, "park"),
+            decision(now.0 - 61 * 60_000, "allow"),
+            decision(now.0, "approve"),
+        ];
+        let b = per_minute(&records, now);
+        assert_eq!(b.len(), 60);
+        assert_eq!(b[59], vec![1, 0, 0]);
+        assert_eq!(b[58], vec![0, 0, 1]);
+        assert_eq!(b[0], vec![0, 1, 0]);
+        assert_eq!(b.iter().flatten().sum::<u64>(), 3);
+    }
+
+    #[test]
+    fn the_top_list_is_by_count_then_name() {
+        let t = top(["b", "a", "b", "c", "a"].into_iter().map(String::from), 2);
+        assert_eq!(t, vec![("a".into(), 2), ("b".into(), 2)]);
+    }
+}

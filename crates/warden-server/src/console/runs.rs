@@ -1,0 +1,179 @@
+//! Runs and their audit trails: every call with its decision, the rule that decided it, its
+//! timing and outcome, and the records of the chain behind them.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use maud::{Markup, html};
+use serde::Deserialize;
+use serde_json::Value;
+use warden_core::audit::AuditRecord;
+use warden_store::AuditFilter;
+
+use super::caps::{RUNS_READ, Section};
+use super::fmt;
+use super::layout::{badge, closed, json_block, page, refusal};
+use super::session::Signed;
+use crate::state::AppState;
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct RunsQuery {
+    agent: Option<String>,
+}
+
+/// `GET /runs`.
+pub(crate) async fn list(
+    State(state): State<Arc<AppState>>,
+    signed: Signed,
+    Query(q): Query<RunsQuery>,
+) -> Response {
+    if !signed.holds(RUNS_READ) {
+        return closed(&signed, Section::Runs);
+    }
+    let agent = q.agent.as_deref().map(str::trim).filter(|a| !a.is_empty());
+    let runs = match state.gateway.store().runs(agent, 100).await {
+        Ok(r) => r,
+        Err(e) => return refusal(&signed, StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
+    };
+    let body = html! {
+        form.filters method="get" action="/runs" {
+            label { "Agent " input type="text" name="agent" value=[agent]; }
+            button type="submit" { "Filter" }
+        }
+        table.grid #runs {
+            thead { tr { th { "Run" } th { "Started" } th { "Mode" } th { "Principal" } th { "Agent" } th { "Status" } } }
+            tbody {
+                @if runs.is_empty() { tr.empty { td colspan="6" { "No runs yet." } } }
+                @for r in &runs {
+                    tr {
+                        td { a href={ "/runs/" (r.id) } { code { (r.id) } } }
+                        td.nowrap { (fmt::time(r.at)) }
+                        td { (r.mode.as_deref().unwrap_or("—")) }
+                        td { (r.principal.as_deref().unwrap_or("—")) }
+                        td { (r.agent.as_deref().unwrap_or("—")) }
+                        td { @if let Some(s) = &r.status { (badge(s)) } }
+                    }
+                }
+            }
+        }
+    };
+    page(&signed, Section::Runs, "Runs", body)
+}
+
+/// A record's payload field as text.
+fn field(payload: &Value, key: &str) -> Option<String> {
+    payload.get(key).and_then(|v| match v {
+        Value::Null => None,
+        Value::String(s) => Some(s.clone()),
+        other => Some(other.to_string()),
+    })
+}
+
+/// The chain's records as a table: the trail behind a run (also the audit search's results).
+pub(crate) fn trail(records: &[AuditRecord], with_run: bool) -> Markup {
+    html! {
+        table.grid.compact.trail {
+            thead { tr {
+                th { "#" } th { "Time" } th { "Kind" }
+                @if with_run { th { "Run" } }
+                th { "Tool" } th { "Principal" } th { "Decision" } th { "Code" } th { "Rule" } th { "Step" } th { "Duration" }
+            } }
+            tbody {
+                @if records.is_empty() { tr.empty { td colspan="11" { "No records." } } }
+                @for r in records {
+                    @let payload: Value = serde_json::from_str(&r.record.payload).unwrap_or(Value::Null);
+                    tr data-kind=(r.record.kind.as_str()) data-decision=[r.record.decision.as_deref()] {
+                        td { (r.seq) }
+                        td.nowrap { (fmt::time(r.record.at.0)) }
+                        td { (r.record.kind.as_str()) }
+                        @if with_run { td { a href={ "/runs/" (r.record.run_id) } { code { (fmt::cut(&r.record.run_id, 16)) } } } }
+                        td { (r.record.tool.as_deref().unwrap_or("")) }
+                        td { (r.record.principal.as_deref().unwrap_or("")) }
+                        td { @if let Some(d) = &r.record.decision { (badge(d)) } }
+                        td { @if let Some(c) = &r.record.code { code { (c) } } }
+                        td { @if let Some(rule) = field(&payload, "rule") { code { (rule) } } }
+                        td { (field(&payload, "step").unwrap_or_default()) }
+                        td { @if let Some(ms) = field(&payload, "duration_ms") { (ms) " ms" } }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `GET /runs/{id}`.
+pub(crate) async fn detail(
+    State(state): State<Arc<AppState>>,
+    signed: Signed,
+    Path(id): Path<String>,
+) -> Response {
+    if !signed.holds(RUNS_READ) {
+        return closed(&signed, Section::Runs);
+    }
+    let store = state.gateway.store();
+    let run = match store.describe_run(&id).await {
+        Ok(Some(run)) => run,
+        Ok(None) => {
+            return refusal(
+                &signed,
+                StatusCode::NOT_FOUND,
+                &format!("no run `{}`", fmt::cut(&id, 64)),
+            );
+        }
+        Err(e) => return refusal(&signed, StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
+    };
+    let records = store
+        .audit(&AuditFilter {
+            run_id: Some(id.clone()),
+            limit: Some(5_000),
+            ..AuditFilter::default()
+        })
+        .await
+        .unwrap_or_default();
+    let authority = run.authority.as_ref();
+    let text = |k: &str| authority.and_then(|a| field(a, k));
+    let body = html! {
+        dl.facts {
+            dt { "Mode" } dd { (text("mode").unwrap_or_else(|| "—".into())) }
+            dt { "Principal" } dd { (text("principal").unwrap_or_else(|| "—".into())) }
+            dt { "Credential" } dd { code { (text("credential").unwrap_or_else(|| "—".into())) } }
+            dt { "Agent" } dd { (text("agent").unwrap_or_else(|| "—".into())) }
+            dt { "Policy revision" } dd { (text("policy_revision").unwrap_or_else(|| "—".into())) }
+            @if let Some(life) = &run.lifecycle {
+                dt { "Lifecycle" } dd {
+                    (badge(&life.status)) " " (life.trigger) " · queued " (fmt::time(life.queued_at))
+                    @if let Some(f) = life.finished_at { " · finished " (fmt::time(f)) }
+                    @if let Some(e) = &life.error { " · " (e) }
+                }
+            }
+        }
+        @if let Some(projects) = authority.and_then(|a| a.get("projects")) {
+            details { summary { "Projects and why" } (json_block(&projects.to_string())) }
+        }
+        h2 { "Calls" }
+        table.grid #calls {
+            thead { tr { th { "Call" } th { "Time" } th { "Tool" } th { "Decision" } th { "Code" } th { "Rule" } th { "Outcome" } th { "Duration" } } }
+            tbody {
+                @if run.calls.is_empty() { tr.empty { td colspan="8" { "No calls." } } }
+                @for c in &run.calls {
+                    tr data-call=(c.call_id) data-outcome=[c.outcome.as_deref()] {
+                        td { code { (fmt::cut(&c.call_id, 18)) } }
+                        td.nowrap { (fmt::time(c.at)) }
+                        td { (c.tool.as_deref().unwrap_or("")) }
+                        td { @if let Some(d) = &c.decision { (badge(d)) } }
+                        td { @if let Some(code) = &c.code { code { (code) } } }
+                        td { @if let Some(r) = &c.rule { code { (r) } } }
+                        td { @if let Some(o) = &c.outcome { (badge(o)) } }
+                        td { @if let Some(ms) = c.duration_ms { (ms) " ms" } }
+                    }
+                }
+            }
+        }
+        h2 { "Audit trail" }
+        (trail(&records, false))
+    };
+    let title = format!("Run {id}");
+    page(&signed, Section::Runs, &title, body)
+}

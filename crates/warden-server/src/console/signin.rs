@@ -1,0 +1,214 @@
+//! Signing in with a token and out again.
+//!
+//! The token is verified by the gateway, as the API's bearer authentication verifies it;
+//! failures are counted and limited per source address as there (AUTH-5). It is never
+//! stored, shown or put in the cookie: the cookie holds a random session id.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::extract::{ConnectInfo, FromRequest, Query, Request, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use maud::html;
+use serde::Deserialize;
+use warden_core::principal::CredentialKind;
+
+use super::layout;
+use super::session::{
+    COOKIE, Ended, LIFETIME, SIGN_IN_COOKIE, Sessions, Signed, over_https, random_hex, set_cookie,
+};
+use crate::state::AppState;
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct SignInQuery {
+    ended: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct SignInForm {
+    token: String,
+}
+
+/// Failed sign-ins allowed per source address and minute (the API's limit).
+const MAX_FAILURES_PER_MINUTE: u32 = 30;
+
+/// Failed sign-ins per source address, for the limit.
+#[derive(Debug, Default)]
+pub(crate) struct Failures {
+    by_source: Mutex<HashMap<IpAddr, (Instant, u32)>>,
+}
+
+impl Failures {
+    fn blocked(&self, ip: IpAddr) -> bool {
+        self.by_source.lock().is_ok_and(|map| {
+            map.get(&ip).is_some_and(|(start, n)| {
+                start.elapsed() < Duration::from_secs(60) && *n >= MAX_FAILURES_PER_MINUTE
+            })
+        })
+    }
+
+    fn record(&self, ip: IpAddr) {
+        let Ok(mut map) = self.by_source.lock() else {
+            return;
+        };
+        if map.len() > 10_000 {
+            map.retain(|_, (start, _)| start.elapsed() < Duration::from_secs(60));
+        }
+        let entry = map.entry(ip).or_insert((Instant::now(), 0));
+        if entry.0.elapsed() >= Duration::from_secs(60) {
+            *entry = (Instant::now(), 0);
+        }
+        entry.1 += 1;
+    }
+}
+
+/// How long the sign-in form stays valid.
+const FORM_LIFETIME: Duration = Duration::from_secs(3600);
+
+fn form(status: StatusCode, secure: bool, notice: Option<&str>, problem: Option<&str>) -> Response {
+    let Some(nonce) = random_hex() else {
+        return (StatusCode::SERVICE_UNAVAILABLE, "no randomness available\n").into_response();
+    };
+    let body = html! {
+        h1 { "Sign in" }
+        @if let Some(notice) = notice {
+            p.flash role="status" { (notice) }
+        }
+        @if let Some(problem) = problem {
+            p.refusal role="alert" { (problem) }
+        }
+        form.signin method="post" action="/sign-in" {
+            input type="hidden" name=(super::csrf::FIELD) value=(nonce);
+            label for="token" { "Token" }
+            input #token type="password" name="token" autocomplete="off" spellcheck="false" placeholder="wdn_…" required autofocus;
+            button type="submit" { "Sign in" }
+        }
+        p.hint {
+            "Use a token made with " code { "warden token create" } " (or the admin token "
+            code { "warden serve" } " printed at its first start). The console shows what that token may see and do."
+        }
+    };
+    let mut response = layout::bare(status, "Sign in", body);
+    response.headers_mut().append(
+        header::SET_COOKIE,
+        set_cookie(SIGN_IN_COOKIE, &nonce, FORM_LIFETIME, secure),
+    );
+    response
+}
+
+/// `GET /sign-in`.
+pub(crate) async fn page(
+    headers: axum::http::HeaderMap,
+    uri: axum::http::Uri,
+    Query(q): Query<SignInQuery>,
+) -> Response {
+    let notice = q
+        .ended
+        .as_deref()
+        .and_then(Ended::parse)
+        .map(Ended::message);
+    form(StatusCode::OK, over_https(&headers, &uri), notice, None)
+}
+
+/// `POST /sign-in`.
+pub(crate) async fn sign_in(State(state): State<Arc<AppState>>, request: Request) -> Response {
+    let secure = over_https(request.headers(), request.uri());
+    let extensions = request.extensions().clone();
+    let peer = extensions.get::<ConnectInfo<SocketAddr>>().copied();
+    let Some(sessions) = extensions.get::<Arc<Sessions>>().cloned() else {
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    };
+    let token = match axum::Form::<SignInForm>::from_request(request, &state).await {
+        Ok(axum::Form(f)) => f.token,
+        Err(_) => {
+            return form(StatusCode::BAD_REQUEST, secure, None, Some("Give a token."));
+        }
+    };
+    let Some(failures) = extensions.get::<Arc<Failures>>().cloned() else {
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    };
+    let source = peer.map(|p| p.0.ip());
+    if let Some(ip) = source
+        && failures.blocked(ip)
+    {
+        metrics::counter!("warden_auth_rate_limited_total").increment(1);
+        tracing::warn!(source = %ip, "console sign-in refused: too many failures from this address");
+        return form(
+            StatusCode::TOO_MANY_REQUESTS,
+            secure,
+            None,
+            Some("Too many failed sign-ins from this address; try again in a minute."),
+        );
+    }
+    // The gateway's own check, as the API's bearer authentication makes it: a hash lookup in
+    // the live credential table, constant-time.
+    let credential = match state.gateway.authenticate(token.trim()) {
+        Ok(c) => c,
+        Err(_) if !state.gateway.snapshot().loaded => {
+            return form(
+                StatusCode::SERVICE_UNAVAILABLE,
+                secure,
+                None,
+                Some("Warden has not loaded its configuration yet; try again shortly."),
+            );
+        }
+        Err(e) => {
+            if let Some(ip) = source {
+                failures.record(ip);
+            }
+            metrics::counter!("warden_auth_failures_total", "reason" => e.to_string()).increment(1);
+            tracing::warn!(source = ?source, reason = %e, "console sign-in failed");
+            return form(
+                StatusCode::UNAUTHORIZED,
+                secure,
+                None,
+                Some(&format!("That token was not accepted: {e}.")),
+            );
+        }
+    };
+    if credential.kind == CredentialKind::Run {
+        return form(
+            StatusCode::FORBIDDEN,
+            secure,
+            None,
+            Some("A run credential cannot sign in to the console."),
+        );
+    }
+    let Some(sid) = sessions.open(&credential.id) else {
+        return (StatusCode::SERVICE_UNAVAILABLE, "no randomness available\n").into_response();
+    };
+    tracing::info!(credential = %credential.id, principal = %credential.principal, "signed in to the console");
+    let mut response = layout::see_other("/");
+    let headers = response.headers_mut();
+    headers.append(
+        header::SET_COOKIE,
+        set_cookie(COOKIE, &sid, LIFETIME, secure),
+    );
+    headers.append(
+        header::SET_COOKIE,
+        set_cookie(SIGN_IN_COOKIE, "", Duration::ZERO, secure),
+    );
+    response
+}
+
+/// `POST /sign-out`.
+pub(crate) async fn sign_out(
+    signed: Result<Signed, Response>,
+    headers: axum::http::HeaderMap,
+    uri: axum::http::Uri,
+) -> Response {
+    let secure = over_https(&headers, &uri);
+    if let Ok(signed) = &signed {
+        signed.sessions.close(&signed.sid);
+        tracing::info!(credential = %signed.credential.id, "signed out of the console");
+    }
+    let mut response = layout::see_other(&format!("/sign-in?ended={}", Ended::SignedOut.as_str()));
+    response.headers_mut().append(
+        header::SET_COOKIE,
+        set_cookie(COOKIE, "", Duration::ZERO, secure),
+    );
+    response
+}

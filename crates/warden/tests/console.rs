@@ -1,0 +1,896 @@
+//! The web console end to end, in headless Chromium driven over WebDriver (Debian's
+//! `chromium` and `chromium-driver`; OPS-5): sign-in, the live approvals inbox, deciding under
+//! APR-4, kill switches, anti-forgery, and every page — whose screenshots become
+//! `docs/console/*.png`.
+//!
+//! Without `/usr/bin/chromedriver` these tests fail (they never skip): install
+//! `apt-get install -y chromium chromium-driver`. `WARDEN_CHROMEDRIVER` and `WARDEN_CHROMIUM`
+//! name other binaries.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    reason = "test code"
+)]
+
+mod common;
+
+use std::net::TcpListener;
+use std::os::unix::process::CommandExt as _;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use fantoccini::{Client as Browser, ClientBuilder, Locator};
+use serde_json::{Value, json};
+use warden_core::config::Kind;
+
+fn config() -> String {
+    format!(
+        r#"
+kind: Project
+name: payments
+instructions: "How payments work here."
+---
+{ledger}
+---
+kind: ToolPolicy
+project: payments
+tool: ledger__add_note
+class: mutation
+capability: ledger:write
+risk: dangerous
+---
+kind: ToolPolicy
+project: payments
+tool: ledger__echo
+class: mutation
+risk: ordinary
+---
+kind: User
+name: alice
+---
+kind: User
+name: carol
+---
+kind: User
+name: dave
+---
+kind: Role
+name: writer
+permissions: ["run:projects:payments", "ledger:write", "tasks:read", "tasks:create"]
+---
+kind: Role
+name: approver
+permissions: ["approvals:decide"]
+---
+kind: Role
+name: runner
+permissions: ["run:projects:payments"]
+---
+kind: RoleBinding
+role: writer
+subject: {{ user: alice }}
+---
+kind: RoleBinding
+role: writer
+subject: {{ user: carol }}
+---
+kind: RoleBinding
+role: runner
+subject: {{ user: dave }}
+---
+kind: RoleBinding
+role: approver
+subject: {{ user: dave }}
+---
+kind: Agent
+name: sre-bot
+instructions: "You are the SRE reviewer."
+memberships: [payments]
+schedules: [ {{ cron: "0 3 * * *", runner: {{ command: "/bin/true" }} }} ]
+---
+kind: Workspace
+name: web-board
+mode: kanban
+project: payments
+"#,
+        ledger = stdio_upstream("ledger", "payments", ""),
+    )
+}
+
+/// A free port on loopback.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Headless Chromium under a chromedriver of its own, on a fresh profile.
+struct Chrome {
+    browser: Option<Browser>,
+    driver: Child,
+    _profile: tempfile::TempDir,
+}
+
+impl Drop for Chrome {
+    /// Ends chromedriver and every browser process it started: they share its process group.
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", self.driver.id())])
+            .status();
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+impl Chrome {
+    async fn start() -> Self {
+        let driver_bin =
+            std::env::var("WARDEN_CHROMEDRIVER").unwrap_or_else(|_| "/usr/bin/chromedriver".into());
+        let chromium =
+            std::env::var("WARDEN_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+        for (bin, what) in [(&driver_bin, "chromedriver"), (&chromium, "chromium")] {
+            assert!(
+                std::path::Path::new(bin).exists(),
+                "the console's browser tests need {what} at {bin}: install Debian's packages \
+                 with `apt-get install -y chromium chromium-driver`"
+            );
+        }
+        let port = free_port();
+        let driver = Command::new(&driver_bin)
+            .arg(format!("--port={port}"))
+            .process_group(0)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {driver_bin}: {e}"));
+        let profile = tempfile::tempdir().unwrap();
+        let mut caps = serde_json::Map::new();
+        caps.insert("browserName".into(), json!("chrome"));
+        caps.insert(
+            "goog:chromeOptions".into(),
+            json!({
+                "binary": chromium,
+                "args": [
+                    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                    "--disable-background-networking", "--disable-component-update",
+                    "--no-first-run", "--disable-sync", "--disable-crash-reporter",
+                    "--disable-breakpad", "--window-size=1280,900",
+                    format!("--user-data-dir={}", profile.path().display()),
+                ],
+            }),
+        );
+        let url = format!("http://127.0.0.1:{port}");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let browser = loop {
+            let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+            match ClientBuilder::new(connector)
+                .capabilities(caps.clone())
+                .connect(&url)
+                .await
+            {
+                Ok(b) => break b,
+                Err(e) if Instant::now() > deadline => panic!("chromedriver on {url}: {e}"),
+                Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+            }
+        };
+        Self {
+            browser: Some(browser),
+            driver,
+            _profile: profile,
+        }
+    }
+
+    fn b(&self) -> &Browser {
+        self.browser.as_ref().unwrap()
+    }
+
+    async fn quit(mut self) {
+        if let Some(b) = self.browser.take() {
+            let _ = b.close().await;
+        }
+    }
+
+    async fn goto(&self, url: &str) {
+        self.b().goto(url).await.unwrap();
+    }
+
+    async fn path(&self) -> String {
+        let url = self.b().current_url().await.unwrap();
+        match url.query() {
+            Some(q) => format!("{}?{q}", url.path()),
+            None => url.path().to_owned(),
+        }
+    }
+
+    async fn text(&self, css: &str) -> String {
+        self.b()
+            .find(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("no `{css}` on the page: {e}"))
+            .text()
+            .await
+            .unwrap()
+    }
+
+    /// Waits for an element (the page may update by itself).
+    async fn wait_for(&self, css: &str, within: Duration) -> fantoccini::elements::Element {
+        match self
+            .b()
+            .wait()
+            .at_most(within)
+            .for_element(Locator::Css(css))
+            .await
+        {
+            Ok(e) => e,
+            Err(e) => {
+                let at = self.path().await;
+                let page = self.b().source().await.unwrap_or_default();
+                panic!("`{css}` did not appear within {within:?} on {at}: {e}\n{page}")
+            }
+        }
+    }
+
+    async fn exists(&self, css: &str) -> bool {
+        !self
+            .b()
+            .find_all(Locator::Css(css))
+            .await
+            .unwrap()
+            .is_empty()
+    }
+
+    async fn click(&self, css: &str) {
+        self.b()
+            .find(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("no `{css}` to click: {e}"))
+            .click()
+            .await
+            .unwrap();
+    }
+
+    async fn fill(&self, css: &str, value: &str) {
+        let input = self.b().find(Locator::Css(css)).await.unwrap();
+        input.clear().await.unwrap();
+        input.send_keys(value).await.unwrap();
+    }
+
+    async fn sign_in(&self, w: &TestWarden, token: &str) {
+        self.goto(&format!("{}/sign-in", w.base)).await;
+        self.fill("#token", token).await;
+        self.click("form.signin button").await;
+    }
+
+    async fn sign_out(&self) {
+        self.click("form.signout button").await;
+        self.wait_for("form.signin", Duration::from_secs(10)).await;
+    }
+
+    /// Posts a form built in the page, with `fields` only, as a forger's page (or a page
+    /// without the button) would, and waits for the answer to replace the page.
+    async fn post(&self, action: &str, fields: &[(&str, &str)]) {
+        let fields: Vec<Value> = fields.iter().map(|(k, v)| json!([k, v])).collect();
+        self.b()
+            .execute(
+                "window.wardenBefore = true;
+                 const f = document.createElement('form'); f.method = 'post'; f.action = arguments[0];
+                 for (const [k, v] of arguments[1]) {
+                   const i = document.createElement('input'); i.type = 'hidden'; i.name = k; i.value = v;
+                   f.appendChild(i);
+                 }
+                 document.body.appendChild(f); f.submit();",
+                vec![json!(action), json!(fields)],
+            )
+            .await
+            .unwrap();
+        self.wait_for_new_page().await;
+    }
+
+    /// Waits until the page that was open has been replaced (it set `wardenBefore`).
+    async fn wait_for_new_page(&self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let replaced = self
+                .b()
+                .execute(
+                    "return document.readyState === 'complete' && window.wardenBefore === undefined",
+                    vec![],
+                )
+                .await
+                .ok()
+                .and_then(|v| v.as_bool())
+                .unwrap_or(false);
+            if replaced {
+                return;
+            }
+            assert!(Instant::now() < deadline, "the page was not replaced");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Clicks `css` and waits for the answer to replace the page.
+    async fn submit(&self, css: &str) {
+        self.b()
+            .execute("window.wardenBefore = true", vec![])
+            .await
+            .unwrap();
+        self.click(css).await;
+        self.wait_for_new_page().await;
+    }
+
+    /// The session's anti-forgery token, as every form of the page carries it.
+    async fn csrf(&self) -> String {
+        self.b()
+            .find(Locator::Css("input[name=_csrf]"))
+            .await
+            .unwrap()
+            .attr("value")
+            .await
+            .unwrap()
+            .unwrap()
+    }
+
+    /// The value of the session cookie (visible to WebDriver, not to the page's scripts).
+    async fn session_cookie(&self) -> String {
+        self.b()
+            .get_all_cookies()
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|c| c.name() == "warden_session")
+            .map(|c| c.value().to_owned())
+            .expect("a session cookie")
+    }
+
+    /// A PNG of the whole page, as `docs/console/<name>.png`: the window is made as tall as the
+    /// page first.
+    async fn screenshot(&self, name: &str) {
+        let sizes = self
+            .b()
+            .execute(
+                "return [document.documentElement.scrollHeight, window.outerHeight - window.innerHeight]",
+                vec![],
+            )
+            .await
+            .unwrap();
+        let height =
+            sizes[0].as_u64().unwrap_or(900).clamp(300, 3000) + sizes[1].as_u64().unwrap_or(0);
+        self.b()
+            .set_window_size(1280, u32::try_from(height).unwrap())
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let png = self.b().screenshot().await.unwrap();
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/console");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(format!("{name}.png")), png).unwrap();
+        self.b().set_window_size(1280, 900).await.unwrap();
+    }
+}
+
+/// Parks a call of `ledger__add_note` (dangerous: parked at the default level 2) as `client`.
+async fn park(client: &Client, text: &str) -> (String, String) {
+    let r = call(client, "ledger__add_note", json!({ "text": text })).await;
+    let d = decision(&r);
+    assert_eq!(d["status"], "pending_approval", "{r:?}");
+    (
+        d["approvalId"].as_str().unwrap().to_owned(),
+        d["runId"].as_str().unwrap().to_owned(),
+    )
+}
+
+async fn status_of(w: &TestWarden, id: &str) -> String {
+    w.store
+        .store
+        .approval(id)
+        .await
+        .unwrap()
+        .unwrap()
+        .status
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_parked_by_a_client_appears_in_the_inbox_live_and_approving_it_executes_it() {
+    let w = TestWarden::start(&config()).await;
+    let alice = w.token("alice", None, None).await;
+    let chrome = Chrome::start().await;
+    chrome.sign_in(&w, &w.admin).await;
+    chrome.wait_for("header.top", Duration::from_secs(10)).await;
+    assert_eq!(chrome.path().await, "/");
+    chrome.goto(&format!("{}/approvals", w.base)).await;
+    chrome
+        .wait_for("#live[data-state=live]", Duration::from_secs(10))
+        .await;
+    assert!(chrome.exists("#inbox-rows tr.empty").await);
+    // A client parks a call; the open page shows it without a reload.
+    let client = http_client(&w.mcp(), &alice, Era::Sessions).await;
+    let (id, run) = park(&client, "refund 42").await;
+    let row = format!("#inbox-rows tr[data-approval={id}]");
+    chrome.wait_for(&row, Duration::from_secs(10)).await;
+    let text = chrome.text(&row).await;
+    assert!(text.contains("ledger__add_note"), "{text}");
+    assert!(text.contains("user:alice"), "{text}");
+    assert!(text.contains("refund 42"), "the arguments: {text}");
+    assert!(text.contains("expires in"), "the countdown: {text}");
+    assert_eq!(chrome.path().await, "/approvals", "no navigation happened");
+    chrome.screenshot("approvals").await;
+    // Approve it, with a reason.
+    chrome
+        .fill(&format!("{row} input[name=reason]"), "checked the amount")
+        .await;
+    chrome.click(&format!("{row} button[value=approve]")).await;
+    chrome
+        .wait_for("#approval[data-status=executed]", Duration::from_secs(10))
+        .await;
+    assert_eq!(status_of(&w, &id).await, "executed");
+    assert_eq!(
+        chrome.text("p.flash").await,
+        "Approved: the call was executed."
+    );
+    let facts = chrome.text("#approval").await;
+    assert!(facts.contains("by user:admin"), "{facts}");
+    assert!(facts.contains("checked the amount"), "{facts}");
+    chrome.screenshot("approval").await;
+    // Its run's trail shows the call parked, approved and executed.
+    chrome.click(&format!("a[href='/runs/{run}']")).await;
+    chrome
+        .wait_for("#calls tr[data-outcome=executed]", Duration::from_secs(10))
+        .await;
+    let trail = chrome.text("table.trail").await;
+    for needle in ["park", "approve", "executed", "approval:", "autonomy"] {
+        assert!(trail.contains(needle), "`{needle}` in the trail: {trail}");
+    }
+    chrome.screenshot("run").await;
+    chrome.quit().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_who_could_perform_the_action_but_may_not_approve_is_refused_by_the_server() {
+    let w = TestWarden::start(&config()).await;
+    let (alice, carol, dave) = (
+        w.token("alice", None, None).await,
+        w.token("carol", None, None).await,
+        w.token("dave", None, None).await,
+    );
+    let client = http_client(&w.mcp(), &alice, Era::Sessions).await;
+    let (id, _) = park(&client, "refund 43").await;
+    let chrome = Chrome::start().await;
+    // Carol could make this very call (writer) but holds no `approvals:decide`: the inbox
+    // shows her no one else's approvals and no button; a forged form is refused all the same.
+    chrome.sign_in(&w, &carol).await;
+    chrome.goto(&format!("{}/approvals", w.base)).await;
+    chrome
+        .wait_for("#inbox-rows", Duration::from_secs(10))
+        .await;
+    assert!(!chrome.exists(&format!("tr[data-approval={id}]")).await);
+    assert!(!chrome.exists("button[value=approve]").await);
+    let csrf = chrome.csrf().await;
+    chrome
+        .post(
+            &format!("/approvals/{id}/decide"),
+            &[("_csrf", &csrf), ("verb", "approve")],
+        )
+        .await;
+    assert_eq!(
+        chrome.text("p.refusal[data-status='403']").await,
+        "deciding approvals needs the `approvals:decide` capability"
+    );
+    assert_eq!(status_of(&w, &id).await, "pending");
+    chrome.sign_out().await;
+    // Dave may approve but could not perform the call (no `ledger:write`): he sees the button,
+    // and the server refuses him when he presses it.
+    chrome.sign_in(&w, &dave).await;
+    chrome.goto(&format!("{}/approvals", w.base)).await;
+    let row = format!("#inbox-rows tr[data-approval={id}]");
+    chrome.wait_for(&row, Duration::from_secs(10)).await;
+    chrome.click(&format!("{row} button[value=approve]")).await;
+    chrome
+        .wait_for("p.refusal[data-status='403']", Duration::from_secs(10))
+        .await;
+    assert_eq!(
+        chrome.text("p.refusal").await,
+        "your own authority does not cover `ledger__add_note` with these arguments, so you may not decide on it"
+    );
+    assert_eq!(status_of(&w, &id).await, "pending");
+    assert_eq!(
+        call(&client, "ledger__call_count", json!({}))
+            .await
+            .structured_content
+            .unwrap()["calls"],
+        0,
+        "nothing was executed"
+    );
+    chrome.quit().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kill_switch_pulled_in_the_console_stops_a_connected_clients_next_call() {
+    let w = TestWarden::start(&config()).await;
+    let alice = w.token("alice", None, None).await;
+    let client = http_client(&w.mcp(), &alice, Era::Sessions).await;
+    let echo = || call(&client, "ledger__echo", json!({ "text": "hi" }));
+    assert_eq!(decision(&echo().await)["status"], "executed");
+    let chrome = Chrome::start().await;
+    chrome.sign_in(&w, &w.admin).await;
+    chrome.wait_for("header.top", Duration::from_secs(10)).await;
+    chrome.goto(&format!("{}/kill-switches", w.base)).await;
+    chrome
+        .b()
+        .find(Locator::Css("#pull select[name=scope] option[value=tool]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    chrome
+        .fill("#pull input[name=target]", "ledger__echo")
+        .await;
+    chrome
+        .fill("#pull input[name=reason]", "incident 4411")
+        .await;
+    chrome.click("#pull button").await;
+    chrome
+        .wait_for("tr[data-kill='tool:ledger__echo']", Duration::from_secs(10))
+        .await;
+    assert_eq!(
+        chrome.text("p.flash").await,
+        "Kill switch tool:ledger__echo pulled."
+    );
+    chrome.screenshot("kill-switches").await;
+    // The connected client's very next call is refused.
+    let refused = echo().await;
+    let d = decision(&refused);
+    assert_eq!(d["status"], "denied", "{refused:?}");
+    assert_eq!(d["code"], "KILL_SWITCH", "{refused:?}");
+    assert_eq!(refused.is_error, Some(true));
+    // Released, it runs again.
+    chrome
+        .submit("tr[data-kill='tool:ledger__echo'] button")
+        .await;
+    assert_eq!(
+        chrome.text("p.flash").await,
+        "Kill switch tool:ledger__echo released."
+    );
+    assert!(!chrome.exists("tr[data-kill]").await);
+    assert_eq!(decision(&echo().await)["status"], "executed");
+    chrome.quit().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_form_posted_without_its_csrf_token_is_refused_and_changes_nothing() {
+    let w = TestWarden::start(&config()).await;
+    let chrome = Chrome::start().await;
+    chrome.sign_in(&w, &w.admin).await;
+    chrome.wait_for("header.top", Duration::from_secs(10)).await;
+    chrome.goto(&format!("{}/kill-switches", w.base)).await;
+    let form = [("scope", "all"), ("reason", "forged")];
+    chrome.post("/kill-switches", &form).await;
+    let refused =
+        "forbidden: the form was sent without its security token; reload the page and try again";
+    assert_eq!(chrome.text("body").await, refused);
+    chrome
+        .post(
+            "/kill-switches",
+            &[
+                ("_csrf", "0".repeat(64).as_str()),
+                ("scope", "all"),
+                ("reason", "forged"),
+            ],
+        )
+        .await;
+    assert_eq!(chrome.text("body").await, refused);
+    w.settle().await;
+    let kill_switches = || {
+        w.gateway
+            .snapshot()
+            .policy
+            .config
+            .of_kind(Kind::KillSwitch)
+            .count()
+    };
+    assert_eq!(kill_switches(), 0, "nothing was pulled");
+    // The same answer, with its status, to a plain HTTP client holding the session cookie;
+    // with the page's token the same form is accepted.
+    chrome.goto(&format!("{}/kill-switches", w.base)).await;
+    let (cookie, csrf) = (chrome.session_cookie().await, chrome.csrf().await);
+    warden_mcp::http_client::install_tls();
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let send = |body: String| {
+        http.post(format!("{}/kill-switches", w.base))
+            .header("cookie", format!("warden_session={cookie}"))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(body)
+            .send()
+    };
+    let r = send("scope=all&reason=forged".into()).await.unwrap();
+    assert_eq!(r.status(), 403);
+    assert_eq!(kill_switches(), 0);
+    let r = send(format!("_csrf={csrf}&scope=all&reason=drill"))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 303);
+    w.settle().await;
+    assert_eq!(kill_switches(), 1, "the form with its token is accepted");
+    chrome.quit().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_token_cannot_sign_in_and_a_revoked_tokens_session_ends() {
+    let w = TestWarden::start(&config()).await;
+    let carol = w.token("carol", None, None).await;
+    let chrome = Chrome::start().await;
+    chrome.goto(&format!("{}/approvals", w.base)).await;
+    chrome
+        .wait_for("form.signin", Duration::from_secs(10))
+        .await;
+    assert_eq!(
+        chrome.path().await,
+        "/sign-in",
+        "no session: the sign-in page"
+    );
+    chrome.screenshot("sign-in").await;
+    chrome.sign_in(&w, &format!("wdn_{}", "0".repeat(64))).await;
+    chrome.wait_for("p.refusal", Duration::from_secs(10)).await;
+    assert_eq!(
+        chrome.text("p.refusal").await,
+        "That token was not accepted: invalid token."
+    );
+    assert!(
+        chrome
+            .b()
+            .get_all_cookies()
+            .await
+            .unwrap()
+            .iter()
+            .all(|c| c.name() != "warden_session")
+    );
+    chrome.sign_in(&w, &carol).await;
+    chrome.wait_for("header.top", Duration::from_secs(10)).await;
+    assert_eq!(chrome.path().await, "/");
+    assert_eq!(chrome.text("form.signout .who").await, "user:carol");
+    // The session cookie is out of the page's scripts' reach.
+    let visible = chrome
+        .b()
+        .execute("return document.cookie", vec![])
+        .await
+        .unwrap();
+    assert!(
+        !visible.as_str().unwrap_or("").contains("warden_session"),
+        "{visible}"
+    );
+    let cookie = chrome
+        .b()
+        .get_all_cookies()
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|c| c.name() == "warden_session")
+        .unwrap();
+    assert_eq!(cookie.http_only(), Some(true));
+    assert_eq!(format!("{:?}", cookie.same_site()), "Some(Strict)");
+    chrome.goto(&format!("{}/approvals", w.base)).await;
+    chrome
+        .wait_for("#live[data-state=live]", Duration::from_secs(10))
+        .await;
+    // Revoking the token ends the session at its next request.
+    let id = w
+        .store
+        .store
+        .credentials()
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|c| c.principal.to_string() == "user:carol")
+        .unwrap()
+        .id;
+    assert!(
+        w.store
+            .store
+            .revoke_token(&id, "test", now())
+            .await
+            .unwrap()
+    );
+    w.settle().await;
+    // The live stream ends too.
+    chrome
+        .wait_for("#live[data-state=lost]", Duration::from_secs(10))
+        .await;
+    chrome.goto(&format!("{}/approvals", w.base)).await;
+    chrome
+        .wait_for("form.signin", Duration::from_secs(10))
+        .await;
+    assert_eq!(chrome.path().await, "/sign-in?ended=revoked");
+    assert_eq!(
+        chrome.text("p.flash").await,
+        "Your session ended: its token was revoked."
+    );
+    chrome.quit().await;
+}
+
+/// Every page's path, the id of an element it must show, and its screenshot's name.
+const PAGES: [(&str, &str, &str); 11] = [
+    ("/", "#upstreams", "overview"),
+    ("/runs", "#runs", "runs"),
+    ("/audit?since=1h", "#audit-search", "audit"),
+    ("/kill-switches", "#pull", ""),
+    (
+        "/explain?tool=ledger__add_note&arguments=%7B%22text%22%3A%22refund%22%7D&user=carol",
+        "#explanation",
+        "explain",
+    ),
+    ("/tools", "#inventory", "tools"),
+    ("/agents", "#agents", "agents"),
+    ("/tasks", "#workspaces", "tasks"),
+    ("/tokens", "#tokens", ""),
+    ("/approvals", "#inbox", ""),
+    ("/audit/export?since=1h", "", ""),
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_page_renders_for_the_admin() {
+    let w = TestWarden::start(&config()).await;
+    let (alice, dave) = (
+        w.token("alice", None, None).await,
+        w.token("dave", None, None).await,
+    );
+    // Some traffic for the charts: allowed, denied and parked calls.
+    let client = http_client(&w.mcp(), &alice, Era::Sessions).await;
+    for _ in 0..4 {
+        call(&client, "ledger__call_count", json!({})).await;
+    }
+    call(&client, "ledger__echo", json!({ "text": "hi" })).await;
+    for _ in 0..2 {
+        call(&client, "ledger__refund", json!({ "amount": 5 })).await;
+    }
+    let other = http_client(&w.mcp(), &dave, Era::Sessions).await;
+    for _ in 0..3 {
+        call(&other, "ledger__add_note", json!({ "text": "x" })).await;
+    }
+    park(&client, "refund 44").await;
+    let task = call(
+        &client,
+        "tasks__create_task",
+        json!({ "title": "Reconcile the ledger", "workspace_id": "web-board" }),
+    )
+    .await;
+    assert_eq!(decision(&task)["status"], "executed", "{task:?}");
+    let chrome = Chrome::start().await;
+    chrome.sign_in(&w, &w.admin).await;
+    chrome.wait_for("header.top", Duration::from_secs(10)).await;
+    // Each page answers 200 with the console's security headers, then renders in the browser.
+    let cookie = chrome.session_cookie().await;
+    warden_mcp::http_client::install_tls();
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    for (path, must, shot) in PAGES {
+        let r = http
+            .get(format!("{}{path}", w.base))
+            .header("cookie", format!("warden_session={cookie}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{path}");
+        let csp = r.headers()["content-security-policy"].to_str().unwrap();
+        assert!(
+            csp.starts_with("default-src 'none'; script-src 'self'"),
+            "{path}: {csp}"
+        );
+        assert_eq!(r.headers()["x-content-type-options"], "nosniff");
+        assert_eq!(r.headers()["referrer-policy"], "same-origin");
+        if must.is_empty() {
+            assert!(
+                r.text().await.unwrap().contains("\"kind\":\"decision\""),
+                "{path}"
+            );
+            continue;
+        }
+        let body = r.text().await.unwrap();
+        assert!(!body.contains("style=\""), "{path}: no inline style");
+        assert!(!body.contains("<script>"), "{path}: no inline script");
+        chrome.goto(&format!("{}{path}", w.base)).await;
+        chrome.wait_for(must, Duration::from_secs(10)).await;
+        assert!(!chrome.exists("p.refusal").await, "{path}");
+        if !shot.is_empty() {
+            chrome.screenshot(shot).await;
+        }
+    }
+    chrome.goto(&format!("{}/tasks", w.base)).await;
+    assert!(chrome.text("#tasks").await.contains("Reconcile the ledger"));
+    chrome.goto(&format!("{}/", w.base)).await;
+    let overview = chrome.text("main").await;
+    for needle in [
+        "Calls per minute by decision",
+        "Top refused tools",
+        "UNKNOWN_TOOL",
+        "CAPABILITY",
+        "ledger",
+    ] {
+        assert!(
+            overview.contains(needle),
+            "`{needle}` on the overview: {overview}"
+        );
+    }
+    assert!(chrome.exists("figure.chart svg rect.s-deny").await);
+    chrome
+        .goto(&format!(
+            "{}/explain?tool=ledger__add_note&arguments=%7B%22text%22%3A%22x%22%7D&user=carol",
+            w.base
+        ))
+        .await;
+    assert_eq!(
+        chrome
+            .b()
+            .find(Locator::Css("#explanation"))
+            .await
+            .unwrap()
+            .attr("data-would")
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("pending_approval")
+    );
+    // Verify the audit chain.
+    chrome.goto(&format!("{}/audit", w.base)).await;
+    chrome.click("form[action='/audit/verify'] button").await;
+    chrome.wait_for("#verified", Duration::from_secs(10)).await;
+    assert!(
+        chrome
+            .text("#verified")
+            .await
+            .starts_with("The chain is intact: ")
+    );
+    // Create a token bound to a project, narrowed by scopes, with a time to live.
+    chrome.goto(&format!("{}/tokens", w.base)).await;
+    chrome
+        .fill("#create-token input[name=owner]", "carol")
+        .await;
+    chrome
+        .fill("#create-token input[name=projects]", "payments")
+        .await;
+    chrome
+        .fill(
+            "#create-token input[name=scopes]",
+            "run:projects:payments, ledger:write",
+        )
+        .await;
+    chrome.fill("#create-token input[name=ttl]", "12h").await;
+    chrome
+        .fill(
+            "#create-token input[name=description]",
+            "made in the console",
+        )
+        .await;
+    chrome.click("#create-token button").await;
+    let secret = chrome
+        .wait_for("#secret", Duration::from_secs(10))
+        .await
+        .text()
+        .await
+        .unwrap();
+    let created = w.gateway.authenticate(secret.trim()).unwrap();
+    assert_eq!(created.principal.to_string(), "user:carol");
+    assert_eq!(created.projects.as_ref().map(|p| p.len()), Some(1));
+    assert!(created.expires_at.is_some() && created.scopes.is_some());
+    chrome.goto(&format!("{}/tokens", w.base)).await;
+    chrome
+        .wait_for(
+            &format!("tr[data-token={}]", created.id),
+            Duration::from_secs(10),
+        )
+        .await;
+    chrome.screenshot("tokens").await;
+    chrome.quit().await;
+}

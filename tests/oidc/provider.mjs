@@ -1,0 +1,226 @@
+// A self-contained OpenID provider (oidc-provider 9.13.3) for Warden's OAuth 2.1
+// resource-server tests. See README.md for the flows it serves and how to drive them.
+//
+// Environment:
+//   PORT              port on 127.0.0.1 (default 0: the kernel picks a free one)
+//   REDIRECT_URIS     comma-separated redirect URIs of the public client `mcp-client`
+//                     (default http://127.0.0.1:33418/callback)
+//   ACCESS_TOKEN_TTL  access-token lifetime in seconds (default 3600)
+//
+// Prints exactly one line on stdout once it accepts connections:
+//   issuer: http://127.0.0.1:<port>
+// Everything else (oidc-provider's notices, key rotations, errors) goes to stderr.
+
+import * as crypto from 'node:crypto';
+import * as http from 'node:http';
+
+import Provider, { errors } from 'oidc-provider';
+
+// oidc-provider prints its development notices with console.info (stdout); stdout carries
+// only the `issuer:` line, so every console output goes to stderr.
+console.log = console.info = console.debug = (...args) => console.error(...args);
+
+const log = (msg) => process.stderr.write(`oidc: ${msg}\n`);
+
+const port = Number(process.env.PORT ?? 0);
+const redirectUris = (process.env.REDIRECT_URIS || 'http://127.0.0.1:33418/callback')
+  .split(',')
+  .map((s) => s.trim())
+  .filter(Boolean);
+const accessTokenTTL = Number(process.env.ACCESS_TOKEN_TTL || 3600);
+const RESOURCE_SCOPE = 'tools:read tools:call mcp';
+
+// Signing keys, newest first: oidc-provider signs with the first matching key and
+// publishes all of them at /jwks. Generated in memory at start, never written anywhere.
+const signingKeys = [];
+let keyCounter = 0;
+function newSigningKey() {
+  const { privateKey } = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
+  keyCounter += 1;
+  const jwk = privateKey.export({ format: 'jwk' });
+  return {
+    ...jwk,
+    kid: `key-${keyCounter}-${crypto.randomBytes(4).toString('hex')}`,
+    alg: 'RS256',
+    use: 'sig',
+  };
+}
+signingKeys.unshift(newSigningKey());
+
+// Same cookie keys for every Provider instance, so sessions and interactions in flight
+// survive a key rotation (which builds a new instance; see rotateKeys).
+const cookieKeys = [crypto.randomBytes(32).toString('base64url')];
+
+const groupsOf = (login) => (login.startsWith('sre') ? ['sre'] : ['dev']);
+const emailOf = (login) => `${login}@example.com`;
+
+function configuration() {
+  return {
+    clients: [
+      {
+        // Confidential machine client: client_credentials only. client_secret_post also
+        // accepts HTTP Basic (oidc-provider allows both for a *_post client).
+        client_id: 'deploy-pipeline',
+        client_secret: 'deploy-secret',
+        grant_types: ['client_credentials'],
+        response_types: [],
+        redirect_uris: [],
+        token_endpoint_auth_method: 'client_secret_post',
+        scope: 'tools:read tools:call',
+      },
+      {
+        // Public client: authorization code + PKCE (S256, required for public clients).
+        client_id: 'mcp-client',
+        token_endpoint_auth_method: 'none',
+        grant_types: ['authorization_code', 'refresh_token'],
+        response_types: ['code'],
+        redirect_uris: redirectUris,
+      },
+    ],
+    jwks: { keys: signingKeys.map((k) => ({ ...k })) },
+    cookies: { keys: cookieKeys },
+    // Resource scopes are listed here too, so a client's registered `scope` can restrict
+    // them (deploy-pipeline may not ask for `mcp`) and discovery advertises them.
+    scopes: ['openid', 'offline_access', 'email', 'groups', 'tools:read', 'tools:call', 'mcp'],
+    claims: {
+      openid: ['sub'],
+      email: ['email', 'email_verified'],
+      groups: ['groups'],
+    },
+    // Any login name is an account: sub = login, email = login@example.com,
+    // groups = ['sre'] when the login starts with "sre", else ['dev'].
+    async findAccount(_ctx, sub) {
+      return {
+        accountId: sub,
+        async claims() {
+          return {
+            sub, email: emailOf(sub), email_verified: true, groups: groupsOf(sub),
+          };
+        },
+      };
+    },
+    // email and groups of the end-user in every access token issued for one (JWT
+    // access tokens carry them; client_credentials tokens have no end-user and get none).
+    async extraTokenClaims(_ctx, token) {
+      if (!token.accountId) return undefined;
+      return { email: emailOf(token.accountId), groups: groupsOf(token.accountId) };
+    },
+    pkce: {
+      required: (_ctx, client) => client.clientAuthMethod === 'none',
+    },
+    features: {
+      devInteractions: { enabled: true },
+      clientCredentials: { enabled: true },
+      // Open dynamic client registration (no initial access token), for MCP clients.
+      registration: { enabled: true },
+      resourceIndicators: {
+        enabled: true,
+        // The resource of the authorization request when it named exactly one.
+        defaultResource: async (_ctx, _client, oneOf) => oneOf,
+        // A token request for an authorization code or refresh token without `resource`
+        // gets a token for the resource granted at the authorization endpoint.
+        useGrantedResource: async () => true,
+        async getResourceServerInfo(_ctx, resourceIndicator) {
+          const url = URL.parse(resourceIndicator);
+          if (!url || url.protocol !== 'http:' || url.hostname !== '127.0.0.1') {
+            throw new errors.InvalidTarget('only resources under http://127.0.0.1 are served');
+          }
+          return {
+            scope: RESOURCE_SCOPE,
+            audience: resourceIndicator,
+            accessTokenTTL,
+            accessTokenFormat: 'jwt',
+            jwt: { sign: { alg: 'RS256' } },
+          };
+        },
+      },
+    },
+    // OAuth 2.1: authorization code only (no implicit or hybrid response types).
+    responseTypes: ['code'],
+    clientBasedCORS: () => false,
+    ttl: {
+      AccessToken: accessTokenTTL,
+      ClientCredentials: accessTokenTTL,
+      AuthorizationCode: 60,
+      IdToken: 3600,
+      Interaction: 600,
+      Session: 86400,
+      Grant: 86400,
+      RefreshToken: 86400,
+    },
+  };
+}
+
+let issuer;
+let handler;
+let jwksDown = false;
+
+// A fresh Provider over the current key list. State (sessions, interactions, grants,
+// registered clients, tokens) lives in oidc-provider's module-level memory adapter, so
+// it is shared by every instance in this process.
+function buildProvider() {
+  const provider = new Provider(issuer, configuration());
+  provider.on('server_error', (_ctx, err) => log(`server_error: ${err.stack || err}`));
+  handler = provider.callback();
+}
+
+function rotateKeys() {
+  signingKeys.unshift(newSigningKey());
+  buildProvider();
+  log(`rotated signing keys; signing with ${signingKeys[0].kid}; jwks: ${signingKeys.map((k) => k.kid).join(' ')}`);
+  return { kid: signingKeys[0].kid, kids: signingKeys.map((k) => k.kid) };
+}
+
+const isLoopback = (addr) => addr === '127.0.0.1' || addr === '::1' || addr === '::ffff:127.0.0.1';
+
+function json(res, status, body) {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' });
+  res.end(text);
+}
+
+const server = http.createServer((req, res) => {
+  const path = (req.url || '/').split('?')[0];
+
+  if (path.startsWith('/admin/')) {
+    if (!isLoopback(req.socket.remoteAddress)) return json(res, 403, { error: 'forbidden' });
+    if (req.method !== 'POST') return json(res, 405, { error: 'method_not_allowed' });
+    req.resume();
+    switch (path) {
+      case '/admin/rotate-keys':
+        return json(res, 200, rotateKeys());
+      case '/admin/jwks-down':
+        jwksDown = true;
+        log('jwks is down (503)');
+        return json(res, 200, { jwks: 'down' });
+      case '/admin/jwks-up':
+        jwksDown = false;
+        log('jwks is up');
+        return json(res, 200, { jwks: 'up' });
+      default:
+        return json(res, 404, { error: 'not_found' });
+    }
+  }
+
+  if (jwksDown && path === '/jwks') {
+    req.resume();
+    return json(res, 503, { error: 'temporarily_unavailable', error_description: 'JWKS is down (POST /admin/jwks-up)' });
+  }
+
+  return handler(req, res);
+});
+
+server.on('error', (err) => {
+  log(`cannot listen on 127.0.0.1:${port}: ${err.message}`);
+  process.exit(1);
+});
+
+process.on('SIGHUP', () => rotateKeys());
+process.on('SIGTERM', () => process.exit(0));
+process.on('SIGINT', () => process.exit(0));
+
+server.listen(port, '127.0.0.1', () => {
+  issuer = `http://127.0.0.1:${server.address().port}`;
+  buildProvider();
+  process.stdout.write(`issuer: ${issuer}\n`);
+});
