@@ -49,9 +49,7 @@ fi
   (cd "$here/peers" && npm ci --no-audit --no-fund --silent) || die "npm ci (peers) failed"
 [ -d "$here/ts/node_modules/@modelcontextprotocol/sdk" ] ||
   (cd "$here/ts" && npm ci --no-audit --no-fund --silent) || die "npm ci (ts) failed"
-[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-"$venv/bin/python" -c 'import mcp, httpx2' 2>/dev/null ||
-  "$venv/bin/pip" install --quiet -r "$here/python/requirements.txt"
+bash "$here/venv.sh" "$venv"
 
 data="$(mktemp -d /tmp/warden-peers.XXXXXX)"
 serve_pid=""

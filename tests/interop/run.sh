@@ -107,9 +107,7 @@ if [ -z "${eras// /}" ] || [[ ",${eras// /}," == *",http-2025,"* ]]; then
   [[ ",$sdks," == *",ts,"* ]] && relay_runs=$((relay_runs + 1))
 fi
 if [[ ",$sdks," == *",python,"* ]]; then
-  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-  "$venv/bin/python" -c 'import mcp, httpx2' 2>/dev/null ||
-    "$venv/bin/pip" install --quiet -r "$here/python/requirements.txt"
+  bash "$here/venv.sh" "$venv"
   "$venv/bin/python" "$here/python/interop.py" || status=1
 fi
 if [[ ",$sdks," == *",ts,"* ]]; then

@@ -9,6 +9,8 @@ import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import * as readline from 'node:readline';
 
+import { Jar, follow, signIn, step } from './login.mjs';
+
 const RESOURCE = 'http://127.0.0.1:9999/mcp';
 const REDIRECT = 'http://127.0.0.1:33418/callback';
 
@@ -76,64 +78,6 @@ async function clientCredentials(extra = {}) {
   }));
 }
 
-// A cookie jar honouring Path (the provider scopes its interaction cookies to
-// /interaction/<uid> and /auth/<uid>).
-class Jar {
-  #cookies = new Map(); // `${path} ${name}` -> { name, value, path }
-
-  store(res) {
-    for (const sc of res.headers.getSetCookie()) {
-      const [pair, ...attrs] = sc.split(';').map((s) => s.trim());
-      const i = pair.indexOf('=');
-      const name = pair.slice(0, i);
-      const value = pair.slice(i + 1);
-      let path = '/';
-      let expired = value === '';
-      for (const a of attrs) {
-        const [k, v] = a.split('=');
-        if (k.toLowerCase() === 'path') path = v;
-        if (k.toLowerCase() === 'expires' && Date.parse(v) < Date.now()) expired = true;
-      }
-      const key = `${path} ${name}`;
-      if (expired) this.#cookies.delete(key);
-      else this.#cookies.set(key, { name, value, path });
-    }
-  }
-
-  header(url) {
-    const { pathname } = new URL(url);
-    return [...this.#cookies.values()]
-      .filter((c) => pathname === c.path || pathname.startsWith(c.path.endsWith('/') ? c.path : `${c.path}/`) || c.path === '/')
-      .map((c) => `${c.name}=${c.value}`)
-      .join('; ');
-  }
-}
-
-// One request, no automatic redirects; returns the response and the absolute Location.
-async function step(jar, url, init = {}) {
-  const res = await fetch(url, {
-    ...init,
-    redirect: 'manual',
-    headers: { ...(init.headers ?? {}), cookie: jar.header(url) },
-  });
-  jar.store(res);
-  const loc = res.headers.get('location');
-  return { res, location: loc ? new URL(loc, url).href : undefined, text: await res.text() };
-}
-
-// Follows redirects (303 -> GET) until a 200 page or a redirect to the client's
-// redirect_uri; returns { page, url } or { callback }.
-async function follow(jar, url, init, redirectUri) {
-  let r = await step(jar, url, init);
-  for (let i = 0; i < 10; i++) {
-    if (!r.location) return { page: r.text, url, status: r.res.status };
-    if (r.location.startsWith(redirectUri)) return { callback: new URL(r.location) };
-    url = r.location;
-    r = await step(jar, url);
-  }
-  throw new Error('too many redirects');
-}
-
 function pkce() {
   const verifier = crypto.randomBytes(32).toString('base64url');
   const challenge = crypto.createHash('sha256').update(verifier).digest('base64url');
@@ -158,16 +102,7 @@ async function authorizationCode({
     code_challenge_method: 'S256',
     state,
   });
-  let r = await follow(jar, auth.href, {}, redirectUri);
-  for (let i = 0; i < 3 && !r.callback; i++) {
-    // The login and consent forms both post to the page's own URL, /interaction/<uid>.
-    const action = /<form[^>]*action="([^"]+)"/.exec(r.page)?.[1];
-    const prompt = /name="prompt" value="([a-z]+)"/.exec(r.page)?.[1];
-    if (!action || new URL(action).href !== r.url) throw new Error(`unexpected page at ${r.url}: ${r.page.slice(0, 300)}`);
-    const body = prompt === 'login' ? form({ prompt, login, password: 'any' }) : form({ prompt });
-    r = await follow(jar, action, { method: 'POST', body }, redirectUri);
-  }
-  const cb = r.callback;
+  const cb = await signIn(auth.href, { login, redirectUri, jar });
   check(cb.searchParams.get('state') === state && cb.searchParams.get('iss') === ISS && cb.searchParams.get('code'), `${login}: redirect to the client with code, state, iss`, cb.href);
   const tokenParams = {
     grant_type: 'authorization_code',
@@ -202,7 +137,7 @@ try {
   check(basic.status === 200 && decode(basic.body.access_token).payload.scope === 'tools:read', 'client_credentials: HTTP Basic works too', basic);
   const other = await clientCredentials({ resource: 'https://example.com/mcp' });
   check(other.status === 400 && other.body.error === 'invalid_target', 'client_credentials: a resource outside http://127.0.0.1 is invalid_target', other);
-  const mcpScope = await clientCredentials({ scope: 'tools:read mcp' });
+  const mcpScope = await clientCredentials({ scope: 'tools:read mcp:run:projects:ops' });
   check(mcpScope.status === 400 && mcpScope.body.error === 'invalid_scope', 'client_credentials: scope outside the client\'s is invalid_scope', mcpScope);
   const badSecret = await clientCredentials({ client_secret: 'wrong' });
   check(badSecret.status === 401 && badSecret.body.error === 'invalid_client', 'client_credentials: wrong secret is invalid_client', badSecret);

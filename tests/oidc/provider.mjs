@@ -28,7 +28,9 @@ const redirectUris = (process.env.REDIRECT_URIS || 'http://127.0.0.1:33418/callb
   .map((s) => s.trim())
   .filter(Boolean);
 const accessTokenTTL = Number(process.env.ACCESS_TOKEN_TTL || 3600);
-const RESOURCE_SCOPE = 'tools:read tools:call mcp';
+// What a resource server at 127.0.0.1 offers: Warden's scopes (`mcp`: the principal's whole
+// authority; `mcp:<capability>`: narrowed to it, docs/oauth.md) and two that are not Warden's.
+const RESOURCE_SCOPE = 'mcp mcp:run:projects:demo mcp:run:projects:ops tools:read tools:call';
 
 // Signing keys, newest first: oidc-provider signs with the first matching key and
 // publishes all of them at /jwks. Generated in memory at start, never written anywhere.
@@ -66,7 +68,7 @@ function configuration() {
         response_types: [],
         redirect_uris: [],
         token_endpoint_auth_method: 'client_secret_post',
-        scope: 'tools:read tools:call',
+        scope: 'mcp mcp:run:projects:demo tools:read tools:call',
       },
       {
         // Public client: authorization code + PKCE (S256, required for public clients).
@@ -80,8 +82,9 @@ function configuration() {
     jwks: { keys: signingKeys.map((k) => ({ ...k })) },
     cookies: { keys: cookieKeys },
     // Resource scopes are listed here too, so a client's registered `scope` can restrict
-    // them (deploy-pipeline may not ask for `mcp`) and discovery advertises them.
-    scopes: ['openid', 'offline_access', 'email', 'groups', 'tools:read', 'tools:call', 'mcp'],
+    // them (deploy-pipeline may not ask for `mcp:run:projects:ops`) and discovery advertises
+    // them.
+    scopes: ['openid', 'offline_access', 'email', 'groups', ...RESOURCE_SCOPE.split(' ')],
     claims: {
       openid: ['sub'],
       email: ['email', 'email_verified'],

@@ -93,6 +93,7 @@ fn credential(user: &str) -> Credential {
         expires_at: None,
         revoked_at: None,
         description: None,
+        groups: Vec::new(),
     }
 }
 

@@ -12,7 +12,10 @@ use crate::decision::{Denial, DenyCode};
 use crate::error::EnvError;
 use crate::name::Name;
 use crate::policy::Policy;
-use crate::principal::{Credential, Principal, PrincipalRef, Provenance};
+use crate::principal::{
+    Credential, CredentialKind, JWT_CREDENTIAL_PREFIX, Principal, PrincipalRef, Provenance,
+    jwt_issuer,
+};
 use crate::time::Millis;
 
 /// What kind of parked action.
@@ -177,6 +180,15 @@ pub fn provenance_of(authority: &Authority) -> Provenance {
             intent_id: run.clone(),
             autonomy_cap: crate::policy::DEFAULT_AUTONOMY_LEVEL,
         },
+        (owner, Some(id)) if id.starts_with(JWT_CREDENTIAL_PREFIX) => Provenance::Principal {
+            reference: PrincipalRef::Jwt {
+                id: id.clone(),
+                owner: owner.clone(),
+                scopes: authority.grant.ceiling.clone(),
+                groups: authority.groups.clone(),
+                expires_at: authority.expires_at,
+            },
+        },
         (owner, Some(id)) => Provenance::Principal {
             reference: PrincipalRef::ApiKey {
                 id: id.clone(),
@@ -250,6 +262,38 @@ pub fn resolve_requester(
                     })?;
                     c
                 }
+                PrincipalRef::Jwt {
+                    id,
+                    owner,
+                    scopes,
+                    groups,
+                    expires_at,
+                } => {
+                    let issuer = jwt_issuer(&id).unwrap_or_default();
+                    if !policy.issuers().iter().any(|i| i.name.as_str() == issuer) {
+                        return Err(Denial::new(
+                            DenyCode::RequesterRevoked,
+                            "provenance:issuer-gone",
+                            format!("the requester's issuer `{issuer}` is no longer configured"),
+                        ));
+                    }
+                    let c = Credential {
+                        id,
+                        kind: CredentialKind::Jwt,
+                        scopes,
+                        groups,
+                        expires_at,
+                        ..synthetic(owner)
+                    };
+                    c.check_usable(now).map_err(|e| {
+                        Denial::new(
+                            DenyCode::RequesterRevoked,
+                            "provenance:credential-unusable",
+                            format!("the requester's access token is not usable: {e}"),
+                        )
+                    })?;
+                    c
+                }
                 PrincipalRef::User { name } => synthetic(Principal::User { name }),
                 PrincipalRef::ServiceAccount { name } => {
                     synthetic(Principal::ServiceAccount { name })
@@ -291,7 +335,7 @@ pub fn resolve_requester(
 fn synthetic(principal: Principal) -> Credential {
     Credential {
         id: "requester".into(),
-        kind: crate::principal::CredentialKind::ApiKey,
+        kind: CredentialKind::ApiKey,
         principal,
         projects: None,
         scopes: None,
@@ -299,5 +343,6 @@ fn synthetic(principal: Principal) -> Credential {
         expires_at: None,
         revoked_at: None,
         description: None,
+        groups: Vec::new(),
     }
 }

@@ -40,8 +40,15 @@ pub struct Authority {
     pub mode: Mode,
     /// Who acts.
     pub principal: Principal,
+    /// Groups the credential asserts for the principal (a JWT's groups claim, AUTH-4), on
+    /// top of those configuration gives it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<Name>,
     /// The credential's public id.
     pub credential_id: Option<String>,
+    /// When the credential expires, if it does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<crate::time::Millis>,
     /// The agent run, if this is a run of an agent.
     pub agent: Option<Name>,
     /// The intent served, for agent-role work.
@@ -97,6 +104,7 @@ impl Authority {
     pub fn actor(&self) -> Actor<'_> {
         Actor {
             principal: &self.principal,
+            groups: &self.groups,
             agent: self.agent.as_ref(),
             intent: self.intent.as_deref(),
         }
@@ -192,7 +200,9 @@ pub fn resolve(
 
     let owner = match (mode, agent_spec) {
         (Mode::Agent, Some(spec)) => policy.agent_run_capabilities(spec, &credential.principal),
-        _ => policy.rbac.capabilities(&credential.principal),
+        _ => policy
+            .rbac
+            .capabilities_with(&credential.principal, &credential.groups),
     };
     let grant = Grant {
         owner,
@@ -234,7 +244,7 @@ pub fn resolve(
             ),
             _ => policy
                 .rbac
-                .explain(&credential.principal, cap.as_str())
+                .explain_with(&credential.principal, &credential.groups, cap.as_str())
                 .unwrap_or_else(|| format!("granted `{cap}`")),
         };
         owner_projects.insert((*p).clone(), why);
@@ -277,7 +287,9 @@ pub fn resolve(
     Ok(Authority {
         mode,
         principal: credential.principal.clone(),
+        groups: credential.groups.clone(),
         credential_id: Some(credential.id.clone()),
+        expires_at: credential.expires_at,
         agent: run_agent,
         intent: None,
         grant,

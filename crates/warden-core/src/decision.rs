@@ -484,7 +484,9 @@ mod tests {
             principal: crate::principal::Principal::User {
                 name: crate::Name::new("alice").unwrap(),
             },
+            groups: Vec::new(),
             credential_id: None,
+            expires_at: None,
             agent: None,
             intent: None,
             grant: crate::capability::Grant::default(),

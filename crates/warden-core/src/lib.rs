@@ -21,6 +21,7 @@ pub mod decision;
 pub mod error;
 pub mod explain;
 pub mod name;
+pub mod oauth;
 pub mod param_headers;
 pub mod pipeline;
 pub mod policy;

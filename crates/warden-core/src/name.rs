@@ -9,8 +9,10 @@ use serde::{Deserialize, Deserializer, Serialize};
 /// The longest name Warden accepts.
 pub const MAX_NAME_LEN: usize = 63;
 
-/// A validated resource name: 1–63 characters of lowercase ASCII letters, digits, `-`, `_`
-/// and `.`, starting and ending with a letter or digit.
+/// A validated resource name: 1–63 characters of lowercase ASCII letters, digits, `-`, `_`,
+/// `.` and `@`, starting and ending with a letter or digit. `@` is there for users named by
+/// an address (`alice@example.com`, as an issuer's `email` claim names them, AUTH-4);
+/// configuration allows it in the names of users and groups only (`config::check_resource`).
 ///
 /// Names are cheap to clone: they are shared, immutable strings.
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -42,10 +44,10 @@ impl Name {
         if value.len() > MAX_NAME_LEN {
             return fail("it is longer than 63 characters");
         }
-        let ok_inner = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || "-_.".contains(c);
+        let ok_inner = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || "-_.@".contains(c);
         let ok_edge = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
         if !value.chars().all(ok_inner) {
-            return fail("use lowercase letters, digits, `-`, `_` and `.` only");
+            return fail("use lowercase letters, digits, `-`, `_`, `.` and `@` only");
         }
         let first_last_ok = value.chars().next().is_some_and(ok_edge)
             && value.chars().next_back().is_some_and(ok_edge);
@@ -166,9 +168,11 @@ mod tests {
     fn names_follow_the_documented_alphabet() {
         assert!(Name::new("payments").is_ok());
         assert!(Name::new("sre-bot.v2").is_ok());
+        assert!(Name::new("alice@example.com").is_ok());
+        assert!(Name::new("@alice").is_err());
         assert_eq!(
             Name::new("Payments").unwrap_err().to_string(),
-            "`Payments` is not a valid name: use lowercase letters, digits, `-`, `_` and `.` only"
+            "`Payments` is not a valid name: use lowercase letters, digits, `-`, `_`, `.` and `@` only"
         );
         assert_eq!(
             Name::new("-x").unwrap_err().to_string(),

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use crate::capability::Capability;
 use crate::config::{
-    AgentSpec, AutonomySpec, AutonomySubject, BudgetPer, BudgetSubject, Config, KillScope,
-    KillSwitchSpec, Kind, ProjectSpec, Resource, ToolPolicySpec, WriteBudgetSpec,
+    AgentSpec, AutonomySpec, AutonomySubject, BudgetPer, BudgetSubject, Config, IssuerSpec,
+    KillScope, KillSwitchSpec, Kind, ProjectSpec, Resource, ToolPolicySpec, WriteBudgetSpec,
 };
 use crate::name::{Name, glob_match};
 use crate::principal::{Principal, Subject};
@@ -30,6 +30,8 @@ pub const DEFAULT_APPROVAL_TTL: Duration = Duration::from_secs(3600);
 pub struct Actor<'a> {
     /// The principal.
     pub principal: &'a Principal,
+    /// Groups its credential asserts, on top of those configuration gives it.
+    pub groups: &'a [Name],
     /// The agent, for a run of an agent.
     pub agent: Option<&'a Name>,
     /// The intent served, for agent-role work.
@@ -52,6 +54,7 @@ pub struct Policy {
     autonomy: Vec<(String, AutonomySpec)>,
     budgets: Vec<(String, WriteBudgetSpec)>,
     kill_switches: Vec<(String, KillSwitchSpec)>,
+    issuers: Vec<IssuerSpec>,
 }
 
 /// The effective autonomy level of a call and the rule that set it.
@@ -101,6 +104,7 @@ impl Policy {
                 Resource::Autonomy(a) => policy.autonomy.push((key, a.clone())),
                 Resource::WriteBudget(w) => policy.budgets.push((key, w.clone())),
                 Resource::KillSwitch(k) => policy.kill_switches.push((key, k.clone())),
+                Resource::Issuer(i) => policy.issuers.push(i.clone()),
                 _ => {}
             }
         }
@@ -121,6 +125,19 @@ impl Policy {
     /// Every agent.
     pub fn agents(&self) -> &BTreeMap<Name, AgentSpec> {
         &self.agents
+    }
+
+    /// The configured issuers of OAuth access tokens (AUTH-4).
+    pub fn issuers(&self) -> &[IssuerSpec] {
+        &self.issuers
+    }
+
+    /// The issuer whose tokens carry `iss` (compared without a trailing `/`).
+    pub fn issuer(&self, iss: &str) -> Option<&IssuerSpec> {
+        let iss = iss.trim_end_matches('/');
+        self.issuers
+            .iter()
+            .find(|i| i.issuer.trim_end_matches('/') == iss)
     }
 
     /// Whether a user exists.
@@ -160,7 +177,7 @@ impl Policy {
                 KillScope::Project(p) => tool.project.as_ref() == Some(p),
                 KillScope::Agent(a) => actor.agent == Some(a),
                 KillScope::Tool(pattern) => glob_match(pattern, &tool.name),
-                KillScope::Principal(subject) => self.subject_covers(subject, actor.principal),
+                KillScope::Principal(subject) => self.actor_covered(subject, actor),
             })
             .map(|(key, k)| (key.as_str(), k))
     }
@@ -176,6 +193,13 @@ impl Policy {
             }
             _ => false,
         }
+    }
+
+    /// Whether a configuration subject denotes the actor: [`Self::subject_covers`], or one
+    /// of the groups its credential asserts.
+    fn actor_covered(&self, subject: &Subject, actor: Actor<'_>) -> bool {
+        self.subject_covers(subject, actor.principal)
+            || matches!((subject, actor.principal), (Subject::Group(g), Principal::User { .. }) if actor.groups.contains(g))
     }
 
     /// The most restrictive autonomy level applicable to a call (APR-1), L2 when none.

@@ -94,6 +94,20 @@ pub enum CredentialKind {
     ApiKey,
     /// A short-lived run credential minted for one unattended agent run.
     Run,
+    /// A JWT access token of a configured issuer (AUTH-4): verified on every request and
+    /// never stored.
+    Jwt,
+}
+
+impl CredentialKind {
+    /// The kind as stored and shown (`api_key`, `run`, `jwt`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ApiKey => "api_key",
+            Self::Run => "run",
+            Self::Jwt => "jwt",
+        }
+    }
 }
 
 /// A stored credential, without its secret (AUTH-1): only the hash is kept.
@@ -117,6 +131,10 @@ pub struct Credential {
     pub revoked_at: Option<Millis>,
     /// Free text shown in listings.
     pub description: Option<String>,
+    /// Groups the credential itself asserts (a JWT's groups claim, AUTH-4), on top of those
+    /// configuration gives the user; empty for Warden's own tokens.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<Name>,
 }
 
 /// Why a presented credential is not accepted. The messages are safe to show the caller.
@@ -245,6 +263,35 @@ pub enum PrincipalRef {
         /// The account.
         name: Name,
     },
+    /// A JWT access token of a configured issuer (AUTH-4). The token is never stored, so
+    /// the reference keeps what it granted: its owner, scopes and groups, for as long as it
+    /// would have been valid.
+    Jwt {
+        /// The credential id (`jwt:<issuer>:<principal>`).
+        id: String,
+        /// The token's principal.
+        owner: Principal,
+        /// Its scopes' narrowing.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        scopes: Option<CapabilitySet>,
+        /// The groups it asserted.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        groups: Vec<Name>,
+        /// When it expired.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        expires_at: Option<Millis>,
+    },
+}
+
+/// The prefix of the credential ids of JWT access tokens: `jwt:<issuer>:<principal>`.
+pub const JWT_CREDENTIAL_PREFIX: &str = "jwt:";
+
+/// The issuer named by a JWT credential id.
+pub fn jwt_issuer(credential_id: &str) -> Option<&str> {
+    credential_id
+        .strip_prefix(JWT_CREDENTIAL_PREFIX)?
+        .split(':')
+        .next()
 }
 
 #[cfg(test)]

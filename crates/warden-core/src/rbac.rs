@@ -67,10 +67,20 @@ impl RbacBundle {
 
     /// The roles granted to a principal, directly or through its groups.
     pub fn role_grants(&self, principal: &Principal) -> Vec<RoleGrant> {
+        self.role_grants_with(principal, &[])
+    }
+
+    /// The roles granted to a principal directly, through the groups configuration gives it,
+    /// or through `asserted` groups its credential carries (a JWT's groups claim, AUTH-4).
+    /// Only users have groups.
+    pub fn role_grants_with(&self, principal: &Principal, asserted: &[Name]) -> Vec<RoleGrant> {
         let mut subjects = vec![principal.subject()];
         if let Principal::User { name } = principal {
-            for g in self.groups.get(name).into_iter().flatten() {
-                subjects.push(Subject::Group(g.clone()));
+            for g in self.groups.get(name).into_iter().flatten().chain(asserted) {
+                let group = Subject::Group(g.clone());
+                if !subjects.contains(&group) {
+                    subjects.push(group);
+                }
             }
         }
         let mut out = Vec::new();
@@ -87,8 +97,13 @@ impl RbacBundle {
 
     /// Every capability pattern the principal holds through its roles.
     pub fn capabilities(&self, principal: &Principal) -> CapabilitySet {
+        self.capabilities_with(principal, &[])
+    }
+
+    /// [`Self::capabilities`], with groups the credential asserts ([`Self::role_grants_with`]).
+    pub fn capabilities_with(&self, principal: &Principal, asserted: &[Name]) -> CapabilitySet {
         let mut set = CapabilitySet::empty();
-        for g in self.role_grants(principal) {
+        for g in self.role_grants_with(principal, asserted) {
             if let Some(caps) = self.roles.get(&g.role) {
                 set.extend(caps);
             }
@@ -98,13 +113,25 @@ impl RbacBundle {
 
     /// Explains why `principal` holds `cap`: the first role (and binding subject) granting it.
     pub fn explain(&self, principal: &Principal, cap: &str) -> Option<String> {
-        self.role_grants(principal).into_iter().find_map(|g| {
-            let pattern = self.roles.get(&g.role)?.matching(cap)?;
-            Some(format!(
-                "role `{}` (bound to {}) grants `{pattern}`",
-                g.role, g.via
-            ))
-        })
+        self.explain_with(principal, &[], cap)
+    }
+
+    /// [`Self::explain`], with groups the credential asserts ([`Self::role_grants_with`]).
+    pub fn explain_with(
+        &self,
+        principal: &Principal,
+        asserted: &[Name],
+        cap: &str,
+    ) -> Option<String> {
+        self.role_grants_with(principal, asserted)
+            .into_iter()
+            .find_map(|g| {
+                let pattern = self.roles.get(&g.role)?.matching(cap)?;
+                Some(format!(
+                    "role `{}` (bound to {}) grants `{pattern}`",
+                    g.role, g.via
+                ))
+            })
     }
 
     /// The patterns of one role.

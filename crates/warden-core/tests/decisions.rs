@@ -167,6 +167,7 @@ fn credential(id: &str, f: &CredentialFixture) -> Credential {
         expires_at: None,
         revoked_at: None,
         description: None,
+        groups: Vec::new(),
     }
 }
 

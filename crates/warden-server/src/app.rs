@@ -172,6 +172,7 @@ fn routes(state: Arc<AppState>, shutdown: CancellationToken) -> (Router, Endpoin
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
         .route("/api/v1/openapi.json", get(admin::openapi))
+        .merge(crate::oauth::metadata_routes())
         .merge(authenticated)
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(axum::middleware::from_fn_with_state(
@@ -229,7 +230,7 @@ impl tower::Service<axum::extract::Request> for ListenerService {
         let endpoint = self.endpoint.clone();
         Box::pin(async move {
             let refused = match hosts::verify(&state.hosts, &request) {
-                Ok(()) => auth::verify(&state.gateway, &state.auth_failures, &mut request).await,
+                Ok(()) => auth::verify(&state, &mut request).await,
                 Err(refused) => Err(refused),
             };
             Ok(match refused {
@@ -350,7 +351,7 @@ async fn authenticate(
     mut request: Request,
     next: Next,
 ) -> Response {
-    match auth::verify(&state.gateway, &state.auth_failures, &mut request).await {
+    match auth::verify(&state, &mut request).await {
         Ok(()) => next.run(request).await,
         Err(refused) => refused,
     }

@@ -1,16 +1,16 @@
-//! Bearer authentication for MCP and the admin API (AUTH-1, AUTH-3, AUTH-5).
+//! Bearer authentication for MCP and the admin API (AUTH-1, AUTH-3, AUTH-4, AUTH-5).
 //!
 //! Identity comes only from a verified credential: identity headers such as
 //! `x-service-account` are ignored (and logged). Failed authentications are counted per
 //! source address and limited — the failures only: a valid credential is always let through,
 //! so that one client's mistakes never lock out its neighbours behind the same address (every
 //! local agent shares loopback). Past the limit a bad credential is answered 429 instead of
-//! 401, counted (`warden_auth_rate_limited_total`) and logged, never with what was presented.
+//! 401, with `Retry-After`, counted (`warden_auth_rate_limited_total`) and logged, never with
+//! what was presented. Warden tokens are compared by their SHA-256 in a hash table (AUTH-5:
+//! nothing secret is compared byte by byte); access tokens are verified by signature.
 
-use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::net::SocketAddr;
+use std::time::Instant;
 
 use axum::extract::{ConnectInfo, Request};
 use axum::http::{HeaderName, HeaderValue, StatusCode, header};
@@ -18,8 +18,9 @@ use axum::response::{IntoResponse, Response};
 use warden_core::principal::{CredentialRejection, looks_like_token};
 use warden_mcp::{AgentRoute, Authenticated, Gateway};
 
-/// Failed authentications allowed per source address and minute.
-const MAX_FAILURES_PER_MINUTE: u32 = 30;
+use crate::limiter::FailureLimiter;
+use crate::oauth::{self, Refusal, challenge};
+use crate::state::AppState;
 
 /// Headers some gateways trust for identity. Warden never does.
 /// As header names, not strings: a lookup by string parses the name first, on every request.
@@ -31,15 +32,6 @@ static IDENTITY_HEADERS: [HeaderName; 5] = [
     HeaderName::from_static("x-remote-user"),
 ];
 
-/// Counts failed authentications per source, and keeps the store's re-reads for unknown
-/// tokens to one at a time.
-#[derive(Debug, Default)]
-pub(crate) struct FailureLimiter {
-    failures: Mutex<HashMap<IpAddr, (Instant, u32)>>,
-    /// When the latest re-read of the store for an unknown token began; held while one runs.
-    reread: tokio::sync::Mutex<Option<Instant>>,
-}
-
 /// Reads the store's revision again for a token the gateway does not know, and reloads when
 /// it moved since the snapshot: a token another process created a moment ago (`warden token
 /// create --data-dir …`) is known at once rather than at the next poll (STORE-1b). Re-reads
@@ -47,7 +39,7 @@ pub(crate) struct FailureLimiter {
 /// however many unknown tokens arrive the store sees at most one revision read at a time.
 async fn reread_store(gateway: &Gateway, limiter: &FailureLimiter) {
     let asked = Instant::now();
-    let mut latest = limiter.reread.lock().await;
+    let mut latest = limiter.reread().lock().await;
     if latest.is_some_and(|began| began >= asked) {
         return;
     }
@@ -59,47 +51,79 @@ async fn reread_store(gateway: &Gateway, limiter: &FailureLimiter) {
     }
 }
 
-impl FailureLimiter {
-    fn blocked(&self, ip: IpAddr) -> bool {
-        let Ok(map) = self.failures.lock() else {
-            return false;
-        };
-        map.get(&ip).is_some_and(|(start, n)| {
-            start.elapsed() < Duration::from_secs(60) && *n >= MAX_FAILURES_PER_MINUTE
-        })
-    }
-
-    fn record(&self, ip: IpAddr) {
-        let Ok(mut map) = self.failures.lock() else {
-            return;
-        };
-        if map.len() > 10_000 {
-            map.retain(|_, (start, _)| start.elapsed() < Duration::from_secs(60));
-        }
-        let entry = map.entry(ip).or_insert((Instant::now(), 0));
-        if entry.0.elapsed() >= Duration::from_secs(60) {
-            *entry = (Instant::now(), 0);
-        }
-        entry.1 += 1;
-    }
+/// Why a request's credential is refused.
+enum Refused {
+    /// 401: no credential.
+    Missing(&'static str),
+    /// 401 `invalid_token`, or an OAuth refusal.
+    Credential(Refusal),
 }
 
-/// A 401 with the reason: the admin API's error shape under `/api/`, one line elsewhere.
-fn unauthorized(reason: &str, api: bool) -> Response {
-    let mut response = if api {
+/// The answer that refuses a request: the admin API's error shape under `/api/`, one line
+/// elsewhere, with the challenge of the status (RFC 6750, RFC 9728).
+fn refusal(state: &AppState, request: &Request, refused: &Refused) -> Response {
+    let (status, code, message, error) = match refused {
+        Refused::Missing(m) => (StatusCode::UNAUTHORIZED, "UNAUTHENTICATED", *m, None),
+        Refused::Credential(r) => match r {
+            Refusal::InvalidToken(m) => (
+                StatusCode::UNAUTHORIZED,
+                "UNAUTHENTICATED",
+                m.as_str(),
+                Some("invalid_token"),
+            ),
+            Refusal::InsufficientScope(m) => (
+                StatusCode::FORBIDDEN,
+                "FORBIDDEN",
+                m.as_str(),
+                Some("insufficient_scope"),
+            ),
+            Refusal::Forbidden(m) => (StatusCode::FORBIDDEN, "FORBIDDEN", m.as_str(), None),
+            Refusal::Unavailable(m) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "UNAVAILABLE",
+                m.as_str(),
+                None,
+            ),
+        },
+    };
+    let mut response = if request.uri().path().starts_with("/api/") {
         (
-            StatusCode::UNAUTHORIZED,
-            axum::Json(serde_json::json!({"error": reason, "code": "UNAUTHENTICATED"})),
+            status,
+            axum::Json(serde_json::json!({"error": message, "code": code})),
         )
             .into_response()
     } else {
-        (StatusCode::UNAUTHORIZED, format!("{reason}\n")).into_response()
+        (status, format!("{message}\n")).into_response()
     };
-    response.headers_mut().insert(
-        header::WWW_AUTHENTICATE,
-        HeaderValue::from_static("Bearer realm=\"warden\""),
-    );
+    let description = error.map(|e| (e, message));
+    let challenge = match (status, description) {
+        (StatusCode::FORBIDDEN, None) | (StatusCode::SERVICE_UNAVAILABLE, _) => None,
+        _ => Some(challenge(state, request, description)),
+    };
+    if let Some(c) = challenge {
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, c);
+    }
+    if status == StatusCode::SERVICE_UNAVAILABLE {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+    }
     response
+}
+
+/// The presented bearer token, if any (`Authorization: Bearer …`, the scheme in any case).
+fn bearer(request: &Request) -> Option<String> {
+    let value = request
+        .headers()
+        .get(header::AUTHORIZATION)?
+        .to_str()
+        .ok()?;
+    let (scheme, token) = value.split_once(' ').unwrap_or((value, ""));
+    Some(if scheme.eq_ignore_ascii_case("bearer") {
+        token.trim().to_owned()
+    } else {
+        String::new()
+    })
 }
 
 /// The check itself: puts the credential (and the agent) into `request`'s extensions, or
@@ -110,11 +134,10 @@ fn unauthorized(reason: &str, api: bool) -> Response {
 /// process works at once instead of after the next poll. A source past its failure limit is
 /// answered 429 without that second look. A known token never waits for the store, and a
 /// token that exists nowhere gets the same refusal as before, after the same lookup by hash.
-pub(crate) async fn verify(
-    gateway: &Gateway,
-    failures: &FailureLimiter,
-    request: &mut Request,
-) -> Result<(), Response> {
+/// On the MCP endpoints a JWT is an access token of a configured issuer (`oauth`).
+pub(crate) async fn verify(state: &AppState, request: &mut Request) -> Result<(), Response> {
+    let gateway = &state.gateway;
+    let failures = &state.auth_failures;
     let source = request
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
@@ -127,49 +150,52 @@ pub(crate) async fn verify(
             );
         }
     }
-    let token = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .map(|v| {
-            v.strip_prefix("Bearer ")
-                .or_else(|| v.strip_prefix("bearer "))
-                .unwrap_or("")
-                .trim()
-                .to_owned()
-        });
-    let api = request.uri().path().starts_with("/api/");
-    let Some(token) = token else {
-        return Err(unauthorized(
-            "missing bearer token: send `Authorization: Bearer wdn_…`",
-            api,
+    let Some(token) = bearer(request) else {
+        return Err(refusal(
+            state,
+            request,
+            &Refused::Missing("missing bearer token: send `Authorization: Bearer wdn_…`"),
         ));
     };
-    let blocked = || source.is_some_and(|ip| failures.blocked(ip));
-    let credential = match gateway.authenticate(&token) {
-        Err(CredentialRejection::Unknown)
-            if looks_like_token(&token) && gateway.snapshot().loaded && !blocked() =>
-        {
-            reread_store(gateway, failures).await;
-            gateway.authenticate(&token)
+    let blocked = || source.is_some_and(|ip| failures.blocked(ip, state.auth_failure_limit));
+    let mcp = request.uri().path().starts_with("/mcp");
+    let credential = if mcp && !looks_like_token(&token) && oauth::looks_like_jwt(&token) {
+        if !gateway.snapshot().loaded {
+            Err(Refusal::Unavailable(NOT_LOADED.into()))
+        } else {
+            let audiences = oauth::resource_urls(state, request.headers());
+            state.oauth.authenticate(gateway, &token, &audiences).await
         }
-        other => other,
+    } else {
+        let credential = match gateway.authenticate(&token) {
+            Err(CredentialRejection::Unknown)
+                if looks_like_token(&token) && gateway.snapshot().loaded && !blocked() =>
+            {
+                reread_store(gateway, failures).await;
+                gateway.authenticate(&token)
+            }
+            other => other,
+        };
+        credential.map_err(|e| {
+            if gateway.snapshot().loaded {
+                Refusal::InvalidToken(e.to_string())
+            } else {
+                // No credential is known before the store was first read: every token
+                // would be "unknown". A client told so retries; one told 401 may discard a
+                // valid token.
+                Refusal::Unavailable(NOT_LOADED.into())
+            }
+        })
     };
     let credential = match credential {
         Ok(c) => c,
-        Err(_) if !gateway.snapshot().loaded => {
-            // No credential is known before the store was first read: every token would be
-            // "unknown". A client told so retries; one told 401 may discard a valid token.
-            tracing::warn!("refused a request: the configuration is not loaded from the store");
-            let mut response = (
-                StatusCode::SERVICE_UNAVAILABLE,
-                "Warden has not loaded its configuration and credentials: the store cannot be read; try again shortly\n",
-            )
-                .into_response();
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
-            return Err(response);
+        Err(Refusal::Unavailable(reason)) => {
+            tracing::warn!(%reason, "refused a request: cannot check its credential now");
+            return Err(refusal(
+                state,
+                request,
+                &Refused::Credential(Refusal::Unavailable(reason)),
+            ));
         }
         Err(e) => {
             if let Some(ip) = source
@@ -178,25 +204,40 @@ pub(crate) async fn verify(
                 metrics::counter!("warden_auth_rate_limited_total").increment(1);
                 tracing::warn!(
                     source = %ip,
-                    reason = %e,
+                    reason = e.message(),
                     "authentication failed past the limit of this address: answered 429"
                 );
-                return Err((
+                let retry = failures.retry_after(ip).as_secs().max(1);
+                let mut response = (
                     StatusCode::TOO_MANY_REQUESTS,
-                    "too many failed authentications from this address; try again in a minute\n",
+                    format!(
+                        "too many failed authentications from this address; try again in {retry} s\n"
+                    ),
                 )
-                    .into_response());
+                    .into_response();
+                if let Ok(v) = HeaderValue::from_str(&retry.to_string()) {
+                    response.headers_mut().insert(header::RETRY_AFTER, v);
+                }
+                return Err(response);
             }
             if let Some(ip) = source {
                 failures.record(ip);
             }
-            metrics::counter!("warden_auth_failures_total", "reason" => e.to_string()).increment(1);
+            let reason = match &e {
+                Refusal::InvalidToken(_) if oauth::looks_like_jwt(&token) => "invalid access token",
+                Refusal::InvalidToken(m) => m.as_str(),
+                Refusal::InsufficientScope(_) => "insufficient scope",
+                Refusal::Forbidden(_) => "principal not accepted",
+                Refusal::Unavailable(_) => "unavailable",
+            };
+            metrics::counter!("warden_auth_failures_total", "reason" => reason.to_owned())
+                .increment(1);
             tracing::warn!(
                 source = source.map(tracing::field::display),
-                reason = %e,
+                reason = e.message(),
                 "authentication failed"
             );
-            return Err(unauthorized(&e.to_string(), api));
+            return Err(refusal(state, request, &Refused::Credential(e)));
         }
     };
     if let Some(agent) = request.uri().path().strip_prefix("/mcp/agents/") {
@@ -216,3 +257,5 @@ pub(crate) async fn verify(
     request.extensions_mut().insert(Authenticated(credential));
     Ok(())
 }
+
+const NOT_LOADED: &str = "Warden has not loaded its configuration and credentials: the store cannot be read; try again shortly";

@@ -9,7 +9,8 @@
 //!   [`sessions`]: each 2025-11-25 session kept to its credential; [`jsonrpc`]: JSON-RPC's
 //!   errors for bodies that are no JSON-RPC request;
 //! - [`serve`]: sockets, serving threads, background work;
-//! - [`auth`], [`hosts`]: authentication and the host check; [`admin`]: the admin API;
+//! - [`auth`], [`hosts`]: authentication and the host check; [`oauth`]: access tokens of
+//!   configured issuers and RFC 9728 metadata; [`admin`]: the admin API;
 //!   [`agents`]: agent runs and schedules; [`environments`] and [`materialise`]: the working
 //!   directory of a session bound to a task; [`state`]: what the handlers share.
 
@@ -22,7 +23,9 @@ pub mod environments;
 mod hosts;
 mod inline;
 mod jsonrpc;
+mod limiter;
 pub mod materialise;
+mod oauth;
 mod serve;
 mod sessions;
 mod state;
@@ -32,5 +35,6 @@ pub use admin::{
 };
 pub use app::router;
 pub use hosts::HostPolicy;
+pub use limiter::DEFAULT_FAILURE_LIMIT;
 pub use serve::{Bound, listen, reuse_port};
 pub use state::{AppState, MAX_BODY_BYTES};

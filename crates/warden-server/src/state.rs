@@ -6,8 +6,9 @@ use std::sync::Arc;
 use warden_mcp::Gateway;
 
 use crate::agents::Runner;
-use crate::auth::FailureLimiter;
 use crate::hosts::HostPolicy;
+use crate::limiter::{DEFAULT_FAILURE_LIMIT, FailureLimiter};
+use crate::oauth::verify::Oauth;
 
 /// Largest accepted request body (REL-1).
 pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
@@ -22,6 +23,13 @@ pub struct AppState {
     /// Starts agent runs (scheduled and manual).
     pub runner: Arc<Runner>,
     pub(crate) auth_failures: FailureLimiter,
+    /// Failed authentications a source address may have per minute before it is answered
+    /// 429 (AUTH-5).
+    pub auth_failure_limit: u32,
+    /// The URL clients reach this server at, when it is not `http://<Host>` (behind a TLS
+    /// proxy): OAuth resource URLs and audiences are built from it (AUTH-4).
+    public_url: Option<String>,
+    pub(crate) oauth: Oauth,
 }
 
 impl AppState {
@@ -36,6 +44,28 @@ impl AppState {
             hosts,
             runner,
             auth_failures: FailureLimiter::default(),
+            auth_failure_limit: DEFAULT_FAILURE_LIMIT,
+            public_url: None,
+            oauth: Oauth::default(),
         }
+    }
+
+    /// Sets the URL clients reach this server at (`https://warden.example.com`).
+    #[must_use]
+    pub fn with_public_url(mut self, url: Option<String>) -> Self {
+        self.public_url = url.map(|u| u.trim_end_matches('/').to_owned());
+        self
+    }
+
+    /// Sets how many failed authentications a source may have per minute.
+    #[must_use]
+    pub fn with_auth_failure_limit(mut self, limit: u32) -> Self {
+        self.auth_failure_limit = limit;
+        self
+    }
+
+    /// The URL clients reach this server at, when set.
+    pub fn public_url(&self) -> Option<&str> {
+        self.public_url.as_deref()
     }
 }

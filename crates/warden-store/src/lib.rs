@@ -323,6 +323,7 @@ impl Store {
             expires_at: request.ttl.map(|t| now.plus(t)),
             revoked_at: None,
             description: request.description,
+            groups: Vec::new(),
         };
         let admin = admin_record(
             now,

@@ -58,10 +58,7 @@ pub(crate) struct CredentialRow {
 }
 
 fn kind_str(kind: CredentialKind) -> &'static str {
-    match kind {
-        CredentialKind::ApiKey => "api_key",
-        CredentialKind::Run => "run",
-    }
+    kind.as_str()
 }
 
 fn corrupt(id: &str, what: &str, e: impl std::fmt::Display) -> StoreError {
@@ -124,6 +121,7 @@ impl CredentialRow {
             expires_at: self.expires_at.map(Millis),
             revoked_at: self.revoked_at.map(Millis),
             description: self.description,
+            groups: Vec::new(),
         })
     }
 }

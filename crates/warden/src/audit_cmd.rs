@@ -1,26 +1,36 @@
-//! `warden audit`, `warden audit verify` and `warden audit checkpoint export` (AUD-2, AUD-4).
+//! `warden audit` and `warden audit checkpoint export` (AUD-2, AUD-4); `warden audit verify`
+//! is in [`crate::audit_verify`]. The listing works on the store or through
+//! `/api/v1/audit` (newest first, in pages) and `/api/v1/audit/export` (oldest first): both give
+//! the API's records, printed by one function.
 
 use std::io::Write as _;
 
+use serde_json::Value;
 use warden_core::audit::AuditRecord;
 use warden_core::audit::checkpoint::Checkpoint;
-use warden_store::{AuditFilter, AuditKey, StoreError, read_checkpoints};
+use warden_store::{AuditFilter, read_checkpoints};
 
-use crate::cli::{AuditArgs, AuditCommand, CheckpointCommand, Output, VerifyArgs, VerifyKeyArgs};
-use crate::common::{audit_key_path, location, now, open_existing, usage};
+use crate::api::Api;
+use crate::audit_verify::key_at;
+use crate::cli::{AuditArgs, AuditCommand, CheckpointCommand, Output, VerifyKeyArgs};
+use crate::common::{audit_key_path, now, open_existing, usage};
 use crate::output;
 use crate::progress::Progress;
+use crate::target::{Reach, Side, Target, resolve};
+use crate::views::{cell, field, items, time_cell};
 
 pub(crate) async fn run(args: AuditArgs) -> anyhow::Result<()> {
     match &args.command {
-        Some(AuditCommand::Verify(v)) => verify(v).await,
-        Some(AuditCommand::Checkpoint(CheckpointCommand::Export(a))) => export(a).await,
+        Some(AuditCommand::Verify(v)) => crate::audit_verify::verify(v, &args.target).await,
+        Some(AuditCommand::Checkpoint(CheckpointCommand::Export(a))) => export(a, &args).await,
         None => list(&args).await,
     }
 }
 
-/// Records read per query while listing.
+/// Records read per query while listing the store.
 const PAGE: i64 = 5_000;
+/// The most records one page of the admin API holds.
+const API_PAGE: i64 = 1_000;
 
 /// The filter of `warden audit`'s flags, without a limit.
 fn filter_of(args: &AuditArgs) -> anyhow::Result<AuditFilter> {
@@ -47,6 +57,42 @@ fn filter_of(args: &AuditArgs) -> anyhow::Result<AuditFilter> {
     })
 }
 
+/// The same filter as the admin API's query (times as milliseconds).
+fn query_of(filter: &AuditFilter) -> Vec<(&'static str, String)> {
+    let mut query = Vec::new();
+    for (key, value) in [
+        ("run", &filter.run_id),
+        ("principal", &filter.principal),
+        ("agent", &filter.agent),
+        ("tool", &filter.tool),
+        ("decision", &filter.decision),
+        ("code", &filter.code),
+        ("kind", &filter.kind),
+    ] {
+        if let Some(v) = value {
+            query.push((key, v.clone()));
+        }
+    }
+    for (key, value) in [("since", filter.since), ("until", filter.until)] {
+        if let Some(t) = value {
+            query.push((key, t.0.to_string()));
+        }
+    }
+    query
+}
+
+/// A record as the admin API answers it (`Record`): its payload as JSON, not as a string.
+fn record_view(r: &AuditRecord) -> anyhow::Result<Value> {
+    let mut v = serde_json::to_value(r)?;
+    if let Some(obj) = v.as_object_mut()
+        && let Some(Value::String(p)) = obj.get("payload")
+    {
+        let parsed = serde_json::from_str(p).unwrap_or(Value::String(p.clone()));
+        obj.insert("payload".into(), parsed);
+    }
+    Ok(v)
+}
+
 /// `warden audit`: the newest `--limit` records that match (the oldest with
 /// `--oldest-first`), printed as they are read, with a notice on stderr when more match.
 async fn list(args: &AuditArgs) -> anyhow::Result<()> {
@@ -54,50 +100,68 @@ async fn list(args: &AuditArgs) -> anyhow::Result<()> {
         return Err(usage("--limit must be at least 1"));
     }
     let filter = filter_of(args)?;
-    let store = open_existing(&location(&args.store)?).await?;
     let mut shown = Shown::new(args.output);
-    let (mut progress, mut done) = (None, 0);
-    let read = read_pages(&store, &filter, args.limit, |page, total| {
-        let bar = progress.get_or_insert_with(|| match args.output {
-            Output::Json => Progress::beside_stdout(total, "records"),
-            _ => Progress::new(total, "records"),
-        });
-        done += page.len() as u64;
-        shown.push(page)?;
-        bar.set(done);
-        Ok(())
-    })
-    .await?;
-    if let Some(bar) = &progress {
-        bar.finish();
-    }
+    let read = match resolve(&args.target, Reach::Both(Side::Store)).await? {
+        Target::Store(location) => {
+            let store = open_existing(&location).await?;
+            let (mut progress, mut done) = (None, 0);
+            let read = read_pages(&store, &filter, args.limit, |page, total| {
+                let bar = progress.get_or_insert_with(|| match args.output {
+                    Output::Json => Progress::beside_stdout(total, "records"),
+                    _ => Progress::new(total, "records"),
+                });
+                done += page.len() as u64;
+                shown.push(
+                    page.iter()
+                        .map(record_view)
+                        .collect::<anyhow::Result<_>>()?,
+                )?;
+                bar.set(done);
+                Ok(())
+            })
+            .await?;
+            if let Some(bar) = &progress {
+                bar.finish();
+            }
+            read
+        }
+        Target::Server(api) => read_api(&api, &filter, args.limit, |page| shown.push(page)).await?,
+    };
     shown.finish()?;
-    if read.matching > read.listed {
+    if read.more {
         let which = if args.oldest_first {
             "oldest"
         } else {
             "newest"
         };
-        eprintln!(
-            "showing the {which} {} of {}; use --limit or filters",
-            read.listed, read.matching
-        );
+        match read.matching {
+            Some(m) => eprintln!(
+                "showing the {which} {} of {m}; use --limit or filters",
+                read.listed
+            ),
+            None => eprintln!(
+                "showing the {which} {}; more match: use --limit or filters",
+                read.listed
+            ),
+        }
     }
     Ok(())
 }
 
-/// What [`read_pages`] read: how many records it handed over, of how many that match.
+/// What a listing read: how many records it handed over, whether more match, and how many
+/// do when that is known (the store counts them; the admin API says only that there are more).
 #[derive(Debug)]
-pub(crate) struct Read {
-    pub(crate) listed: i64,
-    pub(crate) matching: i64,
+struct Read {
+    listed: i64,
+    more: bool,
+    matching: Option<i64>,
 }
 
 /// Reads at most `limit` records matching `filter`, in its order, a page of [`PAGE`] at a
 /// time, handing each page to `each` with the number of records it will hand over in all
 /// (for a progress bar). The records that match are counted only when there may be more than
 /// one page.
-pub(crate) async fn read_pages(
+async fn read_pages(
     store: &warden_store::Store,
     filter: &AuditFilter,
     limit: i64,
@@ -133,17 +197,79 @@ pub(crate) async fn read_pages(
             })
             .await?;
     }
+    let matching = matching.max(listed);
     Ok(Read {
         listed,
-        matching: matching.max(listed),
+        more: matching > listed,
+        matching: Some(matching),
     })
+}
+
+/// [`read_pages`] through the admin API: newest first, the listing's pages (`before` is the
+/// cursor); oldest first, the export, asked for one record more than `limit` to know whether
+/// more match.
+async fn read_api(
+    api: &Api,
+    filter: &AuditFilter,
+    limit: i64,
+    mut each: impl FnMut(Vec<Value>) -> anyhow::Result<()>,
+) -> anyhow::Result<Read> {
+    let mut query = query_of(filter);
+    let mut listed = 0;
+    if !filter.newest_first {
+        query.push(("limit", limit.saturating_add(1).to_string()));
+        let mut page = Vec::new();
+        let mut more = false;
+        api.lines(&["audit", "export"], &query, |record| {
+            if listed == limit {
+                more = true;
+                return Ok(());
+            }
+            listed += 1;
+            page.push(record);
+            if page.len() as i64 == API_PAGE {
+                each(std::mem::take(&mut page))?;
+            }
+            Ok(())
+        })
+        .await?;
+        each(page)?;
+        return Ok(Read {
+            listed,
+            more,
+            matching: None,
+        });
+    }
+    let mut before: Option<i64> = None;
+    loop {
+        let mut q = query.clone();
+        q.push(("limit", API_PAGE.min(limit - listed).to_string()));
+        if let Some(b) = before {
+            q.push(("before", b.to_string()));
+        }
+        let answer = api.get(&["audit"], &q).await?;
+        let next = field(&answer, "next").as_i64();
+        let records = items(field(&answer, "records").clone());
+        listed += records.len() as i64;
+        each(records)?;
+        match next {
+            Some(n) if listed < limit => before = Some(n),
+            more => {
+                return Ok(Read {
+                    listed,
+                    more: more.is_some(),
+                    matching: None,
+                });
+            }
+        }
+    }
 }
 
 /// What `warden audit` prints: JSON Lines as the records are read, a table or YAML at the end.
 enum Shown {
     Json(std::io::BufWriter<std::io::Stdout>),
     Table(Vec<Vec<String>>),
-    Yaml(Vec<AuditRecord>),
+    Yaml(Vec<Value>),
 }
 
 impl Shown {
@@ -155,20 +281,11 @@ impl Shown {
         }
     }
 
-    fn push(&mut self, records: Vec<AuditRecord>) -> anyhow::Result<()> {
+    fn push(&mut self, records: Vec<Value>) -> anyhow::Result<()> {
         match self {
             Self::Json(out) => {
-                for r in &records {
-                    let mut v = serde_json::to_value(r)?;
-                    // Show the payload as JSON, not as a string of JSON.
-                    if let Some(obj) = v.as_object_mut()
-                        && let Some(serde_json::Value::String(p)) = obj.get("payload")
-                    {
-                        let parsed =
-                            serde_json::from_str(p).unwrap_or(serde_json::Value::String(p.clone()));
-                        obj.insert("payload".into(), parsed);
-                    }
-                    serde_json::to_writer(&mut *out, &v).map_err(|e| match e.io_error_kind() {
+                for v in &records {
+                    serde_json::to_writer(&mut *out, v).map_err(|e| match e.io_error_kind() {
                         Some(kind) => output::stdout_error(kind.into()),
                         None => e.into(),
                     })?;
@@ -176,17 +293,15 @@ impl Shown {
                 }
             }
             Self::Table(rows) => rows.extend(records.iter().map(|r| {
-                let rec = &r.record;
-                let dash = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
                 vec![
-                    r.seq.to_string(),
-                    output::time(rec.at),
-                    rec.kind.as_str().to_owned(),
-                    rec.run_id.clone(),
-                    dash(&rec.principal),
-                    dash(&rec.tool),
-                    dash(&rec.decision),
-                    dash(&rec.code),
+                    cell(r, "seq"),
+                    time_cell(r, "at"),
+                    cell(r, "kind"),
+                    cell(r, "run_id"),
+                    cell(r, "principal"),
+                    cell(r, "tool"),
+                    cell(r, "decision"),
+                    cell(r, "code"),
                 ]
             })),
             Self::Yaml(all) => all.extend(records),
@@ -222,77 +337,20 @@ impl Shown {
     }
 }
 
-/// The audit key at `path`, if there is one.
-fn key_at(path: &std::path::Path) -> anyhow::Result<Option<AuditKey>> {
-    match AuditKey::load(path) {
-        Ok(key) => Ok(Some(key)),
-        Err(StoreError::Missing(_)) => Ok(None),
-        Err(StoreError::Invalid(m)) => Err(usage(m)),
-        Err(e) => Err(e.into()),
-    }
-}
-
-/// The chain, then its end against the latest checkpoint signed by the trusted key: the one
-/// of the `--anchor` file, else the audit key's.
-async fn verify(v: &VerifyArgs) -> anyhow::Result<()> {
-    let location = location(&v.store)?;
-    let store = open_existing(&location).await?;
-    let progress = Progress::new(store.audit_head().await?.unsigned_abs(), "records verified");
-    let n = store
-        .verify_audit_with(|n| progress.set(n))
-        .await?
-        .map_err(|b| anyhow::anyhow!("{b}"))?;
-    progress.finish();
-    let key_path = audit_key_path(v.audit_key.as_deref(), &location)?;
-    let key = key_at(&key_path)?;
-    let (trusted, mut candidates) = match &v.anchor {
-        Some(file) => {
-            let anchor = read_checkpoints(file).map_err(|e| usage(e.to_string()))?;
-            let Some(last) = anchor.last() else {
-                return Err(usage(format!("{}: no checkpoint in it", file.display())));
-            };
-            let trusted = last.key.clone();
-            if anchor.iter().any(|c| c.key != trusted) {
-                return Err(usage(format!(
-                    "{}: its checkpoints are signed by different keys",
-                    file.display()
-                )));
-            }
-            (trusted, anchor)
-        }
-        None => match &key {
-            Some(key) => (key.public_key(), Vec::new()),
-            None => {
-                println!("audit chain verified: {n} records");
-                println!(
-                    "its end is not anchored: no audit key at {} (`warden serve` creates one; or pass --anchor FILE)",
-                    key_path.display()
-                );
-                return Ok(());
-            }
-        },
-    };
-    if let Some(key) = &key {
-        candidates.extend(read_checkpoints(&key.checkpoint_file())?);
-    }
-    candidates.extend(store.checkpoints(1_000).await?);
-    match store.verify_anchor(&trusted, candidates).await? {
-        Ok(Some(c)) => println!(
-            "audit chain verified: {n} records, its end anchored by the checkpoint of {} (seq {})",
-            output::time(c.at),
-            c.seq
-        ),
-        Ok(None) => {
-            println!("audit chain verified: {n} records; no checkpoint signed by the audit key yet")
-        }
-        Err(problem) => return Err(anyhow::anyhow!("{problem}")),
-    }
-    Ok(())
-}
-
 /// The latest checkpoint the audit key signed, as one JSON line.
-async fn export(a: &VerifyKeyArgs) -> anyhow::Result<()> {
-    let location = location(&a.store)?;
+async fn export(a: &VerifyKeyArgs, audit: &AuditArgs) -> anyhow::Result<()> {
+    let reach = Reach::StoreOnly(
+        "audit checkpoint export",
+        "it reads the audit key and its checkpoint file, which are where the store is",
+    );
+    let target = if audit.target.server.is_some() {
+        &audit.target
+    } else {
+        &a.target
+    };
+    let Target::Store(location) = resolve(target, reach).await? else {
+        return Err(usage("`warden audit checkpoint export` works on the store"));
+    };
     let store = open_existing(&location).await?;
     let key_path = audit_key_path(a.audit_key.as_deref(), &location)?;
     let key = key_at(&key_path)?.ok_or_else(|| {

@@ -3,7 +3,7 @@
 use warden_bench::{Amount, BenchOptions, Era, Mix, Op, Tools};
 
 use crate::cli::{BenchArgs, BenchCommand, Output};
-use crate::common::{location, open, open_existing, usage};
+use crate::common::{open, open_existing, usage};
 use crate::progress::Progress;
 use crate::serve;
 
@@ -37,7 +37,7 @@ pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<()> {
             Ok(())
         }
         Some(BenchCommand::FillAudit(a)) => {
-            let store = open(&location(&a.store)?).await?;
+            let store = open(&crate::target::store(&a.store).await?).await?;
             let step = (a.records / 20).max(100_000);
             // A bar on a terminal; elsewhere (logs, CI) a line now and then.
             let progress = Progress::new(a.records, "records appended");
@@ -55,7 +55,7 @@ pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<()> {
             Ok(())
         }
         Some(BenchCommand::Trail(a)) => {
-            let store = open_existing(&location(&a.store)?).await?;
+            let store = open_existing(&crate::target::store(&a.store).await?).await?;
             let (records, took) =
                 warden_bench::seed::read_trail(&store, &a.run, usize::from(a.times))
                     .await

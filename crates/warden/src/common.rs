@@ -8,8 +8,6 @@ use warden_core::config::{ConfigError, Kind, Located, parse_documents};
 use warden_core::time::Millis;
 use warden_store::{Location, Store};
 
-use crate::cli::StoreArgs;
-
 /// A usage or configuration error: exit status 2.
 #[derive(Debug)]
 pub struct UsageError(pub String);
@@ -51,121 +49,13 @@ pub fn default_data_dir() -> anyhow::Result<PathBuf> {
     Ok(PathBuf::from(home).join(".local/share/warden"))
 }
 
-pub(crate) fn location(args: &StoreArgs) -> anyhow::Result<Location> {
-    Ok(match (&args.data_dir, &args.database_url) {
-        (_, Some(url)) => Location::Url(url.clone()),
-        (Some(dir), None) => Location::DataDir(dir.clone()),
-        (None, None) => Location::DataDir(default_data_dir()?),
-    })
-}
-
 pub(crate) async fn open(location: &Location) -> anyhow::Result<Store> {
-    say_which_store(location).await;
     opened(location, Store::open(location).await)
-}
-
-/// Where a command's data directory came from, when it was not `--data-dir` on its command
-/// line (set once, by `main`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum DataDirFrom {
-    Environment,
-    Default,
-}
-
-static DATA_DIR_FROM: std::sync::OnceLock<DataDirFrom> = std::sync::OnceLock::new();
-
-/// Notes where the data directory of the command in `matches` came from, for
-/// [`say_which_store`].
-pub(crate) fn note_data_dir_source(matches: &clap::ArgMatches) {
-    let mut leaf = matches;
-    while let Some((_, sub)) = leaf.subcommand() {
-        leaf = sub;
-    }
-    let has = |id: &str| leaf.ids().any(|i| i.as_str() == id);
-    if has("database_url") {
-        return;
-    }
-    let from = match has("data_dir")
-        .then(|| leaf.value_source("data_dir"))
-        .flatten()
-    {
-        Some(clap::parser::ValueSource::CommandLine) => return,
-        Some(_) => DataDirFrom::Environment,
-        None => DataDirFrom::Default,
-    };
-    let _ = DATA_DIR_FROM.set(from);
-}
-
-/// The address of the server the CLI would ask (`WARDEN_SERVER`, default
-/// `http://127.0.0.1:8600`), when it is on this machine.
-fn local_server() -> Option<(String, std::net::SocketAddr)> {
-    let server = std::env::var("WARDEN_SERVER")
-        .ok()
-        .filter(|s| !s.trim().is_empty())
-        .unwrap_or_else(|| "http://127.0.0.1:8600".into());
-    let url = reqwest::Url::parse(&server).ok()?;
-    let ip: std::net::IpAddr = match url.host_str()? {
-        "localhost" => std::net::Ipv4Addr::LOCALHOST.into(),
-        host => host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse()
-            .ok()?,
-    };
-    let port = url.port_or_known_default()?;
-    ip.is_loopback()
-        .then(|| (server.clone(), std::net::SocketAddr::new(ip, port)))
 }
 
 /// The file in a data directory that names the address of the `warden serve` using it (while
 /// it runs).
 pub(crate) const SERVING_FILE: &str = "serving";
-
-/// Whether the `serving` file of `dir` names the server at `addr`.
-fn serves(dir: &Path, addr: std::net::SocketAddr) -> bool {
-    std::fs::read_to_string(dir.join(SERVING_FILE))
-        .ok()
-        .and_then(|s| s.trim().parse::<std::net::SocketAddr>().ok())
-        .is_some_and(|bound| {
-            bound.port() == addr.port()
-                && (bound.ip() == addr.ip()
-                    || bound.ip().is_unspecified()
-                    || (bound.ip().is_loopback() && addr.ip().is_loopback()))
-        })
-}
-
-/// Which store a command uses is ambiguous when its data directory was not named on its
-/// command line (it came from `WARDEN_DATA_DIR`, or is the default) while a server answers
-/// at the CLI's server address (`WARDEN_SERVER`, default `http://127.0.0.1:8600`, when that
-/// is a loopback address) that does not serve this data directory (its `serving` file names
-/// another address, or there is none): then one line on stderr names the store, because the
-/// server never sees what the command changes. Nothing is said otherwise.
-async fn say_which_store(location: &Location) {
-    let (Some(from), Location::DataDir(dir)) = (DATA_DIR_FROM.get(), location) else {
-        return;
-    };
-    let Some((server, addr)) = local_server() else {
-        return;
-    };
-    if serves(dir, addr) {
-        return;
-    }
-    let probe = tokio::net::TcpStream::connect(addr);
-    if !matches!(
-        tokio::time::timeout(std::time::Duration::from_millis(200), probe).await,
-        Ok(Ok(_))
-    ) {
-        return;
-    }
-    let from = match from {
-        DataDirFrom::Environment => "from WARDEN_DATA_DIR",
-        DataDirFrom::Default => "the default data directory",
-    };
-    eprintln!(
-        "using the store at {} ({from}), which the server at {server} does not serve: it will not see these changes (give the command the server's store with --data-dir)",
-        dir.display()
-    );
-}
 
 /// Where the audit key is: `explicit`, else `audit.key` in the data directory (the default
 /// data directory for a database URL).
@@ -185,7 +75,6 @@ pub(crate) fn audit_key_path(
 /// [`open`] for a command that reads, or changes only what exists: a missing store is a
 /// runtime error (exit 1), and nothing is created.
 pub(crate) async fn open_existing(location: &Location) -> anyhow::Result<Store> {
-    say_which_store(location).await;
     opened(location, Store::open_existing(location).await)
 }
 
@@ -220,17 +109,33 @@ pub(crate) fn cli_actor() -> String {
 
 /// Reads YAML resources from files and directories (`.yaml`/`.yml`, sorted by name).
 pub(crate) fn read_config_files(paths: &[PathBuf]) -> anyhow::Result<Vec<Located>> {
+    parse_config_texts(&read_config_texts(paths)?)
+}
+
+/// The files of `paths` (directories' `.yaml`/`.yml` files, sorted by name), each with the
+/// label errors name it by.
+pub(crate) fn read_config_texts(paths: &[PathBuf]) -> anyhow::Result<Vec<(String, String)>> {
     let mut files = Vec::new();
     for path in paths {
         collect_files(path, &mut files)?;
     }
+    files
+        .into_iter()
+        .map(|file| {
+            let label = file.display().to_string();
+            let text = std::fs::read_to_string(&file)
+                .map_err(|e| usage(format!("{label}: cannot be read: {e}")))?;
+            Ok((label, text))
+        })
+        .collect()
+}
+
+/// The resources of labelled texts, or every problem of all of them (exit status 2).
+pub(crate) fn parse_config_texts(files: &[(String, String)]) -> anyhow::Result<Vec<Located>> {
     let mut resources = Vec::new();
     let mut errors = Vec::new();
-    for file in files {
-        let label = file.display().to_string();
-        let text = std::fs::read_to_string(&file)
-            .map_err(|e| usage(format!("{label}: cannot be read: {e}")))?;
-        match parse_documents(&label, &text) {
+    for (label, text) in files {
+        match parse_documents(label, text) {
             Ok(mut docs) => resources.append(&mut docs),
             Err(mut e) => errors.append(&mut e),
         }

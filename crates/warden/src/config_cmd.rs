@@ -1,94 +1,163 @@
-//! `warden apply|get|delete|kill|config`: declarative configuration on the store (OPS-2).
+//! `warden apply|get|describe|delete|kill|config`: declarative configuration (OPS-2), on the
+//! store or through a server's admin API (`/api/v1/resources`, `/api/v1/killswitches`). Both
+//! paths end in the same values — resources, what an apply changed, a kill switch's key, the
+//! configuration's problems — and one function prints each.
 
+use serde::Deserialize;
+use serde_json::{Value, json};
 use warden_core::config::{
     AgentSpec, BUILTIN_ADMIN_ROLE, Config, ConfigError, KillScope, KillSwitchSpec, Kind, Located,
     Resource, json_schema,
 };
 use warden_core::name::Name;
 use warden_core::principal::Subject;
-use warden_store::Store;
+use warden_store::{Location, Store};
 
+use crate::api::Failure;
 use crate::cli::{ApplyArgs, ConfigCommand, DeleteArgs, GetArgs, KillArgs, Output};
 use crate::common::{
-    cli_actor, config_errors, location, now, open, open_existing, parse_kind, read_config_files,
-    usage,
+    cli_actor, config_errors, now, open, open_existing, parse_config_texts, parse_kind,
+    read_config_files, read_config_texts, usage,
 };
 use crate::output;
+use crate::target::{Reach, Side, Target, resolve};
+
+/// Where the configuration verbs work by default: the store.
+const REACH: Reach = Reach::Both(Side::Store);
+
+/// What an apply changed (or, on a dry run, would change), as `POST /api/v1/resources`
+/// answers it.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Applied {
+    dry_run: bool,
+    changes: Vec<Change>,
+}
+
+/// One resource of an apply.
+#[derive(Debug, Deserialize)]
+struct Change {
+    kind: String,
+    name: String,
+    /// `created`, `configured` or `unchanged`.
+    status: String,
+}
 
 pub(crate) async fn apply(args: ApplyArgs) -> anyhow::Result<()> {
-    let resources = read_config_files(&args.files)?;
+    let files = read_config_texts(&args.files)?;
+    let resources = parse_config_texts(&files)?;
     if resources.is_empty() {
         return Err(usage("the files hold no resources"));
     }
-    let store = open(&location(&args.store)?).await?;
-    let (current, _) = store.load_config().await?;
-    let changes: Vec<(&Located, &'static str)> = resources
-        .iter()
-        .map(|r| {
-            let status = match current.get(r.resource.kind(), &r.resource.key()) {
-                None => "created",
-                Some(existing) if *existing == r.resource => "unchanged",
-                Some(_) => "configured",
-            };
-            (r, status)
-        })
-        .collect();
-    if args.dry_run {
-        let base = current.resources().cloned().collect();
-        Config::merge(base, resources.clone()).map_err(|e| config_errors(&e))?;
-        for (r, status) in &changes {
-            println!(
-                "{}/{} {status} (dry run)",
-                r.resource.kind(),
-                r.resource.key()
-            );
+    let applied = match resolve(&args.target, REACH).await? {
+        Target::Store(location) => {
+            apply_on(&open(&location).await?, resources, args.dry_run).await?
         }
-        return Ok(());
-    }
-    let to_write: Vec<Located> = changes
-        .iter()
-        .filter(|(_, status)| *status != "unchanged")
-        .map(|(r, _)| (*r).clone())
-        .collect();
-    if !to_write.is_empty() {
-        store
-            .apply(to_write, &cli_actor(), now())
-            .await?
-            .map_err(|e| config_errors(&e))?;
-    } else {
-        // Still validate: an unchanged file may reference something deleted since.
-        let base = current.resources().cloned().collect();
-        Config::merge(base, resources.clone()).map_err(|e| config_errors(&e))?;
-    }
-    for (r, status) in &changes {
-        println!("{}/{} {status}", r.resource.kind(), r.resource.key());
+        Target::Server(api) => {
+            // The files as they are, named as here, so that the server's errors name them so.
+            let files: Vec<Value> = files
+                .iter()
+                .map(|(name, content)| json!({"name": name, "content": content}))
+                .collect();
+            let query = [("dryRun", args.dry_run.to_string())];
+            let answer = api
+                .post(&["resources"], &query, json!({ "files": files }))
+                .await?;
+            serde_json::from_value(answer)
+                .map_err(|e| anyhow::anyhow!("the server's answer to an apply: {e}"))?
+        }
+    };
+    let dry = if applied.dry_run { " (dry run)" } else { "" };
+    for c in &applied.changes {
+        println!("{}/{} {}{dry}", c.kind, c.name, c.status);
     }
     Ok(())
 }
 
-pub(crate) async fn get(args: GetArgs) -> anyhow::Result<()> {
-    match args.kind.to_ascii_lowercase().as_str() {
-        "run" | "runs" => return crate::runs_cmd::list(args).await,
-        "task" | "tasks" => return crate::tasks_cmd::list(args).await,
-        _ => {}
+/// An apply on the store, as the admin API does it: every resource's status, then the write of
+/// those that change, after validating the whole configuration they make.
+async fn apply_on(
+    store: &Store,
+    resources: Vec<Located>,
+    dry_run: bool,
+) -> anyhow::Result<Applied> {
+    let (current, _) = store.load_config().await?;
+    let changes: Vec<Change> = resources
+        .iter()
+        .map(|r| Change {
+            kind: r.resource.kind().to_string(),
+            name: r.resource.key(),
+            status: match current.get(r.resource.kind(), &r.resource.key()) {
+                None => "created",
+                Some(existing) if *existing == r.resource => "unchanged",
+                Some(_) => "configured",
+            }
+            .to_owned(),
+        })
+        .collect();
+    let to_write: Vec<Located> = resources
+        .iter()
+        .zip(&changes)
+        .filter(|(_, c)| c.status != "unchanged")
+        .map(|(r, _)| r.clone())
+        .collect();
+    if dry_run || to_write.is_empty() {
+        // Validated all the same: an unchanged resource may reference something deleted since.
+        let base = current.resources().cloned().collect();
+        Config::merge(base, resources).map_err(|e| config_errors(&e))?;
+    } else {
+        store
+            .apply(to_write, &cli_actor(), now())
+            .await?
+            .map_err(|e| config_errors(&e))?;
     }
+    Ok(Applied { dry_run, changes })
+}
+
+/// The resources of an answer of `/api/v1/resources/…`.
+fn resources_of(answer: Value) -> anyhow::Result<Vec<Resource>> {
+    let list = match answer {
+        Value::Array(list) => list,
+        one => vec![one],
+    };
+    list.into_iter()
+        .map(|r| {
+            serde_json::from_value(r).map_err(|e| {
+                anyhow::anyhow!("the server answered a resource this warden cannot read: {e}")
+            })
+        })
+        .collect()
+}
+
+/// `warden get` of a configuration kind; runs and tasks are listed by their own modules.
+pub(crate) async fn get(args: GetArgs) -> anyhow::Result<()> {
     let kind = parse_kind(&args.kind)?;
-    let store = open_existing(&location(&args.store)?).await?;
-    let (config, _) = store.load_config().await?;
-    let mut resources: Vec<&Resource> = config.of_kind(kind).collect();
+    let resources = match resolve(&args.target, REACH).await? {
+        Target::Store(location) => {
+            let (config, _) = open_existing(&location).await?.load_config().await?;
+            config.of_kind(kind).cloned().collect()
+        }
+        Target::Server(api) => resources_of(api.get(&["resources", kind.as_str()], &[]).await?)?,
+    };
+    show(kind, args.name.as_deref(), &resources, args.output)
+}
+
+/// Prints the resources of `kind` (or the one named `name`).
+fn show(kind: Kind, name: Option<&str>, all: &[Resource], output: Output) -> anyhow::Result<()> {
+    let mut resources: Vec<&Resource> = all.iter().collect();
     // The built-in role is no resource (it cannot be applied), but a listing of roles shows it.
     let builtin = kind == Kind::Role
-        && args.output == Output::Table
-        && args.name.as_deref().is_none_or(|n| n == BUILTIN_ADMIN_ROLE);
-    if let Some(name) = &args.name {
-        resources.retain(|r| &r.key() == name);
+        && output == Output::Table
+        && name.is_none_or(|n| n == BUILTIN_ADMIN_ROLE);
+    if let Some(name) = name {
+        resources.retain(|r| r.key() == name);
         if resources.is_empty() && !builtin {
             return Err(anyhow::anyhow!("no {kind} named `{name}`"));
         }
     }
-    match args.output {
+    match output {
         Output::Json => {
-            if args.name.is_some() {
+            if name.is_some() {
                 output::json(&resources.first())
             } else {
                 output::json(&resources)
@@ -114,6 +183,35 @@ pub(crate) async fn get(args: GetArgs) -> anyhow::Result<()> {
             }
             Ok(())
         }
+    }
+}
+
+/// `warden describe KIND NAME` of a configuration kind: the resource as JSON, else as YAML.
+pub(crate) async fn describe(
+    kind: Kind,
+    name: &str,
+    target: Target,
+    output: Output,
+) -> anyhow::Result<()> {
+    let resource = match target {
+        Target::Store(location) => {
+            let (config, _) = open_existing(&location).await?.load_config().await?;
+            config
+                .get(kind, name)
+                .cloned()
+                .ok_or_else(|| anyhow::anyhow!("no {kind} named `{name}`"))?
+        }
+        Target::Server(api) => {
+            let answer = api.get(&["resources", kind.as_str(), name], &[]).await?;
+            resources_of(answer)?
+                .into_iter()
+                .next()
+                .ok_or_else(|| anyhow::anyhow!("no {kind} named `{name}`"))?
+        }
+    };
+    match output {
+        Output::Json => output::json(&resource),
+        _ => output::yaml_docs(&[resource]),
     }
 }
 
@@ -147,6 +245,7 @@ fn rows(kind: Kind, resources: &[&Resource]) -> (Vec<&'static str>, Vec<Vec<Stri
         Kind::WriteBudget => vec!["NAME", "SUBJECT", "WRITES/MIN", "PER"],
         Kind::KillSwitch => vec!["NAME", "SCOPE", "REASON"],
         Kind::Workspace => vec!["NAME", "MODE", "PROJECT"],
+        Kind::Issuer => vec!["NAME", "ISSUER", "CLIENTS"],
     };
     let rows = resources
         .iter()
@@ -196,6 +295,11 @@ fn rows(kind: Kind, resources: &[&Resource]) -> (Vec<&'static str>, Vec<Vec<Stri
                     format!("{:?}", w.per).to_lowercase(),
                 ],
                 Resource::KillSwitch(k) => vec![key, k.scope.to_string(), k.reason.clone()],
+                Resource::Issuer(i) => vec![
+                    key,
+                    i.issuer.clone(),
+                    i.clients.keys().cloned().collect::<Vec<_>>().join(","),
+                ],
                 Resource::Workspace(w) => vec![
                     key,
                     format!("{:?}", w.mode).to_lowercase(),
@@ -209,19 +313,37 @@ fn rows(kind: Kind, resources: &[&Resource]) -> (Vec<&'static str>, Vec<Vec<Stri
 
 pub(crate) async fn delete(args: DeleteArgs) -> anyhow::Result<()> {
     let kind = parse_kind(&args.kind)?;
-    let store = open_existing(&location(&args.store)?).await?;
-    delete_resource(&store, kind, &args.name).await?;
-    println!("{kind}/{} deleted", args.name);
-    Ok(())
-}
-
-/// Deletes one resource, or says what still references it (exit status 2).
-pub(crate) async fn delete_resource(store: &Store, kind: Kind, key: &str) -> anyhow::Result<()> {
+    let key = args.name.as_str();
     if kind == Kind::Role && key == BUILTIN_ADMIN_ROLE {
         return Err(usage(format!(
             "role `{key}` is built in and cannot be deleted"
         )));
     }
+    match resolve(&args.target, REACH).await? {
+        Target::Store(location) => delete_on(&location, kind, key).await?,
+        Target::Server(api) => {
+            // A kill switch is released where it is pulled, with `killswitches:write`.
+            let path = if kind == Kind::KillSwitch {
+                vec!["killswitches", key]
+            } else {
+                vec!["resources", kind.as_str(), key]
+            };
+            match api.delete(&path).await {
+                Ok(_) => {}
+                Err(Failure::Refused { code, errors, .. }) if code == "IN_USE" => {
+                    return Err(usage(still_referenced(kind, key, &errors)));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+    println!("{kind}/{key} deleted");
+    Ok(())
+}
+
+/// Deletes one resource of the store, or says what still references it (exit status 2).
+async fn delete_on(location: &Location, kind: Kind, key: &str) -> anyhow::Result<()> {
+    let store = open_existing(location).await?;
     let (config, _) = store.load_config().await?;
     if !config.contains(kind, key) {
         return Err(anyhow::anyhow!("no {kind} named `{key}`"));
@@ -291,24 +413,46 @@ pub(crate) async fn kill(args: KillArgs) -> anyhow::Result<()> {
         .as_deref()
         .map(|n| name_arg("name", n))
         .transpose()?;
-    let resource = Resource::KillSwitch(KillSwitchSpec {
+    let spec = KillSwitchSpec {
         name,
         scope,
         reason: args.reason.clone(),
-    });
-    let key = resource.key();
-    let store = open(&location(&args.store)?).await?;
-    store
-        .apply(
-            vec![Located {
+    };
+    let pulled: Result<String, Vec<ConfigError>> = match resolve(&args.target, REACH).await? {
+        Target::Store(location) => {
+            let resource = Resource::KillSwitch(spec);
+            let key = resource.key();
+            let located = Located {
                 source: None,
                 resource,
-            }],
-            &cli_actor(),
-            now(),
-        )
-        .await?
-        .map_err(|e| config_errors(&e))?;
+            };
+            open(&location)
+                .await?
+                .apply(vec![located], &cli_actor(), now())
+                .await?
+                .map(|_| key)
+        }
+        Target::Server(api) => match api
+            .post(&["killswitches"], &[], serde_json::to_value(&spec)?)
+            .await
+        {
+            Ok(answer) => Ok(answer
+                .get("key")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()),
+            Err(Failure::Refused { errors, .. }) if !errors.is_empty() => Err(errors),
+            Err(e) => return Err(e.into()),
+        },
+    };
+    let key = pulled.map_err(|mut errors| {
+        // No file was read: the problems name the kill switch and its field only.
+        for e in &mut errors {
+            e.file = None;
+            e.document = None;
+        }
+        config_errors(&errors)
+    })?;
     println!("KillSwitch/{key} pulled: {}", args.reason);
     println!("release it with: warden delete killswitch {key}");
     Ok(())

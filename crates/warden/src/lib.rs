@@ -1,21 +1,27 @@
 //! The `warden` command: the operator CLI and `warden serve`, as a library so that tests run
 //! exactly what users run.
 
+mod api;
+mod approvals_cmd;
 mod audit_cmd;
+mod audit_verify;
 mod bench_cmd;
 mod checkpoints;
 mod cli;
 mod common;
 mod config_cmd;
+mod context_cmd;
 mod output;
 mod progress;
 mod remote;
 mod runs_cmd;
 mod serve;
 mod stdio;
+mod target;
 mod tasks_cmd;
 mod telemetry;
 mod token_cmd;
+mod views;
 
 use std::process::ExitCode;
 
@@ -23,8 +29,8 @@ use clap::{CommandFactory as _, FromArgMatches as _};
 
 pub use cli::Cli;
 use cli::Command;
+use common::open;
 pub use common::{UsageError, default_data_dir};
-use common::{location, open};
 
 /// Runs the command line and returns the exit status (0 ok, 1 runtime failure, 2 usage or
 /// configuration error).
@@ -32,9 +38,9 @@ pub fn main() -> ExitCode {
     output::quiet_when_stdout_closes();
     let parsed = Cli::command()
         .try_get_matches()
-        .and_then(|matches| Cli::from_arg_matches(&matches).map(|cli| (cli, matches)));
-    let (cli, matches) = match parsed {
-        Ok(parsed) => parsed,
+        .and_then(|matches| Cli::from_arg_matches(&matches));
+    let cli = match parsed {
+        Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
             return if e.use_stderr() {
@@ -44,7 +50,6 @@ pub fn main() -> ExitCode {
             };
         }
     };
-    common::note_data_dir_source(&matches);
     warden_mcp::http_client::install_tls();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -88,13 +93,17 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Serve(args) => serve::run(args).await,
         Command::Migrate(args) => {
-            let location = location(&args.store)?;
+            let location = target::store(&args.store).await?;
             open(&location).await?;
             println!("store at {} is migrated", location.display());
             Ok(())
         }
         Command::Apply(args) => config_cmd::apply(args).await,
-        Command::Get(args) => config_cmd::get(args).await,
+        Command::Get(args) => match args.kind.to_ascii_lowercase().as_str() {
+            "run" | "runs" => runs_cmd::list(args).await,
+            "task" | "tasks" => tasks_cmd::list(args).await,
+            _ => config_cmd::get(args).await,
+        },
         Command::Delete(args) => config_cmd::delete(args).await,
         Command::Describe(args) => runs_cmd::describe(args).await,
         Command::Run(cli::RunCommand::Agent(args)) => remote::run_agent(args).await,
@@ -105,7 +114,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Config(cmd) => config_cmd::config(cmd),
         Command::Stdio(args) => stdio::run(args).await,
         Command::Explain(args) => remote::explain(args).await,
-        Command::Approvals(cmd) => remote::approvals(cmd).await,
+        Command::Approvals(cmd) => approvals_cmd::run(cmd).await,
+        Command::Context(cmd) => context_cmd::run(cmd),
         Command::Tools(cli::ToolsCommand::Inventory(args)) => remote::inventory(args).await,
         Command::DemoServer(args) => {
             warden_mcp::demo::serve_stdio(warden_mcp::demo::DemoNotes::new(args.file)).await

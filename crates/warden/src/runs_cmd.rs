@@ -1,17 +1,30 @@
-//! `warden get runs` and `warden describe run ID` (and `describe` of any resource), on the
-//! store directly.
+//! `warden get runs` and `warden describe run ID` (and the dispatch of `describe`), on the
+//! store or through `/api/v1/runs`: both paths give the API's shapes, printed by one function.
 
 use serde_json::Value;
 
 use crate::cli::{DescribeArgs, GetArgs, Output};
-use crate::common::{location, open_existing};
+use crate::common::{open_existing, parse_kind};
 use crate::output;
+use crate::target::{Reach, Side, Target, resolve};
+use crate::views::{cell, field, items, time_cell, to_value, unstring};
+
+/// Where runs are read by default: the store.
+const REACH: Reach = Reach::Both(Side::Store);
+
+/// The runs a listing shows, newest first.
+const LIMIT: i64 = 100;
 
 pub(crate) async fn list(args: GetArgs) -> anyhow::Result<()> {
-    let store = open_existing(&location(&args.store)?).await?;
-    let mut runs = store.runs(None, 100).await?;
+    let answer = match resolve(&args.target, REACH).await? {
+        Target::Store(location) => {
+            to_value(&open_existing(&location).await?.runs(None, LIMIT).await?)?
+        }
+        Target::Server(api) => api.get(&["runs"], &[("limit", LIMIT.to_string())]).await?,
+    };
+    let mut runs = items(answer);
     if let Some(id) = &args.name {
-        runs.retain(|r| &r.id == id);
+        runs.retain(|r| field(r, "id").as_str() == Some(id.as_str()));
     }
     match args.output {
         Output::Json => output::json(&runs),
@@ -20,14 +33,13 @@ pub(crate) async fn list(args: GetArgs) -> anyhow::Result<()> {
             let rows: Vec<Vec<String>> = runs
                 .iter()
                 .map(|r| {
-                    let dash = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
                     vec![
-                        r.id.clone(),
-                        output::time(warden_core::time::Millis(r.at)),
-                        dash(&r.mode),
-                        dash(&r.principal),
-                        dash(&r.agent),
-                        dash(&r.status),
+                        cell(r, "id"),
+                        time_cell(r, "at"),
+                        cell(r, "mode"),
+                        cell(r, "principal"),
+                        cell(r, "agent"),
+                        cell(r, "status"),
                     ]
                 })
                 .collect();
@@ -45,53 +57,62 @@ pub(crate) async fn list(args: GetArgs) -> anyhow::Result<()> {
 }
 
 pub(crate) async fn describe(args: DescribeArgs) -> anyhow::Result<()> {
-    if matches!(args.kind.to_ascii_lowercase().as_str(), "task" | "tasks") {
-        return crate::tasks_cmd::describe(args).await;
+    let which = args.kind.to_ascii_lowercase();
+    let kind = match which.as_str() {
+        "run" | "runs" | "task" | "tasks" => None,
+        _ => Some(parse_kind(&args.kind)?),
+    };
+    let target = resolve(&args.target, REACH).await?;
+    if let Some(kind) = kind {
+        return crate::config_cmd::describe(kind, &args.name, target, args.output).await;
     }
-    let store = open_existing(&location(&args.store)?).await?;
-    if !matches!(args.kind.to_ascii_lowercase().as_str(), "run" | "runs") {
-        let kind = crate::common::parse_kind(&args.kind)?;
-        let (config, _) = store.load_config().await?;
-        let resource = config
-            .get(kind, &args.name)
-            .ok_or_else(|| anyhow::anyhow!("no {kind} named `{}`", args.name))?;
-        return match args.output {
-            Output::Json => output::json(resource),
-            _ => output::yaml_docs(&[resource]),
-        };
+    if matches!(which.as_str(), "task" | "tasks") {
+        return crate::tasks_cmd::describe(&args.name, target, args.output).await;
     }
-    let run = store
-        .describe_run(&args.name)
-        .await?
-        .ok_or_else(|| anyhow::anyhow!("no run `{}`", args.name))?;
+    let run = match target {
+        Target::Store(location) => {
+            let run = open_existing(&location)
+                .await?
+                .describe_run(&args.name)
+                .await?
+                .ok_or_else(|| anyhow::anyhow!("no run `{}`", args.name))?;
+            let mut run = to_value(&run)?;
+            if let Some(lifecycle) = run.get_mut("lifecycle") {
+                unstring(lifecycle, &["requestedBy"]);
+            }
+            run
+        }
+        Target::Server(api) => api.get(&["runs", &args.name], &[]).await?,
+    };
     match args.output {
         Output::Json => output::json(&run),
         Output::Yaml => output::yaml_docs(&[&run]),
         Output::Table => {
-            let a = run.authority.clone().unwrap_or(Value::Null);
-            let s = |k: &str| a.get(k).and_then(Value::as_str).unwrap_or("-").to_owned();
-            println!("run:        {}", run.id);
+            let a = field(&run, "authority");
+            let s = |k: &str| field(a, k).as_str().unwrap_or("-").to_owned();
+            println!("run:        {}", cell(&run, "id"));
             println!("mode:       {}", s("mode"));
             println!("principal:  {}", s("principal"));
             println!("credential: {}", s("credential"));
             println!("agent:      {}", s("agent"));
-            if let Some(l) = &run.lifecycle {
-                println!(
-                    "trigger:    {}{}",
-                    l.trigger,
-                    l.schedule_key
-                        .as_ref()
-                        .map(|k| format!(" ({k})"))
-                        .unwrap_or_default()
-                );
-                println!("status:     {}", l.status);
-                if let Some(code) = l.exit_code {
+            let l = field(&run, "lifecycle");
+            if !l.is_null() {
+                let schedule = field(l, "scheduleKey")
+                    .as_str()
+                    .map(|k| format!(" ({k})"))
+                    .unwrap_or_default();
+                println!("trigger:    {}{schedule}", cell(l, "trigger"));
+                println!("status:     {}", cell(l, "status"));
+                if let Some(code) = field(l, "exitCode").as_i64() {
                     println!("exit code:  {code}");
                 }
-                if let (Some(start), Some(end)) = (l.started_at, l.finished_at) {
+                if let (Some(start), Some(end)) = (
+                    field(l, "startedAt").as_i64(),
+                    field(l, "finishedAt").as_i64(),
+                ) {
                     println!("duration:   {} ms", end - start);
                 }
-                if let Some(e) = &l.error {
+                if let Some(e) = field(l, "error").as_str() {
                     println!("error:      {e}");
                 }
             }
@@ -115,21 +136,24 @@ pub(crate) async fn describe(args: DescribeArgs) -> anyhow::Result<()> {
                 }
             }
             println!();
-            let rows: Vec<Vec<String>> = run
-                .calls
-                .iter()
-                .map(|c| {
-                    let dash = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
-                    vec![
-                        output::time(warden_core::time::Millis(c.at)),
-                        dash(&c.tool),
-                        dash(&c.decision),
-                        dash(&c.code),
-                        dash(&c.rule),
-                        dash(&c.outcome),
-                    ]
+            let rows: Vec<Vec<String>> = field(&run, "calls")
+                .as_array()
+                .map(|calls| {
+                    calls
+                        .iter()
+                        .map(|c| {
+                            vec![
+                                time_cell(c, "at"),
+                                cell(c, "tool"),
+                                cell(c, "decision"),
+                                cell(c, "code"),
+                                cell(c, "rule"),
+                                cell(c, "outcome"),
+                            ]
+                        })
+                        .collect()
                 })
-                .collect();
+                .unwrap_or_default();
             if rows.is_empty() {
                 println!("no tool calls");
             } else {

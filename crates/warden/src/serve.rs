@@ -13,10 +13,10 @@ use warden_store::{AuditKey, Location};
 use crate::checkpoints;
 use crate::cli::ServeArgs;
 use crate::common::{
-    SERVING_FILE, audit_key_path, config_errors, location, now, open_serving, read_config_files,
-    usage,
+    SERVING_FILE, audit_key_path, config_errors, now, open_serving, read_config_files, usage,
 };
 use crate::output;
+use crate::target::location;
 
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     if cfg!(debug_assertions) {
@@ -70,7 +70,15 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     )
     .await;
     gateway.wait_for_upstreams(Duration::from_secs(10)).await;
-    let state = Arc::new(AppState::new(gateway.clone(), hosts));
+    if let Some(url) = &args.public_url {
+        // Links people open (approval pages) use it; agents started here keep the listener.
+        gateway.set_public_url(url.trim_end_matches('/').to_owned());
+    }
+    let state = Arc::new(
+        AppState::new(gateway.clone(), hosts)
+            .with_public_url(args.public_url.clone())
+            .with_auth_failure_limit(args.auth_failure_limit),
+    );
     // Sessions' environments (TASK-1) live beside the store, or in the default data dir.
     let environments = match &location {
         Location::DataDir(dir) => dir.join("environments"),

@@ -11,7 +11,7 @@ use warden_mcp::{Gateway, GatewayOptions, McpHandler, SessionAuth};
 use warden_store::Location;
 
 use crate::cli::{GovernanceMode, StdioArgs};
-use crate::common::{location, open, usage};
+use crate::common::{open, usage};
 
 pub(crate) async fn run(args: StdioArgs) -> anyhow::Result<()> {
     let token = std::env::var("WARDEN_TOKEN")
@@ -67,7 +67,7 @@ async fn local_handler(
     token: &str,
     governance: Governance,
 ) -> anyhow::Result<McpHandler> {
-    let location = location(&args.store)?;
+    let location = crate::target::store(&args.store).await?;
     let store = Arc::new(open(&location).await?);
     let secrets_dir = args.secrets_dir.clone().or_else(|| match &location {
         Location::DataDir(dir) => Some(dir.join("secrets")),

@@ -1,89 +1,116 @@
-//! `warden token create|list|revoke` (AUTH-1, AUTH-2, AUTH-3).
+//! `warden token create|list|revoke` (AUTH-1, AUTH-2, AUTH-3), on the store or through
+//! `/api/v1/tokens`. Both paths give the API's token (and, when created, its secret); one
+//! function prints it, as the CLI always has: camelCase, RFC 3339 times, the secret beside the
+//! fields.
 
+use serde::Deserialize;
+use serde_json::{Value, json};
 use warden_core::capability::{Capability, CapabilitySet, validate_capability};
 use warden_core::config::Kind;
 use warden_core::name::Name;
-use warden_core::principal::{Credential, CredentialKind, CredentialRejection, Principal};
+use warden_core::principal::{Credential, CredentialKind, Principal};
 use warden_core::time::Millis;
-use warden_store::TokenRequest;
+use warden_store::{Location, TokenRequest};
 
-use crate::cli::{Output, TokenCommand};
-use crate::common::{cli_actor, location, now, open, open_existing, usage};
+use crate::api::Failure;
+use crate::cli::{Output, TokenCommand, TokenCreateArgs};
+use crate::common::{cli_actor, now, open, open_existing, usage};
 use crate::output;
+use crate::target::{Reach, Side, Target, resolve};
+
+/// Where tokens are made by default: the store.
+const REACH: Reach = Reach::Both(Side::Store);
+
+/// A token as the admin API answers it (`Token`), without its secret.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ApiToken {
+    id: String,
+    kind: String,
+    principal: String,
+    projects: Option<Vec<String>>,
+    scopes: Option<Vec<String>>,
+    created_at: i64,
+    expires_at: Option<i64>,
+    revoked_at: Option<i64>,
+    description: Option<String>,
+    status: String,
+}
+
+impl ApiToken {
+    /// The API's view of a stored credential (`admin/tokens.rs`).
+    fn of(c: &Credential, now: Millis) -> Self {
+        Self {
+            id: c.id.clone(),
+            kind: c.kind.as_str().to_owned(),
+            principal: c.principal.to_string(),
+            projects: c
+                .projects
+                .as_ref()
+                .map(|p| p.iter().map(ToString::to_string).collect()),
+            scopes: c
+                .scopes
+                .as_ref()
+                .map(|s| s.patterns().iter().map(|p| p.as_str().to_owned()).collect()),
+            created_at: c.created_at.0,
+            expires_at: c.expires_at.map(|m| m.0),
+            revoked_at: c.revoked_at.map(|m| m.0),
+            description: c.description.clone(),
+            status: if c.revoked_at.is_some() {
+                "revoked"
+            } else if c.expires_at.is_some_and(|e| e <= now) {
+                "expired"
+            } else {
+                "active"
+            }
+            .to_owned(),
+        }
+    }
+}
+
+/// A token just created, as `POST /api/v1/tokens` answers it.
+#[derive(Debug, Deserialize)]
+struct Created {
+    token: ApiToken,
+    secret: String,
+}
+
+fn read<T: serde::de::DeserializeOwned>(answer: Value) -> anyhow::Result<T> {
+    serde_json::from_value(answer)
+        .map_err(|e| anyhow::anyhow!("the server answered tokens this warden cannot read: {e}"))
+}
 
 pub(crate) async fn run(cmd: TokenCommand) -> anyhow::Result<()> {
     match cmd {
         TokenCommand::Create(args) => {
-            let principal = match (&args.user, &args.service_account) {
-                (Some(u), None) => Principal::User {
-                    name: Name::new(u).map_err(|e| usage(format!("--user: {e}")))?,
-                },
-                (None, Some(s)) => Principal::ServiceAccount {
-                    name: Name::new(s).map_err(|e| usage(format!("--service-account: {e}")))?,
-                },
-                _ => return Err(usage("give exactly one of --user or --service-account")),
-            };
-            let mut projects = Vec::new();
-            for p in &args.projects {
-                projects.push(Name::new(p).map_err(|e| usage(format!("--project: {e}")))?);
-            }
-            for s in &args.scopes {
-                validate_capability(s).map_err(|e| usage(format!("--scope: {e}")))?;
-            }
-            let ttl = args
-                .ttl
-                .as_deref()
-                .map(warden_core::time::parse_duration)
-                .transpose()
-                .map_err(|e| usage(format!("--ttl: {e}")))?;
-            if ttl.is_some_and(|t| t.is_zero()) {
-                return Err(usage("--ttl: must be greater than zero"));
-            }
-            let store = open(&location(&args.store)?).await?;
-            let (config, _) = store.load_config().await?;
-            let (kind, name) = match &principal {
-                Principal::User { name } => (Kind::User, name),
-                Principal::ServiceAccount { name } => (Kind::ServiceAccount, name),
-                Principal::AgentRun { agent, .. } => (Kind::Agent, agent),
-            };
-            if !config.contains(kind, name.as_str()) {
-                return Err(usage(format!("no {kind} named `{name}`; apply it first")));
-            }
-            for p in &projects {
-                if !config.contains(Kind::Project, p.as_str()) {
-                    return Err(usage(format!("--project: no Project named `{p}`")));
-                }
-            }
-            let request = TokenRequest {
-                principal,
-                projects: (!projects.is_empty()).then_some(projects),
-                scopes: (!args.scopes.is_empty())
-                    .then(|| CapabilitySet::from_patterns(args.scopes.iter().map(Capability::new))),
-                ttl,
-                description: args.description.clone(),
-                kind: CredentialKind::ApiKey,
-            };
-            let token = store.create_token(request, &cli_actor(), now()).await?;
-            let view = TokenView::of(&token.credential, now(), Some(&token.secret));
+            let Created { token, secret } = create(&args).await?;
+            let view = TokenView::of(&token, Some(&secret));
             match args.output {
                 Output::Json => output::json(&view),
                 Output::Yaml => output::yaml_docs(&[view]),
                 Output::Table => {
                     // The credential alone on stdout (SPEC Appendix B); its id beside it.
-                    eprintln!("created {} (shown once below)", token.credential.id);
-                    println!("{}", token.secret);
+                    eprintln!("created {} (shown once below)", token.id);
+                    println!("{secret}");
                     Ok(())
                 }
             }
         }
         TokenCommand::List(args) => {
-            let store = open_existing(&location(&args.store)?).await?;
-            let credentials = store.credentials().await?;
-            let now = now();
-            let views: Vec<TokenView<'_>> = credentials
-                .iter()
-                .map(|c| TokenView::of(c, now, None))
-                .collect();
+            let tokens: Vec<ApiToken> = match resolve(&args.target, REACH).await? {
+                Target::Store(location) => {
+                    let now = now();
+                    open_existing(&location)
+                        .await?
+                        .credentials()
+                        .await?
+                        .iter()
+                        .map(|c| ApiToken::of(c, now))
+                        .collect()
+                }
+                Target::Server(api) => read(api.get(&["tokens"], &[]).await?)?,
+            };
+            let views: Vec<TokenView<'_>> = tokens.iter().map(|t| TokenView::of(t, None)).collect();
             match args.output {
                 Output::Json => output::json(&views),
                 Output::Yaml => output::yaml_docs(&views),
@@ -96,7 +123,7 @@ pub(crate) async fn run(cmd: TokenCommand) -> anyhow::Result<()> {
                         .map(|t| {
                             vec![
                                 t.id.to_owned(),
-                                t.principal.clone(),
+                                t.principal.to_owned(),
                                 list(&t.projects),
                                 list(&t.scopes),
                                 t.created_at.clone(),
@@ -116,8 +143,20 @@ pub(crate) async fn run(cmd: TokenCommand) -> anyhow::Result<()> {
             }
         }
         TokenCommand::Revoke(args) => {
-            let store = open_existing(&location(&args.store)?).await?;
-            if store.revoke_token(&args.id, &cli_actor(), now()).await? {
+            let revoked = match resolve(&args.target, REACH).await? {
+                Target::Store(location) => {
+                    open_existing(&location)
+                        .await?
+                        .revoke_token(&args.id, &cli_actor(), now())
+                        .await?
+                }
+                Target::Server(api) => match api.delete(&["tokens", &args.id]).await {
+                    Ok(_) => true,
+                    Err(Failure::Refused { status: 404, .. }) => false,
+                    Err(e) => return Err(e.into()),
+                },
+            };
+            if revoked {
                 println!("token {} revoked", args.id);
                 Ok(())
             } else {
@@ -130,7 +169,83 @@ pub(crate) async fn run(cmd: TokenCommand) -> anyhow::Result<()> {
     }
 }
 
-/// A token as `token list` and `token create` show it: one shape for both (camelCase, RFC
+/// `warden token create`: the flags checked here, then the token made on the store or by the
+/// server (which refuses one wider than the token that asks).
+async fn create(args: &TokenCreateArgs) -> anyhow::Result<Created> {
+    let principal = match (&args.user, &args.service_account) {
+        (Some(u), None) => Principal::User {
+            name: Name::new(u).map_err(|e| usage(format!("--user: {e}")))?,
+        },
+        (None, Some(s)) => Principal::ServiceAccount {
+            name: Name::new(s).map_err(|e| usage(format!("--service-account: {e}")))?,
+        },
+        _ => return Err(usage("give exactly one of --user or --service-account")),
+    };
+    let mut projects = Vec::new();
+    for p in &args.projects {
+        projects.push(Name::new(p).map_err(|e| usage(format!("--project: {e}")))?);
+    }
+    for s in &args.scopes {
+        validate_capability(s).map_err(|e| usage(format!("--scope: {e}")))?;
+    }
+    let ttl = args
+        .ttl
+        .as_deref()
+        .map(warden_core::time::parse_duration)
+        .transpose()
+        .map_err(|e| usage(format!("--ttl: {e}")))?;
+    if ttl.is_some_and(|t| t.is_zero()) {
+        return Err(usage("--ttl: must be greater than zero"));
+    }
+    let location: Location = match resolve(&args.target, REACH).await? {
+        Target::Store(location) => location,
+        Target::Server(api) => {
+            let body = json!({
+                "user": args.user,
+                "serviceAccount": args.service_account,
+                "projects": args.projects,
+                "scopes": args.scopes,
+                "ttl": args.ttl,
+                "description": args.description,
+            });
+            return read(api.post(&["tokens"], &[], body).await?);
+        }
+    };
+    let store = open(&location).await?;
+    let (config, _) = store.load_config().await?;
+    let (kind, field, name) = match &principal {
+        Principal::User { name } => (Kind::User, "user", name),
+        Principal::ServiceAccount { name } => (Kind::ServiceAccount, "serviceAccount", name),
+        Principal::AgentRun { agent, .. } => (Kind::Agent, "agent", agent),
+    };
+    // The admin API's messages, so that both paths say the same.
+    if !config.contains(kind, name.as_str()) {
+        return Err(usage(format!(
+            "`{field}`: no {kind} named `{name}`; apply it first"
+        )));
+    }
+    for p in &projects {
+        if !config.contains(Kind::Project, p.as_str()) {
+            return Err(usage(format!("`projects`: no Project named `{p}`")));
+        }
+    }
+    let request = TokenRequest {
+        principal,
+        projects: (!projects.is_empty()).then_some(projects),
+        scopes: (!args.scopes.is_empty())
+            .then(|| CapabilitySet::from_patterns(args.scopes.iter().map(Capability::new))),
+        ttl,
+        description: args.description.clone(),
+        kind: CredentialKind::ApiKey,
+    };
+    let token = store.create_token(request, &cli_actor(), now()).await?;
+    Ok(Created {
+        token: ApiToken::of(&token.credential, now()),
+        secret: token.secret,
+    })
+}
+
+/// A token as `token list` and `token create` print it: one shape for both (camelCase, RFC
 /// 3339 times), the secret only when just created.
 #[derive(Debug, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -139,8 +254,8 @@ struct TokenView<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     secret: Option<&'a str>,
     /// `api_key`, or `run` for an agent run's credential.
-    kind: &'static str,
-    principal: String,
+    kind: &'a str,
+    principal: &'a str,
     /// `null`: all of the owner's projects.
     projects: Option<Vec<&'a str>>,
     /// `null`: all of the owner's capabilities.
@@ -150,37 +265,25 @@ struct TokenView<'a> {
     revoked_at: Option<String>,
     description: Option<&'a str>,
     /// `active`, `revoked` or `expired`.
-    status: &'static str,
+    status: &'a str,
 }
 
 impl<'a> TokenView<'a> {
-    fn of(c: &'a Credential, now: Millis, secret: Option<&'a str>) -> Self {
+    fn of(t: &'a ApiToken, secret: Option<&'a str>) -> Self {
+        let strs =
+            |v: &'a Option<Vec<String>>| v.as_ref().map(|v| v.iter().map(String::as_str).collect());
         Self {
-            id: &c.id,
+            id: &t.id,
             secret,
-            kind: match c.kind {
-                CredentialKind::ApiKey => "api_key",
-                CredentialKind::Run => "run",
-            },
-            principal: c.principal.to_string(),
-            projects: c
-                .projects
-                .as_ref()
-                .map(|p| p.iter().map(Name::as_str).collect()),
-            scopes: c
-                .scopes
-                .as_ref()
-                .map(|s| s.patterns().iter().map(Capability::as_str).collect()),
-            created_at: output::time(c.created_at),
-            expires_at: c.expires_at.map(output::time),
-            revoked_at: c.revoked_at.map(output::time),
-            description: c.description.as_deref(),
-            status: match c.check_usable(now) {
-                Ok(()) => "active",
-                Err(CredentialRejection::Revoked) => "revoked",
-                Err(CredentialRejection::Expired) => "expired",
-                Err(_) => "unusable",
-            },
+            kind: &t.kind,
+            principal: &t.principal,
+            projects: strs(&t.projects),
+            scopes: strs(&t.scopes),
+            created_at: output::time(Millis(t.created_at)),
+            expires_at: t.expires_at.map(|m| output::time(Millis(m))),
+            revoked_at: t.revoked_at.map(|m| output::time(Millis(m))),
+            description: t.description.as_deref(),
+            status: &t.status,
         }
     }
 }

@@ -320,7 +320,13 @@ async fn deciding_needs_the_capability_and_a_scope_covering_the_action_at_every_
         "your own authority does not cover `ledger__add_note` with these arguments, so you may not decide on it"
     );
     // The CLI door refuses the same way.
-    for token in [&carol, &dave] {
+    for (token, why) in [
+        (&carol, "needs the `approvals:decide` capability"),
+        (
+            &dave,
+            "your own authority does not cover `ledger__add_note`",
+        ),
+    ] {
         let out = std::process::Command::new(WARDEN)
             .args(["approvals", "approve", &id, "--server", &w.base])
             .env("WARDEN_TOKEN", token)
@@ -328,7 +334,7 @@ async fn deciding_needs_the_capability_and_a_scope_covering_the_action_at_every_
             .unwrap();
         assert_eq!(out.status.code(), Some(1));
         assert!(
-            String::from_utf8_lossy(&out.stderr).contains("403 Forbidden"),
+            String::from_utf8_lossy(&out.stderr).contains(why),
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );

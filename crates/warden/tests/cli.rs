@@ -86,7 +86,7 @@ async fn usage_errors_exit_2_and_runtime_errors_exit_1() {
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
         stderr(&out),
-        "error: no User named `nobody`; apply it first\n"
+        "error: `user`: no User named `nobody`; apply it first\n"
     );
     let out = warden(&s.location, &["token", "revoke", "tok_0000"]);
     assert_eq!(out.status.code(), Some(1));

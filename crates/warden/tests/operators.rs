@@ -414,10 +414,18 @@ fn the_cli_names_its_store_when_a_server_may_be_serving_another() {
     assert!(run(&["migrate", "--data-dir", &d]).status.success());
     let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", server.local_addr().unwrap());
-    let with_env = |server: &str| {
+    // The server the CLI would ask is the context's (WARDEN_SERVER beside WARDEN_DATA_DIR is
+    // a usage error of its own, below).
+    let config = tempfile::tempdir().unwrap();
+    let set = warden(&["context", "set", "--server", &url])
+        .env("XDG_CONFIG_HOME", config.path())
+        .output()
+        .unwrap();
+    assert!(set.status.success(), "{}", text(&set.stderr));
+    let with_env = |_server: &str| {
         warden(&["get", "roles"])
             .env("WARDEN_DATA_DIR", &d)
-            .env("WARDEN_SERVER", server)
+            .env("XDG_CONFIG_HOME", config.path())
             .output()
             .unwrap()
     };
@@ -426,7 +434,7 @@ fn the_cli_names_its_store_when_a_server_may_be_serving_another() {
     assert_eq!(
         text(&out.stderr),
         format!(
-            "using the store at {d} (from WARDEN_DATA_DIR), which the server at {url} does not serve: it will not see these changes (give the command the server's store with --data-dir)\n"
+            "using the store at {d} (from WARDEN_DATA_DIR), which the server at {url} does not serve: it will not see these changes (give the command the server's store with --data-dir, or --server {url} to work through that server)\n"
         )
     );
     // The server serving this very store (as `warden serve` notes in the data directory):
@@ -441,6 +449,18 @@ fn the_cli_names_its_store_when_a_server_may_be_serving_another() {
         .output()
         .unwrap();
     assert_eq!(text(&out.stderr), "");
+    // Both a server and a store in the environment: which one is meant is not guessed.
+    let out = warden(&["get", "roles"])
+        .env("WARDEN_DATA_DIR", &d)
+        .env("WARDEN_SERVER", &url)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).starts_with("error: WARDEN_SERVER and WARDEN_DATA_DIR are both set"),
+        "{}",
+        text(&out.stderr)
+    );
     // No server there: nothing to be confused with.
     drop(server);
     let out = with_env(&url);

@@ -40,7 +40,7 @@ pub struct IssuerSpec {
     /// Leeway for `exp` and `nbf` (default 60 s).
     #[serde(
         default,
-        with = "super::duration_opt",
+        with = "crate::time::human_duration",
         skip_serializing_if = "Option::is_none"
     )]
     #[schemars(with = "Option<String>")]

@@ -2,11 +2,13 @@
 //! the resource and the field, and validated as a whole into a [`Config`] that cannot hold
 //! dangling references.
 
+mod issuer;
 mod resources;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
+pub use issuer::*;
 pub use resources::*;
 
 use crate::capability::validate_capability;
@@ -207,6 +209,7 @@ fn parse_one(value: yaml_serde::Value) -> Result<Resource, ParseFailure> {
         Kind::WriteBudget => parse_as!(WriteBudget),
         Kind::KillSwitch => parse_as!(KillSwitch),
         Kind::Workspace => parse_as!(Workspace),
+        Kind::Issuer => parse_as!(Issuer),
     }
 }
 
@@ -368,6 +371,20 @@ fn check_resource(config: &Config, located: &Located, errors: &mut Vec<ConfigErr
     let missing = |kind: Kind, name: &str| {
         format!("no {kind} named `{name}`; apply it first or fix the name")
     };
+    let named = !matches!(
+        located.resource.kind(),
+        Kind::User | Kind::RoleBinding | Kind::KillSwitch
+    );
+    if named && located.resource.key().contains('@') {
+        // Names of these kinds reach tool names, URLs and paths; `@` is for users.
+        fail(
+            "name",
+            format!(
+                "`{}` is not a valid name: `@` is allowed in user names only",
+                located.resource.key()
+            ),
+        );
+    }
     match &located.resource {
         Resource::User(_) | Resource::ServiceAccount(_) => {}
         Resource::Role(r) => {
@@ -610,6 +627,19 @@ fn check_resource(config: &Config, located: &Located, errors: &mut Vec<ConfigErr
                             missing(kind, subject_name(s).as_str()),
                         );
                     }
+                }
+            }
+        }
+        Resource::Issuer(i) => {
+            for (field, problem) in i.problems() {
+                fail(&field, problem);
+            }
+            for (client, account) in &i.clients {
+                if !config.contains(Kind::ServiceAccount, account.as_str()) {
+                    fail(
+                        &format!("clients.{client}"),
+                        missing(Kind::ServiceAccount, account.as_str()),
+                    );
                 }
             }
         }

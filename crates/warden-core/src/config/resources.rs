@@ -42,11 +42,13 @@ pub enum Kind {
     KillSwitch,
     /// [`WorkspaceSpec`]
     Workspace,
+    /// [`super::issuer::IssuerSpec`]
+    Issuer,
 }
 
 impl Kind {
     /// All kinds, in application order.
-    pub const ALL: [Kind; 12] = [
+    pub const ALL: [Kind; 13] = [
         Kind::User,
         Kind::ServiceAccount,
         Kind::Role,
@@ -59,6 +61,7 @@ impl Kind {
         Kind::WriteBudget,
         Kind::KillSwitch,
         Kind::Workspace,
+        Kind::Issuer,
     ];
 
     /// The kind as written in `kind:`.
@@ -76,6 +79,7 @@ impl Kind {
             Kind::WriteBudget => "WriteBudget",
             Kind::KillSwitch => "KillSwitch",
             Kind::Workspace => "Workspace",
+            Kind::Issuer => "Issuer",
         }
     }
 
@@ -135,6 +139,8 @@ pub enum Resource {
     KillSwitch(KillSwitchSpec),
     /// A container of tasks.
     Workspace(WorkspaceSpec),
+    /// `kind: Issuer`
+    Issuer(super::issuer::IssuerSpec),
 }
 
 impl Resource {
@@ -153,6 +159,7 @@ impl Resource {
             Resource::WriteBudget(_) => Kind::WriteBudget,
             Resource::KillSwitch(_) => Kind::KillSwitch,
             Resource::Workspace(_) => Kind::Workspace,
+            Resource::Issuer(_) => Kind::Issuer,
         }
     }
 
@@ -190,6 +197,7 @@ impl Resource {
                 .as_ref()
                 .map_or_else(|| s.scope.to_string(), Name::to_string),
             Resource::Workspace(s) => s.name.to_string(),
+            Resource::Issuer(s) => s.name.to_string(),
         }
     }
 }

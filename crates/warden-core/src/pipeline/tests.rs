@@ -29,7 +29,9 @@ fn payloads_are_the_canonical_form_of_their_objects() {
     let authority = Authority {
         mode: Mode::Agent,
         principal: Principal::User { name: name("ada") },
+        groups: Vec::new(),
         credential_id: Some("cred-\"1\"".into()),
+        expires_at: None,
         agent: Some(name("triage")),
         intent: None,
         grant: Grant::default(),

@@ -252,6 +252,7 @@ pub(crate) async fn explain(
                 expires_at: None,
                 revoked_at: None,
                 description: None,
+                groups: Vec::new(),
             }
         }
     };

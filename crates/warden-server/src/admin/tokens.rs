@@ -82,6 +82,7 @@ fn view(c: &Credential, now: Millis) -> Token {
         expires_at,
         revoked_at,
         description,
+        groups: _,
     } = c;
     let status = if revoked_at.is_some() {
         "revoked"
@@ -92,10 +93,7 @@ fn view(c: &Credential, now: Millis) -> Token {
     };
     Token {
         id: id.clone(),
-        kind: match kind {
-            CredentialKind::ApiKey => "api_key",
-            CredentialKind::Run => "run",
-        },
+        kind: kind.as_str(),
         principal: principal.to_string(),
         projects: projects
             .as_ref()
@@ -235,6 +233,7 @@ pub(crate) async fn create(
         expires_at: None,
         revoked_at: None,
         description: None,
+        groups: Vec::new(),
     };
     let minted = state
         .gateway

@@ -81,6 +81,7 @@ fn subject(signed: &Signed, form: &ExplainForm) -> Result<Credential, (StatusCod
         expires_at: None,
         revoked_at: None,
         description: None,
+        groups: Vec::new(),
     })
 }
 

@@ -168,6 +168,7 @@ fn within(state: &AppState, caller: &Authority, request: &TokenRequest) -> Resul
         expires_at: None,
         revoked_at: None,
         description: None,
+        groups: Vec::new(),
     };
     let minted = state
         .gateway

@@ -1,0 +1,203 @@
+//! `audit` (filters, limits, JSON Lines), `audit verify` and `audit checkpoint export`, both
+//! ways.
+
+use serde_json::json;
+
+use crate::common::{Era, TestWarden, call, http_client, now};
+use crate::support::{Both, config};
+
+/// The sequence numbers of JSON Lines.
+fn seqs(lines: &str) -> Vec<i64> {
+    lines
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["seq"]
+                .as_i64()
+                .unwrap()
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_audit_trail_lists_and_filters_the_same_records_both_ways() {
+    let w = TestWarden::start(&config()).await;
+    let cli = Both::new(&w);
+    let client = http_client(&w.mcp(), &w.admin, Era::Stateless).await;
+    call(&client, "alpha__echo", json!({"text": "hi"})).await;
+    call(&client, "nope", json!({})).await;
+    cli.store(&["kill", "--tool", "alpha__echo", "--reason", "drill"])
+        .ok();
+    cli.api(&["delete", "killswitch", "tool:alpha__echo"]).ok();
+    let all = cli.same(&["audit", "-o", "json", "--limit", "1000"]).ok();
+    let listed = seqs(&all.stdout);
+    assert!(listed.len() > 6, "{}", all.stdout);
+    assert!(listed.windows(2).all(|p| p[0] > p[1]), "newest first");
+    for args in [
+        vec!["audit"],
+        vec!["audit", "-o", "yaml"],
+        vec!["audit", "--kind", "admin", "-o", "json"],
+        vec!["audit", "--tool", "alpha__echo", "-o", "json"],
+        vec!["audit", "--decision", "deny"],
+        vec![
+            "audit",
+            "--principal",
+            "user:admin",
+            "--kind",
+            "call",
+            "-o",
+            "json",
+        ],
+        vec!["audit", "--since", "1h", "--oldest-first", "-o", "json"],
+        vec!["audit", "--until", "2000-01-01T00:00:00Z"],
+    ] {
+        cli.same(&args).ok();
+    }
+    // The test's own configuration, then the kill switch of the CLI.
+    let applies = cli.same(&["audit", "--tool", "apply", "-o", "json"]).ok();
+    let newest: serde_json::Value =
+        serde_json::from_str(applies.stdout.lines().next().unwrap()).unwrap();
+    assert_eq!(applies.stdout.lines().count(), 2, "{}", applies.stdout);
+    assert_eq!(
+        newest["payload"]["resources"],
+        json!(["KillSwitch/tool:alpha__echo"])
+    );
+    // The newest and the oldest few; the store counts what matches, the API says there is more.
+    let newest = cli.same(&["audit", "-o", "json", "--limit", "3"]).ok();
+    assert_eq!(seqs(&newest.stdout), listed[..3]);
+    assert_eq!(
+        newest.stderr,
+        "showing the newest 3; more match: use --limit or filters\n"
+    );
+    let counted = cli.store(&["audit", "-o", "json", "--limit", "3"]);
+    assert_eq!(
+        counted.stderr,
+        format!(
+            "showing the newest 3 of {}; use --limit or filters\n",
+            listed.len()
+        )
+    );
+    let oldest = cli
+        .same(&["audit", "-o", "json", "--limit", "2", "--oldest-first"])
+        .ok();
+    assert_eq!(seqs(&oldest.stdout), [1, 2]);
+    assert_eq!(
+        oldest.stderr,
+        "showing the oldest 2; more match: use --limit or filters\n"
+    );
+
+    cli.same_failure(
+        &["audit", "--since", "garbage"],
+        2,
+        "error: `garbage` is neither an RFC 3339 time (2026-11-29T10:00:00Z) nor an age (1h, 30m)\n",
+    );
+    cli.same_failure(
+        &["audit", "--limit", "0"],
+        2,
+        "error: --limit must be at least 1\n",
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_listings_page_through_the_api_as_through_the_store() {
+    let w = TestWarden::start(&config()).await;
+    let cli = Both::new(&w);
+    cli.store(&["bench", "fill-audit", "--records", "2600"])
+        .ok();
+    let newest = cli.same(&["audit", "-o", "json", "--limit", "2300"]).ok();
+    let listed = seqs(&newest.stdout);
+    assert_eq!(listed.len(), 2300);
+    assert!(
+        listed.windows(2).all(|p| p[0] == p[1] + 1),
+        "no gap, newest first"
+    );
+    let oldest = cli
+        .same(&["audit", "-o", "json", "--limit", "1500", "--oldest-first"])
+        .ok();
+    assert_eq!(seqs(&oldest.stdout), (1..=1500).collect::<Vec<i64>>());
+    let everything = cli.same(&["audit", "-o", "json", "--limit", "100000"]).ok();
+    assert_eq!(everything.stderr, "");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_chain_verifies_alike_both_ways_and_a_broken_one_is_named_alike() {
+    let w = TestWarden::start(&config()).await;
+    let cli = Both::new(&w);
+    cli.store(&["kill", "--all", "--reason", "drill"]).ok();
+    cli.api(&["delete", "killswitch", "all"]).ok();
+    // Without a key to trust: verified, unanchored (each says what it would need).
+    let (api, store) = (
+        cli.api(&["audit", "verify"]).ok(),
+        cli.store(&["audit", "verify"]).ok(),
+    );
+    assert_eq!(api.stdout.lines().next(), store.stdout.lines().next());
+    assert!(
+        api.stdout
+            .lines()
+            .next()
+            .unwrap()
+            .starts_with("audit chain verified: ")
+    );
+    assert!(
+        api.stdout
+            .contains("its end is not anchored: nothing to check it against was given"),
+        "{}",
+        api.stdout
+    );
+    // With the audit key, before and after it signed a checkpoint.
+    let keys = tempfile::tempdir().unwrap();
+    let key_path = keys.path().join("audit.key");
+    let key = warden_store::AuditKey::load_or_create(&key_path).unwrap();
+    let k = key_path.display().to_string();
+    let unsigned = cli.same(&["audit", "verify", "--audit-key", &k]).ok();
+    assert!(
+        unsigned
+            .stdout
+            .ends_with("records; no checkpoint signed by the audit key yet\n"),
+        "{}",
+        unsigned.stdout
+    );
+    let signed = w
+        .store
+        .store
+        .checkpoint(&key, now())
+        .await
+        .unwrap()
+        .unwrap();
+    let anchored = cli.same(&["audit", "verify", "--audit-key", &k]).ok();
+    assert!(
+        anchored
+            .stdout
+            .ends_with(&format!("(seq {})\n", signed.seq)),
+        "{}",
+        anchored.stdout
+    );
+    // The export is the store's; its checkpoint anchors the chain both ways.
+    let refused = cli.api(&["audit", "checkpoint", "export", "--audit-key", &k]);
+    assert_eq!(refused.code, Some(2));
+    assert_eq!(
+        refused.stderr,
+        "error: `warden audit checkpoint export` works on the store, not through a server: it reads the audit key and its checkpoint file, which are where the store is; give it --data-dir or --database-url (or run it where the store is)\n"
+    );
+    let exported = cli
+        .store(&["audit", "checkpoint", "export", "--audit-key", &k])
+        .ok();
+    let anchor = keys.path().join("kept-elsewhere.jsonl");
+    std::fs::write(&anchor, &exported.stdout).unwrap();
+    let a = anchor.display().to_string();
+    assert_eq!(
+        cli.same(&["audit", "verify", "--anchor", &a]).ok().stdout,
+        anchored.stdout
+    );
+
+    // An edited record: the same error, exit 1, both ways.
+    w.store
+        .store
+        .execute_raw("DROP TRIGGER audit_no_update; UPDATE audit SET principal = 'cli:mallory' WHERE seq = 2")
+        .await
+        .unwrap();
+    cli.same_failure(
+        &["audit", "verify"],
+        1,
+        "error: audit record 2 does not match its hash: it was edited or moved\n",
+    );
+}

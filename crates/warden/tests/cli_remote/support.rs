@@ -1,0 +1,132 @@
+//! Running one verb both ways and comparing what it printed.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::common::{TestWarden, WARDEN, stdio_upstream};
+
+/// A Warden with something of everything: a project whose upstream has dangerous tools (one
+/// kept in full by the audit trail, one as a hash only), a user with a role, a kanban
+/// workspace and an agent that can run.
+pub(crate) fn config() -> String {
+    format!(
+        "kind: Project\nname: alpha\n---\n{}---\n\
+         kind: ToolPolicy\nproject: alpha\ntool: alpha__add_note\nclass: mutation\nrisk: dangerous\naudit: {{ arguments: full }}\n---\n\
+         kind: ToolPolicy\nproject: alpha\ntool: alpha__delete_note\nclass: mutation\nrisk: dangerous\naudit: {{ arguments: hash }}\n---\n\
+         kind: User\nname: alice\n---\n\
+         kind: Role\nname: reader\npermissions: [\"run:projects:alpha\"]\n---\n\
+         kind: RoleBinding\nrole: reader\nsubject: {{ user: alice }}\n---\n\
+         kind: Workspace\nname: board\nmode: kanban\nproject: alpha\n---\n\
+         kind: Agent\nname: bot\nmemberships: [alpha]\nrunner: {{ command: \"true\" }}\n",
+        stdio_upstream("alpha", "alpha", "")
+    )
+}
+
+/// What one run of the CLI printed.
+#[derive(Debug)]
+pub(crate) struct Ran {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Ran {
+    fn of(out: std::process::Output) -> Self {
+        Self {
+            code: out.status.code(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// Its stdout as JSON.
+    pub(crate) fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}\n{}", self.stdout, self.stderr))
+    }
+
+    /// Asserts it succeeded.
+    pub(crate) fn ok(self) -> Self {
+        assert_eq!(self.code, Some(0), "{}", self.stderr);
+        self
+    }
+}
+
+/// The CLI with none of the caller's `WARDEN_*` settings and a configuration home of its own
+/// (so that no `warden context` of the machine's chooses for it).
+pub(crate) fn warden(config_home: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(WARDEN);
+    cmd.args(args).env("XDG_CONFIG_HOME", config_home);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("WARDEN_") || k.starts_with("OTEL_") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd
+}
+
+/// The CLI of one Warden, both ways.
+pub(crate) struct Both<'a> {
+    pub w: &'a TestWarden,
+    pub home: tempfile::TempDir,
+}
+
+impl<'a> Both<'a> {
+    pub(crate) fn new(w: &'a TestWarden) -> Self {
+        Self {
+            w,
+            home: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// `args` through the admin API, as the first admin.
+    pub(crate) fn api(&self, args: &[&str]) -> Ran {
+        Ran::of(
+            warden(self.home.path(), args)
+                .args(["--server", &self.w.base])
+                .env("WARDEN_TOKEN", &self.w.admin)
+                .output()
+                .unwrap(),
+        )
+    }
+
+    /// `args` on the store.
+    pub(crate) fn store(&self, args: &[&str]) -> Ran {
+        Ran::of(
+            warden(self.home.path(), args)
+                .args(self.w.store_args())
+                .output()
+                .unwrap(),
+        )
+    }
+
+    /// `args` both ways (the API first: what the server spooled is in the store then),
+    /// asserting the same exit status and the same stdout; the API's run.
+    pub(crate) fn same(&self, args: &[&str]) -> Ran {
+        let api = self.api(args);
+        let store = self.store(args);
+        assert_eq!(
+            api.code, store.code,
+            "{args:?}: exit status\napi: {}\nstore: {}",
+            api.stderr, store.stderr
+        );
+        assert_eq!(api.stdout, store.stdout, "{args:?}: stdout");
+        api
+    }
+
+    /// `args` both ways, both failing with `code` and exactly `stderr`.
+    pub(crate) fn same_failure(&self, args: &[&str], code: i32, stderr: &str) {
+        for (way, ran) in [("api", self.api(args)), ("store", self.store(args))] {
+            assert_eq!(ran.code, Some(code), "{way} {args:?}: {}", ran.stderr);
+            assert_eq!(ran.stderr, stderr, "{way} {args:?}");
+            assert_eq!(ran.stdout, "", "{way} {args:?}");
+        }
+    }
+}
+
+/// Writes `text` to `name` in `dir`; its path.
+pub(crate) fn write(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
