@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use warden_mcp::upstream::UpstreamStatus;
 use warden_mcp::{McpHandler, SessionAuth};
 
+use crate::session_store::StoredSessions;
 use crate::sessions::SessionOwners;
 use crate::state::{AppState, MAX_BODY_BYTES};
 use crate::{admin, auth, console, hosts, inline};
@@ -135,13 +136,16 @@ type Endpoint = inline::McpEndpoint<StreamableHttpService<McpHandler, LocalSessi
 fn routes(state: Arc<AppState>, shutdown: CancellationToken) -> (Router, Endpoint) {
     let _ = metrics_handle();
     let gateway = state.gateway.clone();
-    let config = StreamableHttpServerConfig::default()
+    let store = state.gateway.store().clone();
+    let mut config = StreamableHttpServerConfig::default()
         .with_json_response(true)
         .with_sse_keep_alive(Some(Duration::from_secs(15)))
         // Host and Origin are checked by our own middleware for every route.
         .disable_allowed_hosts()
         .with_max_request_body_bytes(MAX_BODY_BYTES)
         .with_cancellation_token(shutdown.child_token());
+    // 2025-11-25 sessions are restored from the store on any replica (sessions.rs).
+    config.session_store = Some(Arc::new(StoredSessions::new(store.clone())));
     let sessions = Arc::new(LocalSessionManager::default());
     let mcp = StreamableHttpService::new(
         move || {
@@ -154,7 +158,8 @@ fn routes(state: Arc<AppState>, shutdown: CancellationToken) -> (Router, Endpoin
         sessions.clone(),
         config,
     );
-    let owners = Arc::new(SessionOwners::new(sessions));
+    let owners = Arc::new(SessionOwners::new(sessions, store));
+    owners.expire_until(shutdown.child_token());
     let endpoint = inline::McpEndpoint::new(state.gateway.clone(), mcp, owners);
     let routed = endpoint.clone();
     let serve = move |request: axum::extract::Request| routed.clone().serve(request);

@@ -127,7 +127,7 @@ where
     /// JSON-RPC's own answer to a body that is no JSON-RPC request (`jsonrpc.rs`).
     async fn delegate(self, mut request: Request) -> Response {
         self.served.rmcp.increment(1);
-        let screened = match self.sessions.screen(&mut request) {
+        let screened = match self.sessions.screen(&mut request).await {
             Ok(screened) => screened,
             Err(refused) => return refused,
         };
@@ -157,7 +157,7 @@ where
         if delete && response.status() == StatusCode::ACCEPTED {
             *response.status_mut() = StatusCode::OK;
         }
-        if self.sessions.settle(screened, &response) {
+        if self.sessions.settle(screened, &response).await {
             self.sessions.prune().await;
         }
         match sent {

@@ -27,6 +27,7 @@ mod limiter;
 pub mod materialise;
 mod oauth;
 mod serve;
+mod session_store;
 mod sessions;
 mod state;
 

@@ -1,28 +1,49 @@
 //! Each 2025-11-25 session belongs to the credential, and the agent route, that opened it — for
-//! every method. A request on another credential's session (`POST`, `GET` to resume its stream,
-//! `DELETE` to end it) reaches rmcp with a session id that no session has, so it is answered
-//! exactly as an unknown session is (404), and the session itself is left alone. A `DELETE` of
-//! a session the credential does not own — another's, or none at all — is answered 404 here
-//! (rmcp would accept it with 202 whatever the id).
+//! every method, on every replica. A request on another credential's session (`POST`, `GET` to
+//! resume its stream, `DELETE` to end it) reaches rmcp with a session id that no session has, so
+//! it is answered exactly as an unknown session is (404), and the session itself is left alone.
+//! A `DELETE` of a session the credential does not own — another's, or none at all — is
+//! answered 404 here (rmcp would accept it with 202 whatever the id).
 //!
 //! rmcp's session manager knows nothing of credentials, and `GET` and `DELETE` never reach the
 //! MCP handler (which checks the owner of every request it serves too), so the owners are kept
-//! here, beside the endpoint: recorded when rmcp answers an `initialize` with a new session id,
-//! forgotten when the session is deleted or rmcp no longer knows it.
+//! here, beside the endpoint: written to the store (`mcp_sessions`) when rmcp answers an
+//! `initialize` with a new session id — before the client learns the id — and cached. A replica
+//! that does not know a session reads its owner from the store; rmcp then restores the session
+//! from the same row (`session_store.rs`). When the store cannot be read the request is refused
+//! (503): an owner is never guessed.
+//!
+//! A replica notes a session's use in the store at most once a [`TOUCH_EVERY`]; when it finds
+//! the session gone there (ended by `DELETE` on another replica, or expired after
+//! [`SESSION_IDLE`] unused), it ends its own copy too. Every replica deletes expired sessions
+//! from the store once a [`TOUCH_EVERY`].
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
 use http::{HeaderName, HeaderValue, Method, StatusCode};
+use rmcp::transport::streamable_http_server::session::SessionManager as _;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use tokio_util::sync::CancellationToken;
+use warden_core::pipeline::Clock as _;
+use warden_core::time::Millis;
+use warden_mcp::clock::SystemClock;
 use warden_mcp::{AgentRoute, Authenticated};
+use warden_store::Store;
 
 static MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
 
 /// Past this many owners, those of sessions rmcp has let go (idle ones expire) are dropped.
 const PRUNE_ABOVE: usize = 1024;
+
+/// How often a replica notes a session's use in the store, and deletes expired sessions.
+pub(crate) const TOUCH_EVERY: Duration = Duration::from_secs(60);
+
+/// A session unused for this long, on every replica, is deleted from the store.
+pub(crate) const SESSION_IDLE: Duration = Duration::from_secs(3600);
 
 /// Who a request acts as.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -42,16 +63,42 @@ impl Owner {
     }
 }
 
+/// A session's owner as this replica knows it, and when it last noted its use in the store.
+#[derive(Debug)]
+struct Known {
+    owner: Owner,
+    touched: Instant,
+}
+
 /// rmcp's answer to a request on a session it does not have.
 fn not_found() -> Response {
     (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response()
 }
 
+/// The answer when the store cannot say who owns a session.
+fn unavailable(e: &warden_store::StoreError) -> Response {
+    tracing::error!(error = %e, "a session's owner could not be read from the store");
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        "Service Unavailable: the store cannot be read, so the session's owner cannot be checked",
+    )
+        .into_response()
+}
+
+type Owners = Arc<Mutex<HashMap<String, Known>>>;
+
+fn lock(owners: &Owners) -> std::sync::MutexGuard<'_, HashMap<String, Known>> {
+    owners
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// The owners of the sessions rmcp keeps.
 #[derive(Debug)]
 pub(crate) struct SessionOwners {
-    owners: Mutex<HashMap<String, Owner>>,
+    owners: Owners,
     manager: Arc<LocalSessionManager>,
+    store: Arc<Store>,
 }
 
 /// What [`SessionOwners::screen`] saw of a request, for [`SessionOwners::settle`].
@@ -63,27 +110,81 @@ pub(crate) struct Screened {
 }
 
 impl SessionOwners {
-    /// Owners of the sessions of `manager`.
-    pub(crate) fn new(manager: Arc<LocalSessionManager>) -> Self {
+    /// Owners of the sessions of `manager`, kept in `store`.
+    pub(crate) fn new(manager: Arc<LocalSessionManager>, store: Arc<Store>) -> Self {
         Self {
-            owners: Mutex::new(HashMap::new()),
+            owners: Arc::default(),
             manager,
+            store,
         }
     }
 
-    fn owners(&self) -> std::sync::MutexGuard<'_, HashMap<String, Owner>> {
-        self.owners
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    /// The owner of session `id`: this replica's, else the store's (then cached). Notes the
+    /// session's use in the store when that is due.
+    async fn owner(&self, id: &str) -> Result<Option<Owner>, Response> {
+        let now = Instant::now();
+        let cached = lock(&self.owners).get_mut(id).map(|known| {
+            let due = now.duration_since(known.touched) >= TOUCH_EVERY;
+            if due {
+                known.touched = now;
+            }
+            (known.owner.clone(), due)
+        });
+        match cached {
+            Some((owner, due)) => {
+                if due {
+                    self.touch(id.to_owned());
+                }
+                Ok(Some(owner))
+            }
+            None => {
+                let Some(stored) = self
+                    .store
+                    .mcp_session(id)
+                    .await
+                    .map_err(|e| unavailable(&e))?
+                else {
+                    return Ok(None);
+                };
+                let owner = Owner {
+                    credential: stored.credential,
+                    agent: stored.agent,
+                };
+                let known = Known {
+                    owner: owner.clone(),
+                    touched: now,
+                };
+                lock(&self.owners).insert(id.to_owned(), known);
+                self.touch(id.to_owned());
+                Ok(Some(owner))
+            }
+        }
+    }
+
+    /// Notes the use of session `id` in the store, on a task of its own; ends this replica's
+    /// copy when the store has it no more.
+    fn touch(&self, id: String) {
+        let (store, owners, manager) = (
+            self.store.clone(),
+            self.owners.clone(),
+            self.manager.clone(),
+        );
+        tokio::spawn(async move {
+            match store.touch_mcp_session(&id, SystemClock.now()).await {
+                Ok(true) => {}
+                Ok(false) => {
+                    lock(&owners).remove(&id);
+                    let _ = manager.close_session(&id.as_str().into()).await;
+                    tracing::debug!(session = %id, "a session ended elsewhere was ended here too");
+                }
+                Err(e) => tracing::warn!(error = %e, "a session's use could not be noted"),
+            }
+        });
     }
 
     /// Before rmcp: a request on a session another credential owns is pointed at no session;
-    /// the answer to a `DELETE` of a session it does not own.
-    #[expect(
-        clippy::result_large_err,
-        reason = "a refusal is moved once, straight into the answer"
-    )]
-    pub(crate) fn screen(&self, request: &mut Request) -> Result<Screened, Response> {
+    /// the answer to a `DELETE` of a session it does not own, or when the store cannot say.
+    pub(crate) async fn screen(&self, request: &mut Request) -> Result<Screened, Response> {
         let owner = Owner::of(request);
         let session = request
             .headers()
@@ -92,7 +193,7 @@ impl SessionOwners {
             .map(str::to_owned);
         let delete = request.method() == Method::DELETE;
         if let Some(id) = &session {
-            let known = self.owners().get(id).cloned();
+            let known = self.owner(id).await?;
             if delete && known.as_ref() != owner.as_ref() {
                 return Err(not_found());
             }
@@ -120,36 +221,95 @@ impl SessionOwners {
         })
     }
 
-    /// After rmcp: records the owner of a session it opened, forgets one that ended. True when
-    /// the owners should be [pruned](Self::prune).
-    pub(crate) fn settle(&self, screened: Screened, response: &Response) -> bool {
+    /// After rmcp: records the owner of a session it opened (in the store, before the client
+    /// has the answer), forgets one that ended. True when the owners should be
+    /// [pruned](Self::prune).
+    /// (The answer is not held across the store's write: a body is not `Sync`.)
+    pub(crate) fn settle(
+        &self,
+        screened: Screened,
+        response: &Response,
+    ) -> impl Future<Output = bool> + Send + '_ {
+        let status = response.status();
+        let opened = response
+            .headers()
+            .get(&MCP_SESSION_ID)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        self.settle_with(screened, status, opened)
+    }
+
+    async fn settle_with(
+        &self,
+        screened: Screened,
+        status: StatusCode,
+        opened: Option<String>,
+    ) -> bool {
         match (&screened.session, screened.owner) {
             (None, Some(owner)) => {
-                let Some(opened) = response
-                    .headers()
-                    .get(&MCP_SESSION_ID)
-                    .and_then(|v| v.to_str().ok())
-                else {
+                let Some(opened) = opened.as_deref() else {
                     return false;
                 };
-                let mut owners = self.owners();
-                owners.insert(opened.to_owned(), owner);
+                if let Err(e) = self
+                    .store
+                    .put_mcp_session_owner(
+                        opened,
+                        &owner.credential,
+                        owner.agent.as_deref(),
+                        SystemClock.now(),
+                    )
+                    .await
+                {
+                    // The session is served here; no other replica will restore it.
+                    tracing::warn!(error = %e, "a session's owner could not be stored");
+                    metrics::counter!("warden_session_store_failures_total").increment(1);
+                }
+                let known = Known {
+                    owner,
+                    touched: Instant::now(),
+                };
+                let mut owners = lock(&self.owners);
+                owners.insert(opened.to_owned(), known);
                 owners.len() > PRUNE_ABOVE
             }
             (Some(id), _)
-                if (screened.delete && response.status().is_success())
-                    || response.status() == StatusCode::NOT_FOUND =>
+                if (screened.delete && status.is_success()) || status == StatusCode::NOT_FOUND =>
             {
-                self.owners().remove(id);
+                lock(&self.owners).remove(id);
                 false
             }
             _ => false,
         }
     }
 
-    /// Drops the owners of sessions rmcp no longer has.
+    /// Drops the owners of sessions rmcp no longer has (the store keeps them).
     pub(crate) async fn prune(&self) {
         let live = self.manager.sessions.read().await;
-        self.owners().retain(|id, _| live.contains_key(id.as_str()));
+        lock(&self.owners).retain(|id, _| live.contains_key(id.as_str()));
+    }
+
+    /// Deletes the sessions of the store unused for [`SESSION_IDLE`], once a [`TOUCH_EVERY`],
+    /// until `shutdown`.
+    pub(crate) fn expire_until(&self, shutdown: CancellationToken) {
+        let store = self.store.clone();
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        runtime.spawn(async move {
+            let mut every = tokio::time::interval(TOUCH_EVERY);
+            loop {
+                tokio::select! {
+                    () = shutdown.cancelled() => return,
+                    _ = every.tick() => {}
+                }
+                let idle = i64::try_from(SESSION_IDLE.as_millis()).unwrap_or(i64::MAX);
+                let since = Millis(SystemClock.now().0.saturating_sub(idle));
+                match store.expire_mcp_sessions(since).await {
+                    Ok(0) => {}
+                    Ok(n) => tracing::debug!(expired = n, "idle sessions deleted"),
+                    Err(e) => tracing::warn!(error = %e, "idle sessions could not be deleted"),
+                }
+            }
+        });
     }
 }

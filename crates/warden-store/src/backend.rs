@@ -6,6 +6,7 @@ use warden_core::audit::NewRecord;
 use crate::error::StoreError;
 use crate::postgres::{PgBackend, PgSink};
 use crate::rows::{AuditFilter, AuditRow, CredentialRow, ResourceRow};
+use crate::sessions::sql::SessionRow;
 use crate::sink::{AdminChange, AuditSink};
 use crate::sqlite::{SqliteBackend, SqliteSink};
 use crate::tasks::sql::{EnvironmentRepoRow, EnvironmentRow, TaskRow};
@@ -119,9 +120,10 @@ impl Backend {
     pub(crate) async fn scan_audit(
         &self,
         after: i64,
+        through: i64,
         limit: i64,
     ) -> Result<Vec<AuditRow>, StoreError> {
-        dispatch!(self, b => b.scan_audit(after, limit).await)
+        dispatch!(self, b => b.scan_audit(after, through, limit).await)
     }
 
     pub(crate) async fn take(
@@ -199,6 +201,41 @@ impl Backend {
 
     pub(crate) async fn insert_task(&self, t: &TaskRow) -> Result<TaskInsert, StoreError> {
         dispatch!(self, b => b.insert_task(t).await)
+    }
+
+    pub(crate) async fn put_session_state(
+        &self,
+        id: &str,
+        state: &str,
+        now: i64,
+    ) -> Result<(), StoreError> {
+        dispatch!(self, b => b.put_session_state(id, state, now).await)
+    }
+
+    pub(crate) async fn put_session_owner(
+        &self,
+        id: &str,
+        credential: &str,
+        agent: Option<&str>,
+        now: i64,
+    ) -> Result<bool, StoreError> {
+        dispatch!(self, b => b.put_session_owner(id, credential, agent, now).await)
+    }
+
+    pub(crate) async fn session_row(&self, id: &str) -> Result<Option<SessionRow>, StoreError> {
+        dispatch!(self, b => b.session_row(id).await)
+    }
+
+    pub(crate) async fn touch_session(&self, id: &str, now: i64) -> Result<bool, StoreError> {
+        dispatch!(self, b => b.touch_session(id, now).await)
+    }
+
+    pub(crate) async fn delete_session(&self, id: &str) -> Result<bool, StoreError> {
+        dispatch!(self, b => b.delete_session(id).await)
+    }
+
+    pub(crate) async fn expire_sessions(&self, unseen_since: i64) -> Result<u64, StoreError> {
+        dispatch!(self, b => b.expire_sessions(unseen_since).await)
     }
 
     pub(crate) async fn task(&self, id: &str) -> Result<Option<TaskRow>, StoreError> {

@@ -17,20 +17,20 @@ mod migrations;
 mod postgres;
 mod reads;
 mod rows;
+mod sessions;
 mod sink;
 mod sql;
 mod sqlite;
 mod tasks;
+mod verify;
 mod views;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use warden_core::approval::{ApprovalQueue, Parked};
-use warden_core::audit::checkpoint::{self, AnchorProblem, Checkpoint};
-use warden_core::audit::{
-    AuditRecord, ChainBreak, ChainVerifier, NewRecord, RecordKind, canonical_json,
-};
+use warden_core::audit::checkpoint::Checkpoint;
+use warden_core::audit::{AuditRecord, NewRecord, RecordKind, canonical_json};
 use warden_core::capability::CapabilitySet;
 use warden_core::config::{Config, ConfigError, Kind, Located, Resource, Source};
 use warden_core::error::EnvError;
@@ -45,6 +45,7 @@ pub use approvals::{Approval, ApprovalFilter, Transition};
 pub use error::StoreError;
 pub use location::{Location, SQLITE_FILE};
 pub use rows::{AgentRun, AuditFilter};
+pub use sessions::McpSession;
 pub use tasks::{
     EnvironmentRepository, EnvironmentState, RequestedRepository, Task, TaskChange,
     TaskEnvironment, TaskFilter, TaskInsert, TaskState,
@@ -549,32 +550,6 @@ impl Store {
             .collect())
     }
 
-    /// Checks the chain's end against the latest of `candidates` signed with `trusted` (a
-    /// public key, hex): `Ok(None)` when there is none. Checkpoints of another key are not
-    /// considered; one that names the trusted key without its valid signature is forged.
-    pub async fn verify_anchor(
-        &self,
-        trusted: &str,
-        candidates: Vec<Checkpoint>,
-    ) -> Result<Result<Option<Checkpoint>, AnchorProblem>, StoreError> {
-        let mut latest: Option<Checkpoint> = None;
-        for c in candidates.into_iter().filter(|c| c.key == trusted) {
-            if let Err(forged) = c.verify(trusted) {
-                return Ok(Err(forged));
-            }
-            if latest.as_ref().is_none_or(|l| c.seq > l.seq) {
-                latest = Some(c);
-            }
-        }
-        let Some(latest) = latest else {
-            return Ok(Ok(None));
-        };
-        self.sink.settle_for_read().await?;
-        let (head, _) = self.backend.head().await?;
-        let hash = self.backend.audit_hash_at(latest.seq).await?;
-        Ok(checkpoint::check(&latest, head, hash.as_deref()).map(|()| Some(latest)))
-    }
-
     /// The head of the audit chain: the last record's sequence number (0 when empty).
     pub async fn audit_head(&self) -> Result<i64, StoreError> {
         self.sink.settle_for_read().await?;
@@ -597,51 +572,6 @@ impl Store {
             .into_iter()
             .map(rows::AuditRow::into_record)
             .collect()
-    }
-
-    /// Verifies the whole chain (AUD-2): `Ok(n)` with the number of records, or the first
-    /// record that breaks it.
-    pub async fn verify_audit(&self) -> Result<Result<i64, ChainBreak>, StoreError> {
-        self.verify_audit_with(|_| {}).await
-    }
-
-    /// [`Store::verify_audit`], telling `progress` how many records are verified after each
-    /// page (for a progress bar; the head's `seq` from [`Store::audit_head`] is the total).
-    pub async fn verify_audit_with(
-        &self,
-        mut progress: impl FnMut(u64),
-    ) -> Result<Result<i64, ChainBreak>, StoreError> {
-        const PAGE: i64 = 5_000;
-        let mut verified = 0_u64;
-        self.sink.settle_for_read().await?;
-        let mut verifier = ChainVerifier::default();
-        let mut after = 0;
-        loop {
-            let page = self.backend.scan_audit(after, PAGE).await?;
-            let full = page.len() as i64 == PAGE;
-            let last_seq = page.last().map(|r| r.seq);
-            for row in page {
-                let seq = row.seq;
-                // A row that cannot even be read back was tampered with.
-                let Ok(record) = row.into_record() else {
-                    return Ok(Err(ChainBreak {
-                        seq,
-                        problem: warden_core::audit::ChainProblem::Edited,
-                    }));
-                };
-                if let Err(b) = verifier.push(&record) {
-                    return Ok(Err(b));
-                }
-                verified += 1;
-            }
-            progress(verified);
-            match last_seq {
-                Some(seq) if full => after = seq,
-                _ => break,
-            }
-        }
-        let (head_seq, head_hash) = self.backend.head().await?;
-        Ok(verifier.finish(Some((head_seq, &head_hash))))
     }
 
     /// Takes one unit from a counter; `false` when the limit is reached. Exact under

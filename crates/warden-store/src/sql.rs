@@ -211,16 +211,19 @@ macro_rules! shared_operations {
             }
         }
 
+        /// Records with `after < seq <= through`, in order, at most `limit` of them.
         pub(crate) async fn scan_audit(
             &self,
             after: i64,
+            through: i64,
             limit: i64,
         ) -> Result<Vec<$crate::rows::AuditRow>, StoreError> {
             Ok(sqlx::query_as(
                 "SELECT seq, at, kind, run_id, call_id, principal, agent, tool, decision, code, payload, prev_hash, hash \
-                 FROM audit WHERE seq > $1 ORDER BY seq LIMIT $2",
+                 FROM audit WHERE seq > $1 AND seq <= $2 ORDER BY seq LIMIT $3",
             )
             .bind(after)
+            .bind(through)
             .bind(limit)
             .fetch_all(&self.pool)
             .await?)

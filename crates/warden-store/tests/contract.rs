@@ -611,6 +611,49 @@ async fn removing_the_newest_records_is_detected_against_the_head() {
     }
 }
 
+/// Issue 33: verify read the records page by page and the head afterwards, so records
+/// appended in between looked like a truncation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verify_while_records_are_appended_never_reports_a_truncation() {
+    for s in stores().await {
+        let policy = applied(&s, CONFIG).await;
+        let catalog = catalog(&policy);
+        let executor = EchoExecutor::default();
+        let call = Call {
+            policy: &policy,
+            catalog: &catalog,
+            executor: &executor,
+        };
+        let secret = token(&s, None, None).await;
+        let done = std::sync::atomic::AtomicBool::new(false);
+        let append = async {
+            let mut calls = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                call.run(&s, &secret, "ledger__refund", json!({"amount": 1}))
+                    .await;
+                calls += 1;
+                tokio::task::yield_now().await;
+            }
+            calls
+        };
+        let verify = async {
+            let mut verified = Vec::new();
+            for _ in 0..50 {
+                verified.push(s.store.verify_audit().await.unwrap());
+                tokio::task::yield_now().await;
+            }
+            done.store(true, std::sync::atomic::Ordering::Relaxed);
+            verified
+        };
+        let (calls, verified) = tokio::join!(append, verify);
+        assert!(calls > 0, "{}: nothing was appended", s.name);
+        for v in verified {
+            assert!(v.is_ok(), "{}: a false alarm: {}", s.name, v.unwrap_err());
+        }
+        s.cleanup().await;
+    }
+}
+
 #[tokio::test]
 async fn a_token_secret_is_stored_nowhere() {
     for s in stores().await {
@@ -854,7 +897,7 @@ async fn a_schema_newer_than_the_binary_is_refused() {
         );
         assert_eq!(
             err.to_string(),
-            "the store's schema is at version 99999, newer than this warden knows (version 5); run a newer warden"
+            "the store's schema is at version 99999, newer than this warden knows (version 6); run a newer warden"
         );
         s.cleanup().await;
     }

@@ -54,6 +54,20 @@ impl TestStore {
         self
     }
 
+    /// Another handle on the same store, opened anew, as another replica opens it (it leaves
+    /// the store to this one to clean up).
+    pub async fn another(&self) -> TestStore {
+        TestStore {
+            name: self.name,
+            store: Store::open(&self.location)
+                .await
+                .expect("open the store again"),
+            location: self.location.clone(),
+            schema: None,
+            _dir: None,
+        }
+    }
+
     /// Drops the PostgreSQL schema of this test.
     pub async fn cleanup(self) {
         self.store.close().await;

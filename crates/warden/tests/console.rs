@@ -265,7 +265,13 @@ impl Chrome {
     async fn sign_in(&self, w: &TestWarden, token: &str) {
         self.goto(&format!("{}/sign-in", w.base)).await;
         self.fill("#token", token).await;
+        self.b()
+            .execute("window.wardenBefore = true;", vec![])
+            .await
+            .unwrap();
         self.click("form.signin button").await;
+        // The answer (the overview, or the sign-in page saying why) before anything else.
+        self.wait_for_new_page().await;
     }
 
     async fn sign_out(&self) {

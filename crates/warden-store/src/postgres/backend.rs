@@ -9,6 +9,7 @@ use sqlx::{PgPool, Postgres, Transaction};
 
 use crate::error::StoreError;
 use crate::location::redact_url;
+use crate::sessions::sql::session_operations;
 use crate::sql::shared_operations;
 use crate::tasks::sql::task_operations;
 
@@ -65,4 +66,5 @@ impl PgBackend {
 
     shared_operations!(Postgres);
     task_operations!(Postgres);
+    session_operations!(Postgres);
 }

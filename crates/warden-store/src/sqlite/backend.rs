@@ -18,6 +18,7 @@ use tokio::sync::{Mutex, MutexGuard};
 
 use crate::error::StoreError;
 use crate::location::SQLITE_FILE;
+use crate::sessions::sql::session_operations;
 use crate::sql::shared_operations;
 use crate::tasks::sql::task_operations;
 
@@ -107,6 +108,7 @@ impl SqliteBackend {
 
     shared_operations!(Sqlite);
     task_operations!(Sqlite);
+    session_operations!(Sqlite);
 }
 
 #[cfg(test)]

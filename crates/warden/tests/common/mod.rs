@@ -111,6 +111,11 @@ impl TestWarden {
         Self::serve(store, admin).await
     }
 
+    /// Another replica: a server and gateway of their own on the same store.
+    pub async fn replica(&self) -> Self {
+        Self::serve(self.store.another().await, self.admin.clone()).await
+    }
+
     async fn serve(store: TestStore, admin: String) -> Self {
         let gateway = Gateway::start(
             Arc::new(
