@@ -36,6 +36,13 @@
 #                               # system calls that write (`write` is the audit spool, `writev`
 #                               # the sockets, `pwrite64` SQLite), `ftruncate`, `futex`, context
 #                               # switches; figures the machine's speed does not move; needs perf
+#   scripts/bench.sh stores [MIX]
+#                               # the two stores of one build: ROUNDS rounds, each starting a
+#                               # fresh Warden and upstream on SQLite (the embedded default) and
+#                               # on PostgreSQL (a new database on WARDEN_TEST_POSTGRES_URL's
+#                               # server, dropped afterwards), in alternating order, and measuring
+#                               # DURATION of calls (MIX, default read=1) at 1 and at 64 clients;
+#                               # prints calls/s, p50 and the PostgreSQL/SQLite ratio per round
 #   scripts/bench.sh instructions A B [CALLS]
 #                               # two builds under valgrind's callgrind: instructions Warden
 #                               # executes per governed call (CALLS reads, 4 clients, default
@@ -72,8 +79,8 @@ die() {
 	exit 2
 }
 case "$scenario" in
-perf1 | perf2 | perf3 | perf4 | eras | forward | others | soak | split | compare | cpu | kernel | instructions) ;;
-*) die "usage: $0 perf1|perf2|perf3|perf4 N|eras|forward|others|soak|split [CLIENTS]|compare A B [CLIENTS] [MIX]|cpu A B [CLIENTS]|kernel A B [CLIENTS]|instructions A B [CALLS]" ;;
+perf1 | perf2 | perf3 | perf4 | eras | forward | others | soak | split | compare | cpu | kernel | instructions | stores) ;;
+*) die "usage: $0 perf1|perf2|perf3|perf4 N|eras|forward|others|soak|split [CLIENTS]|compare A B [CLIENTS] [MIX]|cpu A B [CLIENTS]|kernel A B [CLIENTS]|instructions A B [CALLS]|stores [MIX]" ;;
 esac
 
 if [[ "$scenario" == compare || "$scenario" == cpu || "$scenario" == kernel || "$scenario" == instructions ]]; then
@@ -82,6 +89,10 @@ if [[ "$scenario" == compare || "$scenario" == cpu || "$scenario" == kernel || "
 fi
 if [[ "$scenario" == kernel ]]; then
 	command -v perf >/dev/null || die "kernel needs perf (e.g. apt-get install linux-perf)"
+fi
+if [[ "$scenario" == stores ]]; then
+	[[ -n "${WARDEN_TEST_POSTGRES_URL:-}" ]] || die "stores needs WARDEN_TEST_POSTGRES_URL (a PostgreSQL server it may create databases on)"
+	command -v psql >/dev/null || die "stores needs psql"
 fi
 if [[ "$scenario" == instructions ]]; then
 	command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null ||
@@ -126,15 +137,17 @@ start_upstream() { # EXTRA_TOOLS
 	[[ -n "$upstream" ]] || die "the bench upstream did not start: $(cat "$work/up.err")"
 }
 
-start_warden() { # DATA_DIR CONFIG
-	${WARDEN_PREFIX:-} "$W" serve --data-dir "$1" --listen 127.0.0.1:0 --config "$2" >"$work/serve.out" 2>"$work/serve.err" &
+start_warden() { # DATA_DIR CONFIG [STORE OPTIONS…, in place of `--data-dir DATA_DIR`]
+	local store=(--data-dir "$1")
+	(($# > 2)) && store=("${@:3}")
+	${WARDEN_PREFIX:-} "$W" serve "${store[@]}" --listen 127.0.0.1:0 --config "$2" >"$work/serve.out" 2>"$work/serve.err" &
 	pids+=($!)
 	warden_pid="${pids[-1]}"
 	url="$(wait_for "$work/serve.out" 's/^mcp: //p' "$warden_pid")"
 	[[ -n "$url" ]] || die "warden did not start: $(cat "$work/serve.err")"
 	token="$(sed -n 's/^admin token: //p' "$work/serve.out")"
 	if [[ -z "$token" ]]; then
-		token="$("$W" token create --user admin --data-dir "$1")"
+		token="$("$W" token create --user admin "${store[@]}")"
 	fi
 	export WARDEN_TOKEN="$token"
 }
@@ -179,10 +192,10 @@ run() { # ARGS…
 	"$W" bench "$url" -d "$duration" --rounds "$rounds" -o "$output" "$@"
 }
 
-standard() { # DATA_DIR
+standard() { # DATA_DIR [STORE OPTIONS…]
 	start_upstream 1
 	bench_config
-	start_warden "$1" "$work/bench.yaml"
+	start_warden "$1" "$work/bench.yaml" "${@:2}"
 	wait_for_tools 3
 }
 
@@ -422,6 +435,46 @@ PY
 			stop_build
 		done
 	done
+	;;
+stores)
+	# The same build on each store: fresh processes per store and round, the order of the
+	# stores alternating from round to round, a one-second warm-up outside the reading.
+	mix="${2:-read=1}"
+	server="${WARDEN_TEST_POSTGRES_URL%/*}"
+	for round in $(seq 1 "$rounds"); do
+		order=(sqlite postgres)
+		((round % 2 == 0)) && order=(postgres sqlite)
+		for store in "${order[@]}"; do
+			options=()
+			if [[ "$store" == postgres ]]; then
+				db="warden_bench_$$_$round"
+				psql "$WARDEN_TEST_POSTGRES_URL" -qAt -c "CREATE DATABASE $db" >/dev/null
+				# Its audit key and secrets go to the default data directory: one of its own.
+				options=(--database-url "$server/$db")
+				export XDG_DATA_HOME="$work/xdg-$round"
+			fi
+			standard "$work/data-$store-$round" "${options[@]}"
+			for clients in 1 64; do
+				"$W" bench "$url" -c "$clients" -d 1s --warmup 0s --mix "$mix" --rounds 1 >/dev/null
+				"$W" bench "$url" -c "$clients" -d "$duration" --warmup 0s --mix "$mix" --rounds 1 -o json |
+					python3 -c 'import json, sys; t = json.load(sys.stdin)["gateway"]["total"]; print(sys.argv[1], sys.argv[2], sys.argv[3], round(t["rps"]), round(t["p50_ms"], 3))' \
+						"$round" "$store" "$clients" >>"$work/stores.txt"
+			done
+			stop_build
+			[[ "$store" == postgres ]] && psql "$WARDEN_TEST_POSTGRES_URL" -qAt -c "DROP DATABASE $db WITH (FORCE)" >/dev/null
+		done
+	done
+	python3 - "$work/stores.txt" "$mix" <<'PY'
+import collections, sys
+rows = [l.split() for l in open(sys.argv[1])]
+by = collections.defaultdict(dict)
+for round_, store, clients, rps, p50 in rows:
+    by[(round_, clients)][store] = (int(rps), float(p50))
+print(f"mix {sys.argv[2]}: calls/s (p50 ms) per round, SQLite and PostgreSQL, and PostgreSQL/SQLite")
+for (round_, clients), s in sorted(by.items(), key=lambda kv: (int(kv[0][1]), int(kv[0][0]))):
+    (sq, sq50), (pg, pg50) = s["sqlite"], s["postgres"]
+    print(f"round {round_}, {clients:>2} clients: SQLite {sq:>6} ({sq50:.3f}), PostgreSQL {pg:>6} ({pg50:.3f}): {pg / max(sq, 1):.2f} x")
+PY
 	;;
 kernel)
 	# As `cpu`, with `perf stat` attached to Warden for the measured run (stopped with SIGINT,

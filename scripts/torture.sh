@@ -230,8 +230,13 @@ for round in $(seq 1 "$rounds"); do
     "$warden" serve --listen 127.0.0.1:0 --no-demo --data-dir "$data" >"$work/serve.out" 2>>"$work/serve.err" &
     pid=$!
     # Up to a minute: a start after kill -9 replays the spool, and a busy machine is slow.
-    for _ in $(seq 1 1200); do grep -q '^mcp: ' "$work/serve.out" 2>/dev/null && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
-    base="$(sed -n 's|^mcp: \(.*\)/mcp$|\1|p' "$work/serve.out")"
+    base=""
+    for _ in $(seq 1 1200); do
+        base="$(sed -n 's|^mcp: \(.*\)/mcp$|\1|p' "$work/serve.out" 2>/dev/null || true)"
+        [ -n "$base" ] && break
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.05
+    done
     [ -n "$base" ] || { cat "$work/serve.err" >&2; echo "round $round: warden did not start" >&2; exit 1; }
     python3 "$work/drive.py" "$base" "$alice" "$bob" "$round" "$work/acks" &
     driver=$!

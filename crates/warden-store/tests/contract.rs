@@ -1117,3 +1117,36 @@ async fn a_shared_secret_is_made_once_and_read_back_the_same() {
         s.cleanup().await;
     }
 }
+
+/// Two replicas appending to one store make one chain: each writer's view of the head goes
+/// stale whenever the other appends, and nothing is lost or forked (STORE-3).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_writers_on_one_store_append_one_unbroken_chain() {
+    async fn writes(store: &Store, name: &str) {
+        for i in 0..100 {
+            let batch = (0..(i % 3 + 1))
+                .map(|j| warden_core::audit::NewRecord {
+                    at: NOW,
+                    kind: RecordKind::Call,
+                    run_id: "run_two".into(),
+                    call_id: Some(format!("{name}-{i}-{j}")),
+                    principal: None,
+                    agent: None,
+                    tool: Some("t".into()),
+                    decision: None,
+                    code: None,
+                    payload: "{}".into(),
+                })
+                .collect();
+            store.append_audit(batch).await.unwrap();
+        }
+    }
+    for s in stores().await {
+        let other = s.another().await;
+        tokio::join!(writes(&s.store, "a"), writes(&other.store, "b"));
+        // Each writer appended 1, 2 and 3 records in turn: 199 of them.
+        assert_eq!(s.store.verify_audit().await.unwrap(), Ok(398), "{}", s.name);
+        other.store.close().await;
+        s.cleanup().await;
+    }
+}

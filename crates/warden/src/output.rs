@@ -70,8 +70,12 @@ pub(crate) fn quiet_when_stdout_closes() {
 /// Lines on stdout that must not end the process when nobody reads them any more (what
 /// `warden serve` prints at start, before serving for hours).
 pub(crate) fn announce(line: &str) {
+    // One write of the whole line: `writeln!` writes the text and its newline apart, and a
+    // script reading the output between the two saw a line cut short (`torture.sh` did).
     let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{line}").and_then(|()| out.flush());
+    let _ = out
+        .write_all(format!("{line}\n").as_bytes())
+        .and_then(|()| out.flush());
 }
 
 /// Prints rows as aligned columns under a header.

@@ -1,6 +1,7 @@
 //! The PostgreSQL chain insert, and the admin changes that append their record in the same
-//! transaction. Writers are serialised by row locks (`FOR UPDATE` on the state and audit-head
-//! rows), so the chain and the revision stay linear across replicas.
+//! transaction. Writers are serialised on the audit-head row — an append moves it only from
+//! the head its records were chained after, an admin change locks it (`FOR UPDATE`, as the
+//! state row) — so the chain and the revision stay linear across replicas.
 
 use sqlx::{Postgres, Transaction};
 use warden_core::audit::NewRecord;
@@ -18,13 +19,70 @@ const LOCK_HEAD: &str = "SELECT seq, hash FROM audit_head WHERE id = 1 FOR UPDAT
 
 type Tx = Transaction<'static, Postgres>;
 
+/// Appends chained records in one statement, and so one round trip and one commit: the head
+/// moves from the one the records were chained after (`$3`, `$4`) to their last (`$1`, `$2`),
+/// and the records are inserted only if it did — when another writer (another replica, an
+/// admin change) moved the head first, nothing changes and the caller chains again.
+const APPEND: &str = "WITH head AS (\
+     UPDATE audit_head SET seq = $1, hash = $2 WHERE id = 1 AND seq = $3 AND hash = $4 RETURNING 1) \
+     INSERT INTO audit (seq, at, kind, run_id, call_id, principal, agent, tool, decision, code, payload, prev_hash, hash) \
+     SELECT * FROM UNNEST($5::bigint[], $6::bigint[], $7::text[], $8::text[], $9::text[], $10::text[], \
+     $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[]) \
+     WHERE EXISTS (SELECT 1 FROM head)";
+
+/// How many times an append chains again after other writers moved the head.
+const APPEND_TRIES: usize = 100;
+
 impl PgBackend {
-    /// Appends chained records in one transaction.
-    pub(crate) async fn append(&self, records: Vec<NewRecord>) -> Result<(), StoreError> {
-        let mut tx = self.pool.begin().await?;
-        append_in(&mut tx, records).await?;
-        tx.commit().await?;
-        Ok(())
+    /// Appends chained records after `head` (the chain's head as this writer last left it,
+    /// `None` when unknown), in one statement; the new head, or the error. A head that moved
+    /// meanwhile is read again and the records chained after it.
+    ///
+    /// One statement instead of a transaction of a locking read, one insert per record and
+    /// the head's update: the round trips of a group commit were what bounded PostgreSQL's
+    /// throughput (docs/benchmarks.md, "PostgreSQL").
+    pub(crate) async fn append(
+        &self,
+        records: &[NewRecord],
+        head: Option<(i64, String)>,
+    ) -> Result<(i64, String), StoreError> {
+        let mut head = head;
+        for _ in 0..APPEND_TRIES {
+            let (after_seq, after_hash) = match head.take() {
+                Some(h) => h,
+                None => sqlx::query_as(sql::HEAD).fetch_one(&self.pool).await?,
+            };
+            let Some(batch) = Chained::after(records, after_seq, &after_hash) else {
+                return Ok((after_seq, after_hash));
+            };
+            let inserted = sqlx::query(APPEND)
+                .bind(batch.last_seq)
+                .bind(&batch.last_hash)
+                .bind(after_seq)
+                .bind(&after_hash)
+                .bind(&batch.seq)
+                .bind(&batch.at)
+                .bind(&batch.kind)
+                .bind(&batch.run_id)
+                .bind(&batch.call_id)
+                .bind(&batch.principal)
+                .bind(&batch.agent)
+                .bind(&batch.tool)
+                .bind(&batch.decision)
+                .bind(&batch.code)
+                .bind(&batch.payload)
+                .bind(&batch.prev_hash)
+                .bind(&batch.hash)
+                .execute(&self.pool)
+                .await?
+                .rows_affected();
+            if inserted == records.len() as u64 {
+                return Ok((batch.last_seq, batch.last_hash));
+            }
+        }
+        Err(StoreError::Unreachable(format!(
+            "the audit chain's head kept moving: {APPEND_TRIES} appends were overtaken by other writers"
+        )))
     }
 
     /// Makes an admin change and appends its record in one transaction (`AuditSink::admin`).
@@ -172,4 +230,67 @@ async fn upsert_resources(
             .await?;
     }
     Ok(())
+}
+
+/// Records chained after a head, as the columns [`APPEND`] binds.
+struct Chained<'a> {
+    seq: Vec<i64>,
+    at: Vec<i64>,
+    kind: Vec<&'static str>,
+    run_id: Vec<&'a str>,
+    call_id: Vec<Option<&'a str>>,
+    principal: Vec<Option<&'a str>>,
+    agent: Vec<Option<&'a str>>,
+    tool: Vec<Option<&'a str>>,
+    decision: Vec<Option<&'a str>>,
+    code: Vec<Option<&'a str>>,
+    payload: Vec<&'a str>,
+    prev_hash: Vec<String>,
+    hash: Vec<String>,
+    last_seq: i64,
+    last_hash: String,
+}
+
+impl<'a> Chained<'a> {
+    /// `records` chained after `seq` and `hash`; `None` when there are none.
+    fn after(records: &'a [NewRecord], seq: i64, hash: &str) -> Option<Self> {
+        let n = records.len();
+        let mut c = Chained {
+            seq: Vec::with_capacity(n),
+            at: Vec::with_capacity(n),
+            kind: Vec::with_capacity(n),
+            run_id: Vec::with_capacity(n),
+            call_id: Vec::with_capacity(n),
+            principal: Vec::with_capacity(n),
+            agent: Vec::with_capacity(n),
+            tool: Vec::with_capacity(n),
+            decision: Vec::with_capacity(n),
+            code: Vec::with_capacity(n),
+            payload: Vec::with_capacity(n),
+            prev_hash: Vec::with_capacity(n),
+            hash: Vec::with_capacity(n),
+            last_seq: seq,
+            last_hash: hash.to_owned(),
+        };
+        for r in records {
+            let seq = c.last_seq + 1;
+            let hash = r.chain_hash(seq, &c.last_hash);
+            c.seq.push(seq);
+            c.at.push(r.at.0);
+            c.kind.push(r.kind.as_str());
+            c.run_id.push(&r.run_id);
+            c.call_id.push(r.call_id.as_deref());
+            c.principal.push(r.principal.as_deref());
+            c.agent.push(r.agent.as_deref());
+            c.tool.push(r.tool.as_deref());
+            c.decision.push(r.decision.as_deref());
+            c.code.push(r.code.as_deref());
+            c.payload.push(&r.payload);
+            c.prev_hash
+                .push(std::mem::replace(&mut c.last_hash, hash.clone()));
+            c.hash.push(hash);
+            c.last_seq = seq;
+        }
+        (n > 0).then_some(c)
+    }
 }

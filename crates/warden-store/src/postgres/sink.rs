@@ -1,7 +1,7 @@
 //! The PostgreSQL audit sink: a writer task that group-commits. Calls queue their records;
 //! the writer takes whatever is waiting (up to [`GROUP_COMMIT_RECORDS`]), appends it in one
-//! transaction and answers each call once that commit is durable, so under concurrency many
-//! calls share one commit.
+//! statement (`chain.rs`) and answers each call once that commit is durable, so under
+//! concurrency many calls share one commit.
 
 use tokio::sync::{mpsc, oneshot};
 use warden_core::audit::NewRecord;
@@ -63,6 +63,8 @@ impl AuditSink for PgSink {
 /// transaction, acknowledges each request with the result. Ends when the sink is dropped.
 async fn write_appends(backend: PgBackend, mut queue: mpsc::UnboundedReceiver<PendingAppend>) {
     let mut carry: Option<PendingAppend> = None;
+    // The chain's head as this writer left it; read again when unknown or overtaken.
+    let mut head: Option<(i64, String)> = None;
     loop {
         let first = match carry.take() {
             Some(p) => p,
@@ -92,7 +94,13 @@ async fn write_appends(backend: PgBackend, mut queue: mpsc::UnboundedReceiver<Pe
             records.extend(p.records);
             waiting.push(p.done);
         }
-        let result = backend.append(records).await;
+        let result = match backend.append(&records, head.take()).await {
+            Ok(moved) => {
+                head = Some(moved);
+                Ok(())
+            }
+            Err(e) => Err(e),
+        };
         for done in waiting {
             let _ = done.send(match &result {
                 Ok(()) => Ok(()),
