@@ -1,7 +1,9 @@
 //! The web console end to end, in headless Chromium driven over WebDriver (Debian's
 //! `chromium` and `chromium-driver`; OPS-5): sign-in, the live approvals inbox, deciding under
 //! APR-4, kill switches, anti-forgery, and every page — whose screenshots become
-//! `docs/console/*.png`.
+//! `docs/console/*.png`. Rejecting and vetoing are in `console/decisions.rs`; sign-in's
+//! anti-forgery and revoking a token in `console/sessions.rs`; the browser in
+//! `console/browser.rs`.
 //!
 //! Without `/usr/bin/chromedriver` these tests fail (they never skip): install
 //! `apt-get install -y chromium chromium-driver`. `WARDEN_CHROMEDRIVER` and `WARDEN_CHROMIUM`
@@ -17,18 +19,22 @@
 
 mod common;
 
-use std::net::TcpListener;
-use std::os::unix::process::CommandExt as _;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+#[path = "console/browser.rs"]
+mod browser;
+#[path = "console/decisions.rs"]
+mod decisions;
+#[path = "console/sessions.rs"]
+mod sessions;
 
+use std::time::Duration;
+
+use browser::Chrome;
 use common::*;
-use fantoccini::{Client as Browser, ClientBuilder, Locator};
-use serde_json::{Value, json};
+use fantoccini::Locator;
+use serde_json::json;
 use warden_core::config::Kind;
 
-fn config() -> String {
+pub(crate) fn config() -> String {
     format!(
         r#"
 kind: Project
@@ -63,6 +69,14 @@ kind: Role
 name: writer
 permissions: ["run:projects:payments", "ledger:write", "tasks:read", "tasks:create"]
 ---
+kind: User
+name: erin
+---
+kind: Autonomy
+subject: {{ user: erin }}
+level: 3
+vetoWindow: 10m
+---
 kind: Role
 name: approver
 permissions: ["approvals:decide"]
@@ -78,6 +92,10 @@ subject: {{ user: alice }}
 kind: RoleBinding
 role: writer
 subject: {{ user: carol }}
+---
+kind: RoleBinding
+role: writer
+subject: {{ user: erin }}
 ---
 kind: RoleBinding
 role: runner
@@ -102,287 +120,8 @@ project: payments
     )
 }
 
-/// A free port on loopback.
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// Headless Chromium under a chromedriver of its own, on a fresh profile.
-struct Chrome {
-    browser: Option<Browser>,
-    driver: Child,
-    _profile: tempfile::TempDir,
-}
-
-impl Drop for Chrome {
-    /// Ends chromedriver and every browser process it started: they share its process group.
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-KILL", "--", &format!("-{}", self.driver.id())])
-            .status();
-        let _ = self.driver.kill();
-        let _ = self.driver.wait();
-    }
-}
-
-impl Chrome {
-    async fn start() -> Self {
-        let driver_bin =
-            std::env::var("WARDEN_CHROMEDRIVER").unwrap_or_else(|_| "/usr/bin/chromedriver".into());
-        let chromium =
-            std::env::var("WARDEN_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
-        for (bin, what) in [(&driver_bin, "chromedriver"), (&chromium, "chromium")] {
-            assert!(
-                std::path::Path::new(bin).exists(),
-                "the console's browser tests need {what} at {bin}: install Debian's packages \
-                 with `apt-get install -y chromium chromium-driver`"
-            );
-        }
-        let port = free_port();
-        let driver = Command::new(&driver_bin)
-            .arg(format!("--port={port}"))
-            .process_group(0)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {driver_bin}: {e}"));
-        let profile = tempfile::tempdir().unwrap();
-        let mut caps = serde_json::Map::new();
-        caps.insert("browserName".into(), json!("chrome"));
-        caps.insert(
-            "goog:chromeOptions".into(),
-            json!({
-                "binary": chromium,
-                "args": [
-                    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                    "--disable-background-networking", "--disable-component-update",
-                    "--no-first-run", "--disable-sync", "--disable-crash-reporter",
-                    "--disable-breakpad", "--window-size=1280,900",
-                    format!("--user-data-dir={}", profile.path().display()),
-                ],
-            }),
-        );
-        let url = format!("http://127.0.0.1:{port}");
-        let deadline = Instant::now() + Duration::from_secs(30);
-        let browser = loop {
-            let connector = hyper_util::client::legacy::connect::HttpConnector::new();
-            match ClientBuilder::new(connector)
-                .capabilities(caps.clone())
-                .connect(&url)
-                .await
-            {
-                Ok(b) => break b,
-                Err(e) if Instant::now() > deadline => panic!("chromedriver on {url}: {e}"),
-                Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
-            }
-        };
-        Self {
-            browser: Some(browser),
-            driver,
-            _profile: profile,
-        }
-    }
-
-    fn b(&self) -> &Browser {
-        self.browser.as_ref().unwrap()
-    }
-
-    async fn quit(mut self) {
-        if let Some(b) = self.browser.take() {
-            let _ = b.close().await;
-        }
-    }
-
-    async fn goto(&self, url: &str) {
-        self.b().goto(url).await.unwrap();
-    }
-
-    async fn path(&self) -> String {
-        let url = self.b().current_url().await.unwrap();
-        match url.query() {
-            Some(q) => format!("{}?{q}", url.path()),
-            None => url.path().to_owned(),
-        }
-    }
-
-    async fn text(&self, css: &str) -> String {
-        self.b()
-            .find(Locator::Css(css))
-            .await
-            .unwrap_or_else(|e| panic!("no `{css}` on the page: {e}"))
-            .text()
-            .await
-            .unwrap()
-    }
-
-    /// Waits for an element (the page may update by itself).
-    async fn wait_for(&self, css: &str, within: Duration) -> fantoccini::elements::Element {
-        match self
-            .b()
-            .wait()
-            .at_most(within)
-            .for_element(Locator::Css(css))
-            .await
-        {
-            Ok(e) => e,
-            Err(e) => {
-                let at = self.path().await;
-                let page = self.b().source().await.unwrap_or_default();
-                panic!("`{css}` did not appear within {within:?} on {at}: {e}\n{page}")
-            }
-        }
-    }
-
-    async fn exists(&self, css: &str) -> bool {
-        !self
-            .b()
-            .find_all(Locator::Css(css))
-            .await
-            .unwrap()
-            .is_empty()
-    }
-
-    async fn click(&self, css: &str) {
-        self.b()
-            .find(Locator::Css(css))
-            .await
-            .unwrap_or_else(|e| panic!("no `{css}` to click: {e}"))
-            .click()
-            .await
-            .unwrap();
-    }
-
-    async fn fill(&self, css: &str, value: &str) {
-        let input = self.b().find(Locator::Css(css)).await.unwrap();
-        input.clear().await.unwrap();
-        input.send_keys(value).await.unwrap();
-    }
-
-    async fn sign_in(&self, w: &TestWarden, token: &str) {
-        self.goto(&format!("{}/sign-in", w.base)).await;
-        self.fill("#token", token).await;
-        self.b()
-            .execute("window.wardenBefore = true;", vec![])
-            .await
-            .unwrap();
-        self.click("form.signin button").await;
-        // The answer (the overview, or the sign-in page saying why) before anything else.
-        self.wait_for_new_page().await;
-    }
-
-    async fn sign_out(&self) {
-        self.click("form.signout button").await;
-        self.wait_for("form.signin", Duration::from_secs(10)).await;
-    }
-
-    /// Posts a form built in the page, with `fields` only, as a forger's page (or a page
-    /// without the button) would, and waits for the answer to replace the page.
-    async fn post(&self, action: &str, fields: &[(&str, &str)]) {
-        let fields: Vec<Value> = fields.iter().map(|(k, v)| json!([k, v])).collect();
-        self.b()
-            .execute(
-                "window.wardenBefore = true;
-                 const f = document.createElement('form'); f.method = 'post'; f.action = arguments[0];
-                 for (const [k, v] of arguments[1]) {
-                   const i = document.createElement('input'); i.type = 'hidden'; i.name = k; i.value = v;
-                   f.appendChild(i);
-                 }
-                 document.body.appendChild(f); f.submit();",
-                vec![json!(action), json!(fields)],
-            )
-            .await
-            .unwrap();
-        self.wait_for_new_page().await;
-    }
-
-    /// Waits until the page that was open has been replaced (it set `wardenBefore`).
-    async fn wait_for_new_page(&self) {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let replaced = self
-                .b()
-                .execute(
-                    "return document.readyState === 'complete' && window.wardenBefore === undefined",
-                    vec![],
-                )
-                .await
-                .ok()
-                .and_then(|v| v.as_bool())
-                .unwrap_or(false);
-            if replaced {
-                return;
-            }
-            assert!(Instant::now() < deadline, "the page was not replaced");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-
-    /// Clicks `css` and waits for the answer to replace the page.
-    async fn submit(&self, css: &str) {
-        self.b()
-            .execute("window.wardenBefore = true", vec![])
-            .await
-            .unwrap();
-        self.click(css).await;
-        self.wait_for_new_page().await;
-    }
-
-    /// The session's anti-forgery token, as every form of the page carries it.
-    async fn csrf(&self) -> String {
-        self.b()
-            .find(Locator::Css("input[name=_csrf]"))
-            .await
-            .unwrap()
-            .attr("value")
-            .await
-            .unwrap()
-            .unwrap()
-    }
-
-    /// The value of the session cookie (visible to WebDriver, not to the page's scripts).
-    async fn session_cookie(&self) -> String {
-        self.b()
-            .get_all_cookies()
-            .await
-            .unwrap()
-            .into_iter()
-            .find(|c| c.name() == "warden_session")
-            .map(|c| c.value().to_owned())
-            .expect("a session cookie")
-    }
-
-    /// A PNG of the whole page, as `docs/console/<name>.png`: the window is made as tall as the
-    /// page first.
-    async fn screenshot(&self, name: &str) {
-        let sizes = self
-            .b()
-            .execute(
-                "return [document.documentElement.scrollHeight, window.outerHeight - window.innerHeight]",
-                vec![],
-            )
-            .await
-            .unwrap();
-        let height =
-            sizes[0].as_u64().unwrap_or(900).clamp(300, 3000) + sizes[1].as_u64().unwrap_or(0);
-        self.b()
-            .set_window_size(1280, u32::try_from(height).unwrap())
-            .await
-            .unwrap();
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        let png = self.b().screenshot().await.unwrap();
-        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/console");
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join(format!("{name}.png")), png).unwrap();
-        self.b().set_window_size(1280, 900).await.unwrap();
-    }
-}
-
 /// Parks a call of `ledger__add_note` (dangerous: parked at the default level 2) as `client`.
-async fn park(client: &Client, text: &str) -> (String, String) {
+pub(crate) async fn park(client: &Client, text: &str) -> (String, String) {
     let r = call(client, "ledger__add_note", json!({ "text": text })).await;
     let d = decision(&r);
     assert_eq!(d["status"], "pending_approval", "{r:?}");
@@ -392,7 +131,7 @@ async fn park(client: &Client, text: &str) -> (String, String) {
     )
 }
 
-async fn status_of(w: &TestWarden, id: &str) -> String {
+pub(crate) async fn status_of(w: &TestWarden, id: &str) -> String {
     w.store
         .store
         .approval(id)
@@ -416,11 +155,14 @@ async fn a_call_parked_by_a_client_appears_in_the_inbox_live_and_approving_it_ex
         .wait_for("#live[data-state=live]", Duration::from_secs(10))
         .await;
     assert!(chrome.exists("#inbox-rows tr.empty").await);
-    // A client parks a call; the open page shows it without a reload.
+    // A client parks a call; the open page shows it without a reload (the marker set on the
+    // page's `window` before survives).
+    chrome.mark().await;
     let client = http_client(&w.mcp(), &alice, Era::Sessions).await;
     let (id, run) = park(&client, "refund 42").await;
     let row = format!("#inbox-rows tr[data-approval={id}]");
     chrome.wait_for(&row, Duration::from_secs(10)).await;
+    assert!(chrome.marked().await, "the page was reloaded");
     let text = chrome.text(&row).await;
     assert!(text.contains("ledger__add_note"), "{text}");
     assert!(text.contains("user:alice"), "{text}");

@@ -5,9 +5,11 @@ use std::process::Command;
 
 use crate::common::{TestWarden, WARDEN, stdio_upstream};
 
-/// A Warden with something of everything: a project whose upstream has dangerous tools (one
-/// kept in full by the audit trail, one as a hash only), a user with a role, a kanban
-/// workspace and an agent that can run.
+/// A Warden with a resource of every kind: a project whose upstream has dangerous tools (one
+/// kept in full by the audit trail, one as a hash only), a user with a role whose dangerous
+/// calls are staged (autonomy level 3, a veto window) under a write budget, a service account
+/// that a kill switch freezes and an identity provider's client acts as, a kanban workspace
+/// and an agent that can run.
 pub(crate) fn config() -> String {
     format!(
         "kind: Project\nname: alpha\n---\n{}---\n\
@@ -17,7 +19,12 @@ pub(crate) fn config() -> String {
          kind: Role\nname: reader\npermissions: [\"run:projects:alpha\"]\n---\n\
          kind: RoleBinding\nrole: reader\nsubject: {{ user: alice }}\n---\n\
          kind: Workspace\nname: board\nmode: kanban\nproject: alpha\n---\n\
-         kind: Agent\nname: bot\nmemberships: [alpha]\nrunner: {{ command: \"true\" }}\n",
+         kind: Agent\nname: bot\nmemberships: [alpha]\nrunner: {{ command: \"true\" }}\n---\n\
+         kind: ServiceAccount\nname: deploy-bot\ndescription: ci\n---\n\
+         kind: Autonomy\nsubject: {{ user: alice }}\nlevel: 3\nvetoWindow: 10m\n---\n\
+         kind: WriteBudget\nsubject: {{ user: alice }}\nmaxWritesPerMinute: 20\n---\n\
+         kind: KillSwitch\nscope: {{ principal: {{ serviceAccount: deploy-bot }} }}\nreason: drill\n---\n\
+         kind: Issuer\nname: corp\nissuer: \"https://login.example.com\"\njwksUri: \"http://127.0.0.1:9/keys\"\nclients: {{ deploy-pipeline: deploy-bot }}\n",
         stdio_upstream("alpha", "alpha", "")
     )
 }
