@@ -149,7 +149,7 @@ async fn list(args: &AuditArgs) -> anyhow::Result<()> {
 }
 
 /// What a listing read: how many records it handed over, whether more match, and how many
-/// do when that is known (the store counts them; the admin API says only that there are more).
+/// do (counted when more match; `None` from a server that does not count).
 #[derive(Debug)]
 struct Read {
     listed: i64,
@@ -207,7 +207,7 @@ async fn read_pages(
 
 /// [`read_pages`] through the admin API: newest first, the listing's pages (`before` is the
 /// cursor); oldest first, the export, asked for one record more than `limit` to know whether
-/// more match.
+/// more match. When more match, the listing counts them (`count=true`), as the store does.
 async fn read_api(
     api: &Api,
     filter: &AuditFilter,
@@ -234,10 +234,15 @@ async fn read_api(
         })
         .await?;
         each(page)?;
+        let matching = if more {
+            count(api, filter).await?
+        } else {
+            None
+        };
         return Ok(Read {
             listed,
             more,
-            matching: None,
+            matching,
         });
     }
     let mut before: Option<i64> = None;
@@ -254,15 +259,30 @@ async fn read_api(
         each(records)?;
         match next {
             Some(n) if listed < limit => before = Some(n),
-            more => {
+            Some(_) => {
                 return Ok(Read {
                     listed,
-                    more: more.is_some(),
+                    more: true,
+                    matching: count(api, filter).await?,
+                });
+            }
+            None => {
+                return Ok(Read {
+                    listed,
+                    more: false,
                     matching: None,
                 });
             }
         }
     }
+}
+
+/// How many records match `filter`, as the admin API counts them.
+async fn count(api: &Api, filter: &AuditFilter) -> anyhow::Result<Option<i64>> {
+    let mut query = query_of(filter);
+    query.extend([("limit", "1".to_owned()), ("count", "true".to_owned())]);
+    let answer = api.get(&["audit"], &query).await?;
+    Ok(field(&answer, "matching").as_i64())
 }
 
 /// What `warden audit` prints: JSON Lines as the records are read, a table or YAML at the end.

@@ -58,6 +58,8 @@ pub(crate) struct AuditQuery {
     before: Option<i64>,
     /// At most this many (default 100, at most 1000; for an export, all by default).
     limit: Option<i64>,
+    /// Listing only: also count the records the filters match, on every page, as `matching`.
+    count: Option<bool>,
 }
 
 fn time(field: &str, value: Option<&str>, now: Millis) -> Result<Option<Millis>, ApiError> {
@@ -189,6 +191,9 @@ pub(crate) struct AuditPage {
     /// The `before` of the next (older) page; absent on the last page.
     #[serde(skip_serializing_if = "Option::is_none")]
     next: Option<i64>,
+    /// With `count=true`: how many records the filters match, on every page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    matching: Option<i64>,
 }
 
 /// Audit records matching the filters, newest first, one page at a time.
@@ -209,6 +214,10 @@ pub(crate) async fn list(
     caller_holding(&state, &credential, AUDIT_READ, "reading the audit trail")?;
     let limit = query.limit.unwrap_or(100).min(MAX_PAGE);
     let mut filter = query.filter()?;
+    let matching = match query.count {
+        Some(true) => Some(state.gateway.store().count_audit(&filter).await?),
+        _ => None,
+    };
     filter.newest_first = true;
     // Newest first, the store's cursor reads "after" in the listing's order: older records.
     filter.after_seq = query.before;
@@ -221,6 +230,7 @@ pub(crate) async fn list(
     Ok(Json(AuditPage {
         records: records.into_iter().map(Record::from).collect(),
         next,
+        matching,
     }))
 }
 
@@ -282,6 +292,11 @@ pub(crate) async fn export(
     if query.before.is_some() {
         return Err(ApiError::invalid(
             "`before`: pages the listing only; an export runs oldest first to the end (narrow it with `since` and `until`)",
+        ));
+    }
+    if query.count.is_some() {
+        return Err(ApiError::invalid(
+            "`count`: counts for the listing only; an export is every record that matches",
         ));
     }
     let filter = query.filter()?;

@@ -208,3 +208,79 @@ async fn the_export_streams_json_lines_oldest_first_and_verify_finds_an_edited_r
         )
     );
 }
+
+/// The records of a page.
+fn records(page: &Value) -> &Vec<Value> {
+    page["records"].as_array().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_trail_filters_by_agent_and_code_and_counts_what_matches_on_request() {
+    let w = TestWarden::start(&config()).await;
+    let api = Api::new(&w);
+    calls(&w, 2).await;
+    let alice = w.token("alice", None, None).await;
+    let client = http_client(&w.mcp(), &alice, Era::Stateless).await;
+    let refused = call(&client, "nope", json!({})).await;
+    assert_eq!(decision(&refused)["code"], "UNKNOWN_TOOL", "{refused:?}");
+    let (status, started) = api
+        .post(&w.admin, "/api/v1/agents/nightly/runs", json!({}))
+        .await;
+    assert_eq!(status, 201, "{started}");
+    // By agent: the records of the agent's runs, and only those.
+    let (status, by_agent) = api.get(&w.admin, "/api/v1/audit?agent=nightly").await;
+    assert_eq!(status, 200, "{by_agent}");
+    assert!(!records(&by_agent).is_empty(), "{by_agent}");
+    for r in records(&by_agent) {
+        assert_eq!(r["agent"], "nightly", "{r}");
+    }
+    assert_eq!(
+        api.get(&w.admin, "/api/v1/audit?agent=nobody").await,
+        (200, json!({"records": []}))
+    );
+    // By denial code.
+    let (_, by_code) = api.get(&w.admin, "/api/v1/audit?code=UNKNOWN_TOOL").await;
+    assert!(!records(&by_code).is_empty(), "{by_code}");
+    for r in records(&by_code) {
+        assert_eq!(
+            (&r["code"], &r["tool"]),
+            (&json!("UNKNOWN_TOOL"), &json!("nope")),
+            "{r}"
+        );
+    }
+    assert_eq!(
+        api.get(&w.admin, "/api/v1/audit?code=KILL_SWITCH").await,
+        (200, json!({"records": []}))
+    );
+    // `count=true` adds how many match, on every page; without it, nothing is counted.
+    let (_, all) = api
+        .get(&w.admin, "/api/v1/audit?principal=user:alice&limit=1000")
+        .await;
+    let matching = records(&all).len();
+    assert!(matching > 2, "{all}");
+    assert_eq!(all.get("matching"), None, "{all}");
+    let (_, first) = api
+        .get(
+            &w.admin,
+            "/api/v1/audit?principal=user:alice&limit=1&count=true",
+        )
+        .await;
+    assert_eq!(records(&first).len(), 1);
+    assert_eq!(first["matching"], matching, "{first}");
+    let before = first["next"].as_i64().unwrap();
+    let (_, second) = api
+        .get(
+            &w.admin,
+            &format!("/api/v1/audit?principal=user:alice&limit=1&count=true&before={before}"),
+        )
+        .await;
+    assert_eq!(second["matching"], matching, "{second}");
+    assert_eq!(
+        api.get(&w.admin, "/api/v1/audit/export?count=true").await,
+        refusal(
+            400,
+            "INVALID_INPUT",
+            "`count`: counts for the listing only; an export is every record that matches"
+        )
+    );
+}

@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use crate::common::{Era, TestWarden, call, http_client, now};
+use crate::common::{Era, TestWarden, call, decision, http_client, now};
 use crate::support::{Both, config};
 
 /// The sequence numbers of JSON Lines.
@@ -23,8 +23,11 @@ async fn the_audit_trail_lists_and_filters_the_same_records_both_ways() {
     let w = TestWarden::start(&config()).await;
     let cli = Both::new(&w);
     let client = http_client(&w.mcp(), &w.admin, Era::Stateless).await;
-    call(&client, "alpha__echo", json!({"text": "hi"})).await;
+    let echoed = call(&client, "alpha__echo", json!({"text": "hi"})).await;
+    let run = decision(&echoed)["runId"].as_str().unwrap().to_owned();
     call(&client, "nope", json!({})).await;
+    // An unattended run of the agent `bot`, whose records name it.
+    cli.api(&["run", "agent", "bot", "--wait"]).ok();
     cli.store(&["kill", "--tool", "alpha__echo", "--reason", "drill"])
         .ok();
     cli.api(&["delete", "killswitch", "tool:alpha__echo"]).ok();
@@ -49,9 +52,36 @@ async fn the_audit_trail_lists_and_filters_the_same_records_both_ways() {
         ],
         vec!["audit", "--since", "1h", "--oldest-first", "-o", "json"],
         vec!["audit", "--until", "2000-01-01T00:00:00Z"],
+        vec!["audit", "--run", &run],
+        vec!["audit", "--agent", "bot"],
+        vec!["audit", "--code", "UNKNOWN_TOOL"],
     ] {
         cli.same(&args).ok();
     }
+    // Each of these filters keeps some records, and only those it names.
+    for (flag, value, field) in [
+        ("--run", run.as_str(), "run_id"),
+        ("--agent", "bot", "agent"),
+        ("--code", "UNKNOWN_TOOL", "code"),
+        ("--principal", "user:admin", "principal"),
+        ("--tool", "alpha__echo", "tool"),
+    ] {
+        let kept = cli.same(&["audit", flag, value, "-o", "json"]).ok();
+        let records: Vec<serde_json::Value> = kept
+            .stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert!(!records.is_empty(), "{flag} {value}: no record");
+        for r in &records {
+            assert_eq!(r[field], value, "{flag} {value}: {r}");
+        }
+    }
+    cli.same(&["audit", "--agent", "nobody", "-o", "json"]).ok();
+    assert_eq!(
+        cli.same(&["audit", "--agent", "nobody"]).stderr,
+        "no audit records match\n"
+    );
     // The test's own configuration, then the kill switch of the CLI.
     let applies = cli.same(&["audit", "--tool", "apply", "-o", "json"]).ok();
     let newest: serde_json::Value =
@@ -61,16 +91,11 @@ async fn the_audit_trail_lists_and_filters_the_same_records_both_ways() {
         newest["payload"]["resources"],
         json!(["KillSwitch/tool:alpha__echo"])
     );
-    // The newest and the oldest few; the store counts what matches, the API says there is more.
+    // The newest and the oldest few, and a notice of how many match (the same both ways).
     let newest = cli.same(&["audit", "-o", "json", "--limit", "3"]).ok();
     assert_eq!(seqs(&newest.stdout), listed[..3]);
     assert_eq!(
         newest.stderr,
-        "showing the newest 3; more match: use --limit or filters\n"
-    );
-    let counted = cli.store(&["audit", "-o", "json", "--limit", "3"]);
-    assert_eq!(
-        counted.stderr,
         format!(
             "showing the newest 3 of {}; use --limit or filters\n",
             listed.len()
@@ -82,7 +107,15 @@ async fn the_audit_trail_lists_and_filters_the_same_records_both_ways() {
     assert_eq!(seqs(&oldest.stdout), [1, 2]);
     assert_eq!(
         oldest.stderr,
-        "showing the oldest 2; more match: use --limit or filters\n"
+        format!(
+            "showing the oldest 2 of {}; use --limit or filters\n",
+            listed.len()
+        )
+    );
+    let calls = cli.same(&["audit", "--kind", "call", "--limit", "1"]).ok();
+    assert_eq!(
+        calls.stderr,
+        "showing the newest 1 of 2; use --limit or filters\n"
     );
 
     cli.same_failure(
@@ -124,24 +157,37 @@ async fn the_chain_verifies_alike_both_ways_and_a_broken_one_is_named_alike() {
     let cli = Both::new(&w);
     cli.store(&["kill", "--all", "--reason", "drill"]).ok();
     cli.api(&["delete", "killswitch", "all"]).ok();
-    // Without a key to trust: verified, unanchored (each says what it would need).
+    // Without a key to trust: verified, unanchored, and each says what it would need. On the
+    // store, the audit key is looked for where `warden serve` keeps it, beside the store; a
+    // server is given nothing to trust unless the command names it (docs/cli.md).
+    let records = w.store.store.audit_head().await.unwrap();
+    let data_dir = match &w.store.location {
+        warden_store::Location::DataDir(d) => d.display().to_string(),
+        warden_store::Location::Url(_) => unreachable!("TestWarden starts on SQLite"),
+    };
     let (api, store) = (
         cli.api(&["audit", "verify"]).ok(),
         cli.store(&["audit", "verify"]).ok(),
     );
-    assert_eq!(api.stdout.lines().next(), store.stdout.lines().next());
-    assert!(
-        api.stdout
-            .lines()
-            .next()
-            .unwrap()
-            .starts_with("audit chain verified: ")
+    assert_eq!(
+        (api.stdout, api.stderr),
+        (
+            format!(
+                "audit chain verified: {records} records\n\
+                 its end is not anchored: nothing to check it against was given (pass --anchor FILE, or --audit-key FILE with the server's audit key)\n"
+            ),
+            String::new()
+        )
     );
-    assert!(
-        api.stdout
-            .contains("its end is not anchored: nothing to check it against was given"),
-        "{}",
-        api.stdout
+    assert_eq!(
+        (store.stdout, store.stderr),
+        (
+            format!(
+                "audit chain verified: {records} records\n\
+                 its end is not anchored: no audit key at {data_dir}/audit.key (`warden serve` creates one; or pass --anchor FILE)\n"
+            ),
+            String::new()
+        )
     );
     // With the audit key, before and after it signed a checkpoint.
     let keys = tempfile::tempdir().unwrap();
@@ -149,12 +195,11 @@ async fn the_chain_verifies_alike_both_ways_and_a_broken_one_is_named_alike() {
     let key = warden_store::AuditKey::load_or_create(&key_path).unwrap();
     let k = key_path.display().to_string();
     let unsigned = cli.same(&["audit", "verify", "--audit-key", &k]).ok();
-    assert!(
-        unsigned
-            .stdout
-            .ends_with("records; no checkpoint signed by the audit key yet\n"),
-        "{}",
-        unsigned.stdout
+    assert_eq!(
+        unsigned.stdout,
+        format!(
+            "audit chain verified: {records} records; no checkpoint signed by the audit key yet\n"
+        )
     );
     let signed = w
         .store
@@ -164,12 +209,15 @@ async fn the_chain_verifies_alike_both_ways_and_a_broken_one_is_named_alike() {
         .unwrap()
         .unwrap();
     let anchored = cli.same(&["audit", "verify", "--audit-key", &k]).ok();
-    assert!(
-        anchored
-            .stdout
-            .ends_with(&format!("(seq {})\n", signed.seq)),
-        "{}",
-        anchored.stdout
+    let at = chrono::DateTime::from_timestamp_millis(signed.at.0)
+        .unwrap()
+        .format("%Y-%m-%dT%H:%M:%SZ");
+    assert_eq!(
+        anchored.stdout,
+        format!(
+            "audit chain verified: {records} records, its end anchored by the checkpoint of {at} (seq {})\n",
+            signed.seq
+        )
     );
     // The export is the store's; its checkpoint anchors the chain both ways.
     let refused = cli.api(&["audit", "checkpoint", "export", "--audit-key", &k]);
@@ -184,9 +232,10 @@ async fn the_chain_verifies_alike_both_ways_and_a_broken_one_is_named_alike() {
     let anchor = keys.path().join("kept-elsewhere.jsonl");
     std::fs::write(&anchor, &exported.stdout).unwrap();
     let a = anchor.display().to_string();
+    let by_anchor = cli.same(&["audit", "verify", "--anchor", &a]).ok();
     assert_eq!(
-        cli.same(&["audit", "verify", "--anchor", &a]).ok().stdout,
-        anchored.stdout
+        (by_anchor.stdout, by_anchor.stderr),
+        (anchored.stdout, String::new())
     );
 
     // An edited record: the same error, exit 1, both ways.

@@ -108,7 +108,7 @@ impl<'a> Both<'a> {
     }
 
     /// `args` both ways (the API first: what the server spooled is in the store then),
-    /// asserting the same exit status and the same stdout; the API's run.
+    /// asserting the same exit status, the same stdout and the same stderr; the API's run.
     pub(crate) fn same(&self, args: &[&str]) -> Ran {
         let api = self.api(args);
         let store = self.store(args);
@@ -118,6 +118,7 @@ impl<'a> Both<'a> {
             api.stderr, store.stderr
         );
         assert_eq!(api.stdout, store.stdout, "{args:?}: stdout");
+        assert_eq!(api.stderr, store.stderr, "{args:?}: stderr");
         api
     }
 
