@@ -141,18 +141,72 @@ pub(crate) fn json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
 
 /// YAML documents on stdout, separated by `---`.
 pub(crate) fn yaml_docs<T: serde::Serialize>(values: &[T]) -> anyhow::Result<()> {
+    print!("{}", render_yaml_docs(values)?);
+    Ok(())
+}
+
+fn render_yaml_docs<T: serde::Serialize>(values: &[T]) -> anyhow::Result<String> {
+    let mut out = String::new();
     for (i, v) in values.iter().enumerate() {
         if i > 0 {
-            println!("---");
+            out.push_str("---\n");
         }
-        print!("{}", yaml_serde::to_string(v)?);
+        out.push_str(&yaml_serde::to_string(&untagged(yaml_serde::to_value(v)?))?);
     }
-    Ok(())
+    Ok(out)
+}
+
+/// `value` with each enum spelt as configuration spells it, a map of one key
+/// (`subject: { user: alice }`), which `warden apply` reads back, instead of the YAML tag that
+/// the serializer makes of it (`subject: !user alice`), which it does not, and which cannot
+/// even be written for an enum inside an enum (a kill switch's `principal` scope).
+fn untagged(value: yaml_serde::Value) -> yaml_serde::Value {
+    use yaml_serde::Value;
+    match value {
+        Value::Tagged(tagged) => {
+            let tagged = *tagged;
+            let tag = tagged.tag.to_string();
+            let mut map = yaml_serde::Mapping::new();
+            map.insert(
+                Value::String(tag.trim_start_matches('!').to_owned()),
+                untagged(tagged.value),
+            );
+            Value::Mapping(map)
+        }
+        Value::Mapping(map) => Value::Mapping(
+            map.into_iter()
+                .map(|(k, v)| (untagged(k), untagged(v)))
+                .collect(),
+        ),
+        Value::Sequence(items) => Value::Sequence(items.into_iter().map(untagged).collect()),
+        other => other,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn yaml_spells_enums_as_configuration_does_and_reads_back_as_the_same_resources() {
+        let text = "kind: RoleBinding\nrole: reader\nsubject:\n  user: alice\n---\n\
+                    kind: KillSwitch\nscope:\n  principal:\n    serviceAccount: deploy-bot\nreason: drill\n";
+        let resources: Vec<warden_core::config::Resource> =
+            warden_core::config::parse_documents("in.yaml", text)
+                .unwrap()
+                .into_iter()
+                .map(|l| l.resource)
+                .collect();
+        let shown = render_yaml_docs(&resources).unwrap();
+        assert_eq!(shown, text);
+        let again: Vec<warden_core::config::Resource> =
+            warden_core::config::parse_documents("out.yaml", &shown)
+                .unwrap()
+                .into_iter()
+                .map(|l| l.resource)
+                .collect();
+        assert_eq!(again, resources);
+    }
 
     #[test]
     fn tables_align_columns() {

@@ -1,6 +1,6 @@
 //! `apply`, `get`, `describe`, `delete` and `kill` of configuration resources, both ways.
 
-use warden_core::config::Kind;
+use warden_core::config::{Kind, Resource};
 
 use crate::common::TestWarden;
 use crate::support::{Both, config, write};
@@ -85,24 +85,39 @@ async fn apply_prints_the_same_changes_and_refuses_the_same_configuration_both_w
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn get_and_describe_print_the_same_resources_in_every_format() {
+async fn get_and_describe_print_the_same_resources_of_every_kind_in_every_format() {
     let w = TestWarden::start(&config()).await;
     let cli = Both::new(&w);
-    for kind in [
-        "users",
-        "roles",
-        "rolebindings",
-        "projects",
-        "upstreams",
-        "toolpolicies",
-        "workspaces",
-        "agents",
-        "killswitches",
-    ] {
+    // The configuration has a resource of every kind; each is listed, got and described alike.
+    for kind in Kind::ALL {
+        let listed = cli.same(&["get", kind.as_str(), "-o", "json"]).ok().json();
+        let resources: Vec<Resource> = serde_json::from_value(listed.clone())
+            .unwrap_or_else(|e| panic!("{kind}: {e}: {listed}"));
+        assert!(!resources.is_empty(), "{kind}: none in the configuration");
         for format in ["table", "json", "yaml"] {
-            cli.same(&["get", kind, "-o", format]).ok();
+            cli.same(&["get", kind.as_str(), "-o", format]).ok();
+            for r in &resources {
+                let key = r.key();
+                cli.same(&["get", kind.as_str(), &key, "-o", format]).ok();
+                cli.same(&["describe", kind.as_str(), &key, "-o", format])
+                    .ok();
+            }
         }
+        let first = resources[0].key();
+        let got = cli
+            .same(&["get", kind.as_str(), &first, "-o", "json"])
+            .json();
+        assert_eq!(
+            serde_json::from_value::<Resource>(got).unwrap(),
+            resources[0],
+            "{kind} `{first}`"
+        );
     }
+    // A kind as on the command line: any case, dashes, a plural.
+    assert_eq!(
+        cli.same(&["get", "tool-policies"]).ok().stdout,
+        cli.same(&["get", "ToolPolicy"]).ok().stdout
+    );
     // The built-in role in a listing, one resource, a key with a `/`.
     let roles = cli.same(&["get", "roles"]).ok();
     assert!(
