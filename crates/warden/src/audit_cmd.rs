@@ -106,10 +106,8 @@ async fn list(args: &AuditArgs) -> anyhow::Result<()> {
             let store = open_existing(&location).await?;
             let (mut progress, mut done) = (None, 0);
             let read = read_pages(&store, &filter, args.limit, |page, total| {
-                let bar = progress.get_or_insert_with(|| match args.output {
-                    Output::Json => Progress::beside_stdout(total, "records"),
-                    _ => Progress::new(total, "records"),
-                });
+                let bar = progress
+                    .get_or_insert_with(|| Progress::for_output(total, "records", args.output));
                 done += page.len() as u64;
                 shown.push(
                     page.iter()

@@ -2,11 +2,14 @@
 //! `warden audit verify`): a bar on stderr while a person watches, and nothing otherwise.
 //!
 //! The bar is drawn only when stderr is a terminal, so logs and scripts never see it, and
-//! never over output that goes to the same terminal line by line (JSON Lines printed as they
-//! are read): a command that prints as it goes asks for a bar only when stdout is not a
-//! terminal. Short work gets no bar either.
+//! never for a command whose output is for programs (`-o json`), whatever the terminal: a
+//! program reading that output may read stderr too, and the JSON Lines of `warden audit` are
+//! printed as they are read, line by line, where a bar would be drawn over them. Short work
+//! gets no bar either.
 
 use std::io::IsTerminal as _;
+
+use crate::cli::Output;
 
 /// Work below this many items is over before a bar would help.
 const WORTH_A_BAR: u64 = 10_000;
@@ -15,11 +18,31 @@ const WORTH_A_BAR: u64 = 10_000;
 #[derive(Debug)]
 pub(crate) struct Progress(Option<indicatif::ProgressBar>);
 
+/// Whether `total` items of work printed as `output` (`None`: the command has no output
+/// format) get a bar, when stderr is or is not a terminal.
+fn wanted(total: u64, output: Option<Output>, stderr_is_terminal: bool) -> bool {
+    total >= WORTH_A_BAR && stderr_is_terminal && output != Some(Output::Json)
+}
+
 impl Progress {
-    /// A bar for `total` items of `what` (`records`), when stderr is a terminal and the work
-    /// is long enough.
+    /// A bar for `total` items of `what` (`records`) of a command without an output format,
+    /// when stderr is a terminal and the work is long enough.
     pub(crate) fn new(total: u64, what: &'static str) -> Self {
-        if total < WORTH_A_BAR || !std::io::stderr().is_terminal() {
+        Self::drawn(
+            wanted(total, None, std::io::stderr().is_terminal()),
+            total,
+            what,
+        )
+    }
+
+    /// [`Progress::new`] for a command that prints as `output`: never a bar for JSON.
+    pub(crate) fn for_output(total: u64, what: &'static str, output: Output) -> Self {
+        let shown = wanted(total, Some(output), std::io::stderr().is_terminal());
+        Self::drawn(shown, total, what)
+    }
+
+    fn drawn(shown: bool, total: u64, what: &'static str) -> Self {
+        if !shown {
             return Self(None);
         }
         let bar = indicatif::ProgressBar::with_draw_target(
@@ -33,15 +56,6 @@ impl Progress {
         }
         bar.set_message(what);
         Self(Some(bar))
-    }
-
-    /// [`Progress::new`] for a command that writes to stdout as it goes: no bar when stdout is
-    /// the same terminal.
-    pub(crate) fn beside_stdout(total: u64, what: &'static str) -> Self {
-        if std::io::stdout().is_terminal() {
-            return Self(None);
-        }
-        Self::new(total, what)
     }
 
     /// Whether a bar is drawn.
@@ -75,11 +89,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn short_work_and_work_off_a_terminal_get_no_bar() {
-        // The test harness's stderr is a pipe or a terminal; either way short work is barless.
-        assert!(!Progress::new(WORTH_A_BAR - 1, "records").shown());
-        if !std::io::stderr().is_terminal() {
-            assert!(!Progress::new(1_000_000, "records").shown());
+    fn json_output_never_gets_a_bar_whatever_the_terminal() {
+        for terminal in [true, false] {
+            assert!(!wanted(1_000_000, Some(Output::Json), terminal));
+        }
+        assert!(!Progress::for_output(1_000_000, "records", Output::Json).shown());
+    }
+
+    #[test]
+    fn long_work_gets_a_bar_on_a_terminal_only() {
+        for output in [None, Some(Output::Table), Some(Output::Yaml)] {
+            assert!(wanted(WORTH_A_BAR, output, true), "{output:?}");
+            assert!(!wanted(WORTH_A_BAR, output, false), "{output:?}");
+            assert!(!wanted(WORTH_A_BAR - 1, output, true), "{output:?}");
         }
     }
 }
