@@ -1,6 +1,7 @@
 //! Who may use which route of the admin API: the named capabilities, and the one table that
-//! gives each operation its capability (docs/api.md shows the same table; the OpenAPI document
-//! is given its security requirements from it, and a test fails when an operation has no row).
+//! gives each operation its capability (docs/api.md shows it, and a test fails when the two
+//! differ; the OpenAPI document is given its security requirements from it, and a test fails
+//! when an operation has no row).
 //!
 //! A capability is a permission string that roles grant ([`warden_core::capability`]); the
 //! built-in `admin` role grants `*`, so it holds every one of these. A token narrowed by
@@ -107,7 +108,7 @@ pub(crate) const TABLE: &[Row] = &[
     row(
         "getApproval",
         Gate::Widens(APPROVALS_READ),
-        "a requester reads its own; `approvals:read` or `approvals:decide` reads any",
+        "a requester reads its own (anyone else's answers 404); `approvals:read` or `approvals:decide` reads any",
     ),
     row(
         "approveApproval",

@@ -49,6 +49,22 @@ fn refs(value: &Value, out: &mut Vec<String>) {
     }
 }
 
+/// Asserts that `content` names at least one media type and gives each a schema: a `$ref`,
+/// or an inline schema with a `type` or a composition.
+fn assert_schemas(content: &Value, at: &str) {
+    let media = content
+        .as_object()
+        .unwrap_or_else(|| panic!("{at}: no content: {content}"));
+    assert!(!media.is_empty(), "{at}: no media type");
+    for (media_type, m) in media {
+        let schema = &m["schema"];
+        let described = ["$ref", "type", "oneOf", "anyOf", "allOf"]
+            .iter()
+            .any(|k| schema.get(k).is_some());
+        assert!(described, "{at} {media_type}: no schema: {m}");
+    }
+}
+
 #[test]
 fn every_operation_has_one_row_of_the_capability_table_and_every_row_an_operation() {
     let doc = doc();
@@ -69,6 +85,52 @@ fn every_operation_has_one_row_of_the_capability_table_and_every_row_an_operatio
     assert_eq!(
         documented, table,
         "the capability table and the document list the same operations"
+    );
+}
+
+/// The capability table of docs/api.md ("Routes and capabilities"), as the document and
+/// [`TABLE`] make it: the method and path of each operation, its capability and what it
+/// means for it.
+fn capability_table(doc: &Value) -> String {
+    let ops = operations(doc);
+    let mut out =
+        String::from("| method | path | capability | operation id |\n|---|---|---|---|\n");
+    for row in TABLE {
+        let (method, path, _) = ops
+            .iter()
+            .find(|(_, _, op)| op["operationId"] == row.operation)
+            .unwrap();
+        let capability = match (row.gate, row.note) {
+            (Gate::Required(c), "") => format!("`{c}`"),
+            (Gate::Required(c), note) => format!("`{c}` {note}"),
+            (Gate::Widens(_) | Gate::Open, "") => "any credential".to_owned(),
+            (Gate::Widens(_) | Gate::Open, note) => format!("any credential; {note}"),
+        };
+        out.push_str(&format!(
+            "| {} | `{path}` | {capability} | `{}` |\n",
+            method.to_uppercase(),
+            row.operation
+        ));
+    }
+    out
+}
+
+#[test]
+fn the_capability_table_of_the_docs_is_the_one_the_code_has() {
+    let docs = include_str!("../../../../docs/api.md");
+    let header = "| method | path | capability | operation id |";
+    let start = docs
+        .find(header)
+        .unwrap_or_else(|| panic!("docs/api.md has no table starting `{header}`"));
+    let table: String = docs[start..]
+        .lines()
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let expected = capability_table(&doc());
+    assert!(
+        table == expected,
+        "docs/api.md, \"Routes and capabilities\", should read:\n\n{expected}"
     );
 }
 
@@ -101,8 +163,9 @@ fn each_operation_names_its_capability_as_its_security_scope() {
 }
 
 /// OpenAPI 3.1's structural rules the document must keep (those the spec states with
-/// "REQUIRED" and "MUST"), checked here; `crates/warden/tests/api_openapi.rs` also runs the
-/// reference validator over the served document.
+/// "REQUIRED" and "MUST"), and Warden's own: every success that has a body and every request
+/// body has a schema. `crates/warden/tests/api/openapi.rs` also runs the reference validator
+/// over the served document.
 #[test]
 fn the_document_is_structurally_valid_openapi_3_1() {
     let doc = doc();
@@ -163,12 +226,25 @@ fn the_document_is_structurally_valid_openapi_3_1() {
                 );
             }
         }
-        assert!(
-            responses.keys().any(|s| s.starts_with('2')),
-            "{at}: a success is documented with its schema"
-        );
-        if let Some(body) = op.get("requestBody") {
-            assert!(!body["content"].as_object().unwrap().is_empty(), "{at}");
+        let successes: Vec<(&String, &Value)> = responses
+            .iter()
+            .filter(|(s, _)| s.starts_with('2'))
+            .collect();
+        assert!(!successes.is_empty(), "{at}: a success is documented");
+        for (status, response) in successes {
+            // Every success has a body (none answers 204), so each has a schema.
+            assert_ne!(status, "204", "{at}: a success without a body: {response}");
+            assert_schemas(&response["content"], &format!("{at} {status}"));
+        }
+        // An operation that takes a body (every POST, PUT and PATCH of this API) documents
+        // its schema; one that does not takes none.
+        if ["post", "put", "patch"].contains(&method.as_str()) {
+            let body = op
+                .get("requestBody")
+                .unwrap_or_else(|| panic!("{at}: its request body is not documented"));
+            assert_schemas(&body["content"], &format!("{at} request body"));
+        } else {
+            assert_eq!(op.get("requestBody"), None, "{at}");
         }
     }
     // Every reference resolves.
@@ -225,8 +301,30 @@ async fn unrouted(
         .then_some((status, body))
 }
 
+/// The paths the admin router serves, read from the router itself: axum lists no routes, but
+/// its `Debug` shows each path of its path router (before its fallback router's).
+fn served_paths(router: &axum::Router) -> BTreeSet<String> {
+    let debug = format!("{router:?}");
+    let paths_router = debug
+        .split("fallback_router")
+        .next()
+        .and_then(|d| d.split("paths: {").nth(1))
+        .unwrap_or_else(|| panic!("no paths in the router's Debug: {debug}"));
+    let paths: BTreeSet<String> = paths_router
+        .split('"')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_owned)
+        .collect();
+    assert!(
+        paths.iter().all(|p| p.starts_with('/')),
+        "the router's Debug changed: {paths:?}"
+    );
+    paths
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_documented_operation_is_routed_and_an_unknown_path_gets_the_error_shape() {
+async fn the_router_serves_exactly_the_documented_operations_and_nothing_else() {
     let store = warden_testkit::sqlite_store().await;
     let gateway = warden_mcp::Gateway::start(
         Arc::new(warden_store::Store::open(&store.location).await.unwrap()),
@@ -241,19 +339,32 @@ async fn every_documented_operation_is_routed_and_an_unknown_path_gets_the_error
     let doc = doc();
     let ops = operations(&doc);
     assert_eq!(ops.len(), TABLE.len());
-    for (method, path, _) in ops {
+    let documented: BTreeSet<(String, String)> = ops
+        .iter()
+        .map(|(method, path, _)| {
+            let path = path.strip_prefix(openapi::PREFIX).unwrap().to_owned();
+            (method.clone(), path)
+        })
+        .collect();
+    // Every method of every path the router serves (HEAD aside, which axum answers for
+    // every GET): a plain `.route()`, undocumented, shows up here.
+    let mut served = BTreeSet::new();
+    for path in served_paths(&router) {
         let concrete = path
-            .trim_start_matches(openapi::PREFIX)
             .split('/')
             .map(|s| if s.starts_with('{') { "x" } else { s })
             .collect::<Vec<_>>()
             .join("/");
-        assert_eq!(
-            unrouted(&router, &method, &concrete).await,
-            None,
-            "{method} {path} is documented but not routed"
-        );
+        for method in METHODS.into_iter().filter(|m| *m != "head") {
+            if unrouted(&router, method, &concrete).await.is_none() {
+                served.insert((method.to_owned(), path.clone()));
+            }
+        }
     }
+    assert_eq!(
+        served, documented,
+        "the routes served and the operations documented"
+    );
     let (status, body) = unrouted(&router, "get", "/nothing/here").await.unwrap();
     assert_eq!(status, 404);
     let body: Value = serde_json::from_str(&body).unwrap();
