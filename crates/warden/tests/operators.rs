@@ -641,10 +641,16 @@ struct Served {
 }
 
 fn serve(data_dir: &Path, log: &Path, extra: &[&str]) -> Served {
+    serve_with(data_dir, log, extra, &[])
+}
+
+/// [`serve`] with these environment variables.
+fn serve_with(data_dir: &Path, log: &Path, extra: &[&str], env: &[(&str, &str)]) -> Served {
     let d = dir_arg(data_dir);
     let mut child = warden(&["serve", "--listen", "127.0.0.1:0", "--data-dir", &d])
         .args(["--log-format", "json", "--threads", "2"])
         .args(extra)
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(std::fs::File::create(log).unwrap())
         .spawn()
@@ -764,33 +770,47 @@ async fn the_demo_shows_its_own_tools_logs_each_call_and_exports_traces() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn traces_are_off_by_default() {
-    // A collector where OTLP exporters send by default: nothing arrives there.
-    let Ok(listener) = std::net::TcpListener::bind("127.0.0.1:4318") else {
-        eprintln!("traces_are_off_by_default: skipped, 127.0.0.1:4318 is in use");
-        return;
-    };
-    drop(listener);
+    // A collector of the test's own, named by the variables an OpenTelemetry exporter built
+    // with its defaults would follow: without `--otlp-endpoint` or
+    // `OTEL_EXPORTER_OTLP_ENDPOINT`, nothing is exported, there or anywhere (no exporter is
+    // even set up, which the log would say).
+    let (collector, posts) = collector().await;
     let tmp = tempfile::tempdir().unwrap();
-    let log = tmp.path().join("serve.log");
-    let served = serve(&tmp.path().join("data"), &log, &[]);
-    // The collector starts after the server, so that a default endpoint would be reachable.
-    let posts = Arc::new(AtomicUsize::new(0));
-    let counted = posts.clone();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:4318")
-        .await
-        .unwrap();
-    tokio::spawn(async move {
-        while let Ok((_socket, _)) = listener.accept().await {
-            counted.fetch_add(1, Ordering::SeqCst);
+    let governed_call = |served: &Served| {
+        let (mcp, admin) = (served.mcp.clone(), served.admin.clone());
+        async move {
+            let client = http_client(&mcp, &admin, Era::Stateless).await;
+            call(&client, "notes__list_notes", json!({})).await;
         }
-    });
-    let client = http_client(&served.mcp, &served.admin, Era::Stateless).await;
-    call(&client, "notes__list_notes", json!({})).await;
-    drop(client);
+    };
+    let traces = format!("http://{collector}/v1/traces");
+    let log = tmp.path().join("off.log");
+    let served = serve_with(
+        &tmp.path().join("off"),
+        &log,
+        &[],
+        &[
+            ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", &traces),
+            ("OTEL_TRACES_EXPORTER", "otlp"),
+        ],
+    );
+    governed_call(&served).await;
     assert!(served.stop().success());
-    assert_eq!(posts.load(Ordering::SeqCst), 0);
+    assert_eq!(posts.load(Ordering::SeqCst), 0, "spans were exported");
     let log = std::fs::read_to_string(&log).unwrap();
     assert!(!log.contains("exporting traces"), "{log}");
+    // The collector was listening: given the endpoint, the same call's spans reach it.
+    let on = tmp.path().join("on.log");
+    let endpoint = format!("http://{collector}");
+    let served = serve_with(
+        &tmp.path().join("on"),
+        &on,
+        &[],
+        &[("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)],
+    );
+    governed_call(&served).await;
+    assert!(served.stop().success());
+    assert!(posts.load(Ordering::SeqCst) > 0, "no spans exported");
 }
 
 #[test]
