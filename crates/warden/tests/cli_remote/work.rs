@@ -1,6 +1,5 @@
-//! Runs and tasks (`get runs|tasks`, `describe run|task`) both ways, and the verbs that only a
-//! running server can do (`run agent`, `task create`, `explain`, `tools inventory`), which say
-//! why when they are given a store.
+//! Runs and tasks (`get runs|tasks`, `describe run|task`) both ways, and the verbs that work
+//! one way only (docs/cli.md's table of them), which say why when given the other side.
 
 use serde_json::json;
 
@@ -62,39 +61,72 @@ async fn runs_and_tasks_read_the_same_both_ways() {
     );
 }
 
+/// The one-sided verbs of docs/cli.md's table: verb, where it works, why.
+fn one_sided_verbs_of_the_docs() -> Vec<[String; 3]> {
+    let docs = include_str!("../../../../docs/cli.md");
+    let start = docs.find("| verb | works | why |").unwrap();
+    docs[start..]
+        .lines()
+        .take_while(|l| l.starts_with('|'))
+        .skip(2)
+        .map(|row| {
+            let cells: Vec<&str> = row.trim_matches('|').split(" | ").map(str::trim).collect();
+            [
+                cells[0].trim_matches('`').to_owned(),
+                cells[1].to_owned(),
+                cells[2].to_owned(),
+            ]
+        })
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_verbs_of_a_running_server_say_why_they_need_it() {
+async fn each_one_sided_verb_refuses_the_other_side_in_one_line_naming_the_flags_to_use() {
     let w = TestWarden::start(&config()).await;
     let cli = Both::new(&w);
-    for (args, verb, why) in [
-        (
-            vec!["explain", "--tool", "alpha__echo"],
+    let verbs = one_sided_verbs_of_the_docs();
+    let names: Vec<&str> = verbs.iter().map(|[verb, _, _]| verb.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "approvals approve",
+            "approvals reject",
+            "approvals veto",
             "explain",
-            "the decision is made with the server's live catalog (the tools its upstreams advertise)",
-        ),
-        (
-            vec!["tools", "inventory"],
             "tools inventory",
-            "the inventory is the server's live catalog (the tools its upstreams advertise)",
-        ),
-        (
-            vec!["run", "agent", "bot"],
             "run agent",
-            "the run is started by the server's runner, with a run credential it mints",
-        ),
-        (
-            vec!["task", "create", "--title", "t"],
             "task create",
-            "admission decides by the caller's credential, which only the server verifies",
-        ),
-    ] {
-        let ran = cli.store(&args);
-        assert_eq!(ran.code, Some(2), "{args:?}");
+            "audit checkpoint export",
+        ]
+    );
+    for [verb, works, why] in &verbs {
+        let mut args: Vec<&str> = verb.split(' ').collect();
+        args.extend(match verb.as_str() {
+            "approvals approve" | "approvals reject" | "approvals veto" => vec!["apr_x"],
+            "explain" => vec!["--tool", "alpha__echo"],
+            "run agent" => vec!["bot"],
+            "task create" => vec!["--title", "t"],
+            _ => vec![],
+        });
+        let (ran, expected) = match works.as_str() {
+            "through a server" => (
+                cli.store(&args),
+                format!(
+                    "error: `warden {verb}` works through a running server, not on a store: {why}; give it --server URL (or WARDEN_SERVER) and a token in WARDEN_TOKEN\n"
+                ),
+            ),
+            "on the store" => (
+                cli.api(&args),
+                format!(
+                    "error: `warden {verb}` works on the store, not through a server: {why}; give it --data-dir or --database-url (or run it where the store is)\n"
+                ),
+            ),
+            other => panic!("`{verb}` works `{other}`"),
+        };
         assert_eq!(
-            ran.stderr,
-            format!(
-                "error: `warden {verb}` works through a running server, not on a store: {why}; give it --server URL (or WARDEN_SERVER) and a token in WARDEN_TOKEN\n"
-            )
+            (ran.code, ran.stderr.as_str(), ran.stdout.as_str()),
+            (Some(2), expected.as_str(), ""),
+            "{args:?}"
         );
     }
     let explained = cli
