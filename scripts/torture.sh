@@ -34,6 +34,9 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/warden-torture.XXXXXX")"
 data="$work/data"
 mkdir -p "$data"
 unset "${!WARDEN_@}"
+# A round that fails leaves its work directory for a look, never its server running.
+pid=""
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; true' EXIT
 export WARDEN_LOG=error
 
 # Two upstreams, each a notes server writing its notes to a file: `ledger__add_note` is an
