@@ -1,0 +1,66 @@
+//! Idempotent retries (TASK-7): a kanban session's retry finding a legacy office task is
+//! refused like an unknown one, on every path, with nothing of it in the answer.
+
+use serde_json::json;
+
+use crate::common::*;
+use crate::support::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kanban_sessions_retry_finding_a_legacy_office_task_is_refused_like_an_unknown_one() {
+    let f = Fixture::start().await;
+    let root = f
+        .external_task(json!({"title": "board root", "workspace_id": "board"}))
+        .await;
+    // A legacy record: office-created, in the kanban workspace, with an external id.
+    let now = now().0;
+    let legacy = warden_store::Task {
+        id: "task_legacy".into(),
+        workspace: "board".into(),
+        parent_id: None,
+        title: "legacy office title".into(),
+        description: Some("legacy office description".into()),
+        workflow_step: None,
+        state: warden_store::TaskState::Todo,
+        workspace_mode: None,
+        repositories: Vec::new(),
+        external_id: Some("legacy-1".into()),
+        created_by: "{}".into(),
+        created_in_session: None,
+        from_office: true,
+        agent_profile: None,
+        created_at: now,
+        updated_at: now,
+    };
+    assert_eq!(
+        f.w.store.store.insert_task(&legacy).await.unwrap(),
+        warden_store::TaskInsert::Inserted
+    );
+    let k = f.session(&root).await;
+    let args = json!({"title": "t", "workspace_id": "board", "external_id": "legacy-1"});
+    for via in [Via::Mcp, Via::Api, Via::Cli] {
+        let before = f.world().await;
+        let (answer, text) = create(&f, via, &f.agent_mcp(), &k.token, &args)
+            .await
+            .unwrap();
+        assert_eq!(
+            answer,
+            Answer::refusal(
+                via,
+                "NOT_FOUND",
+                "external id `legacy-1` cannot be used here",
+                404
+            ),
+            "{via:?}: {text}"
+        );
+        for hidden in [
+            "task_legacy",
+            "legacy office title",
+            "legacy office description",
+        ] {
+            assert!(!text.contains(hidden), "{via:?} leaked `{hidden}`: {text}");
+        }
+        assert_eq!(f.world().await, before, "{via:?}: something changed");
+    }
+    k.end();
+}
