@@ -252,7 +252,9 @@ pub struct Admitted {
     /// The effective materialisation mode: `inherit_parent` for a child that names none;
     /// none for a root that names none.
     pub workspace_mode: Option<MaterialisationMode>,
-    /// The repositories, at their effective branches, from the destination workspace only.
+    /// The repositories, at their effective branches, from the destination workspace only:
+    /// those requested, or — none requested — all of the workspace's, except for a child that
+    /// inherits its parent's environment as it is (none then: it asked for nothing).
     pub repositories: Vec<RequestedRepository>,
     /// The destination is an office workspace (the task is recognisably office's, TASK-1).
     pub from_office: bool,
@@ -482,11 +484,11 @@ pub fn admit(request: &CreateRequest, context: &Context) -> Result<Admitted, Ref
         }
     }
 
-    let repositories = resolve_repositories(request, destination)?;
-    if workspace_mode == Some(MaterialisationMode::InheritParent)
+    let inherits = workspace_mode == Some(MaterialisationMode::InheritParent);
+    let repositories = resolve_repositories(request, destination, inherits)?;
+    if inherits
         && let Some((parent, _)) = parent
         && let Some(environment) = &parent.environment
-        && !request.repositories.is_empty()
     {
         check_inherited(parent, environment, &repositories)?;
     }
@@ -548,11 +550,17 @@ pub fn admit_on_own_path(request: &CreateRequest, context: &Context) -> Result<A
 }
 
 /// The requested repositories at their effective branches, each a repository of the
-/// destination (never of the source workspace); none requested means all of them.
+/// destination (never of the source workspace); none requested means all of them — or, for a
+/// child inheriting its parent's environment, none: it takes that environment as it is, and
+/// only what it names explicitly is checked against it (TASK-6).
 fn resolve_repositories(
     request: &CreateRequest,
     destination: &WorkspaceView,
+    inherits: bool,
 ) -> Result<Vec<RequestedRepository>, Refusal> {
+    if request.repositories.is_empty() && inherits {
+        return Ok(Vec::new());
+    }
     if request.repositories.is_empty() {
         return Ok(destination
             .repositories

@@ -30,23 +30,7 @@ pub async fn prepare(
     match existing {
         Some(env) if env.state == EnvironmentState::Active => {
             if inherits && env.task_id != task.id {
-                // Launch time validation of what the task asked of its parent's checkout.
-                let view = warden_mcp::work::view(store, task)
-                    .await
-                    .map_err(|e| format!("the store cannot be read: {e}"))?;
-                let asked: Vec<RequestedRepository> = task
-                    .repositories
-                    .iter()
-                    .map(|r| RequestedRepository {
-                        repository: r.repository.clone(),
-                        branch: r.branch.clone(),
-                    })
-                    .collect();
-                if let Some(environment) = &view.environment
-                    && let Err(refusal) = admission::check_inherited(&view, environment, &asked)
-                {
-                    return Err(refusal.message);
-                }
+                check_inherited_at_launch(store, task).await?;
             }
             Ok(PathBuf::from(env.path))
         }
@@ -62,6 +46,38 @@ pub async fn prepare(
             task.parent_id.clone().unwrap_or_default()
         )),
         None => materialise_new(store, policy, root, task).await,
+    }
+}
+
+/// Launch-time TASK-6 for a child created while its parent had no environment: what the child
+/// named explicitly (an inheriting child records nothing else) must match the environment it
+/// inherits, which is its parent's — checked and named as the parent's.
+async fn check_inherited_at_launch(store: &Store, task: &Task) -> Result<(), String> {
+    if task.repositories.is_empty() {
+        return Ok(());
+    }
+    let unreadable = |e: warden_store::StoreError| format!("the store cannot be read: {e}");
+    let parent_id = task.parent_id.as_deref().unwrap_or_default();
+    let parent = store
+        .task(parent_id)
+        .await
+        .map_err(unreadable)?
+        .ok_or_else(|| format!("the parent `{parent_id}` of task `{}` is gone", task.id))?;
+    let parent = warden_mcp::work::view(store, &parent)
+        .await
+        .map_err(unreadable)?;
+    let asked: Vec<RequestedRepository> = task
+        .repositories
+        .iter()
+        .map(|r| RequestedRepository {
+            repository: r.repository.clone(),
+            branch: r.branch.clone(),
+        })
+        .collect();
+    match &parent.environment {
+        Some(environment) => admission::check_inherited(&parent, environment, &asked)
+            .map_err(|refusal| refusal.message),
+        None => Ok(()),
     }
 }
 
