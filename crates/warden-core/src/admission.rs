@@ -240,9 +240,24 @@ pub struct Refusal {
     pub reason: String,
 }
 
+/// The rules a creation was admitted under; an idempotent retry is rechecked under the same
+/// ([`recheck_existing`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Surface {
+    /// A kanban session over MCP or its own path: kanban tasks only.
+    KanbanSession,
+    /// An office session on its own path: its office workspace only.
+    OfficeSession,
+    /// An external caller: authorised workspaces of either mode.
+    External,
+}
+
 /// An admitted creation: where, with what, and how its environment is made.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Admitted {
+    /// The rules it was admitted under.
+    pub surface: Surface,
     /// The destination workspace.
     pub workspace: Name,
     /// Its project.
@@ -494,6 +509,11 @@ pub fn admit(request: &CreateRequest, context: &Context) -> Result<Admitted, Ref
     }
 
     Ok(Admitted {
+        surface: if session.is_some() {
+            Surface::KanbanSession
+        } else {
+            Surface::External
+        },
         workspace: destination.name.clone(),
         project: destination.project.clone(),
         parent: parent.map(|(p, _)| p.id.clone()),
@@ -545,6 +565,7 @@ pub fn admit_on_own_path(request: &CreateRequest, context: &Context) -> Result<A
         request.workspace_id = Some(own.name.to_string());
     }
     let mut admitted = admit(&request, &as_session_of_own)?;
+    admitted.surface = Surface::OfficeSession;
     admitted.created_in_session = Some(session.clone());
     Ok(admitted)
 }
@@ -644,11 +665,14 @@ pub fn check_inherited(
     Ok(())
 }
 
-/// TASK-7: the task an idempotent retry found (same destination and external id) is returned
-/// only when this caller could have created it: visible, and of a mode the caller may use.
-/// Anything else is refused like an unknown task, and nothing of it is given.
+/// TASK-7: the task an idempotent retry found (the destination's task of that external id) is
+/// returned only when the caller, under the rules it was just admitted by, could have created
+/// it: in the admitted destination, visible, consistent, and of a mode that surface may use —
+/// an office session on its own path gets its office workspace's tasks, a kanban session
+/// kanban tasks, an external caller either. Anything else is refused like an unknown task,
+/// and nothing of it is given.
 pub fn recheck_existing(
-    caller: &Caller,
+    admitted: &Admitted,
     existing: &TaskView,
     workspaces: &[WorkspaceView],
     external_id: &str,
@@ -665,16 +689,17 @@ pub fn recheck_existing(
     };
     let workspace = workspaces
         .iter()
-        .find(|w| w.name == existing.workspace && w.authorised)
+        .find(|w| w.name == existing.workspace && w.name == admitted.workspace && w.authorised)
         .ok_or_else(hidden)?;
     if !consistent(existing, workspace) {
         return Err(hidden());
     }
-    match caller {
-        Caller::External => Ok(()),
-        Caller::Session { .. } if !existing.from_office => Ok(()),
-        Caller::Session { .. } | Caller::Unverified => Err(hidden()),
-    }
+    let usable = match admitted.surface {
+        Surface::External => true,
+        Surface::KanbanSession => !existing.from_office,
+        Surface::OfficeSession => existing.from_office,
+    };
+    if usable { Ok(()) } else { Err(hidden()) }
 }
 
 #[cfg(test)]

@@ -134,9 +134,10 @@ fn admission_fixtures() {
                 } else {
                     admit(&case.request, &context)
                 };
-                if let (Ok(_), Some(existing)) = (&result, &case.existing) {
+                if let (Ok(admitted), Some(existing)) = (&result, &case.existing) {
                     let existing = task(&fixture.tasks, existing);
-                    if let Err(refusal) = recheck_existing(&caller, &existing, &workspaces, "ext-1")
+                    if let Err(refusal) =
+                        recheck_existing(admitted, &existing, &workspaces, "ext-1")
                     {
                         result = Err(refusal);
                     }

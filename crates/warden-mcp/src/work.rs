@@ -320,7 +320,7 @@ pub async fn create(
         source_session_id: args.source_session_id.clone(),
     };
     let context = Context {
-        caller: caller.clone(),
+        caller,
         workspaces: workspaces.clone(),
         parent,
     };
@@ -328,10 +328,13 @@ pub async fn create(
         Path::Mcp => admission::admit(&request, &context)?,
         Path::Own => admission::admit_on_own_path(&request, &context)?,
     };
+    // Rechecked under the rules the creation was admitted by: on its own path an office
+    // session retries as itself in its office workspace, not as an MCP session.
+    let (admitted, workspaces) = (&admitted, &workspaces);
     let found = |existing: Task| async move {
         let seen = view(store, &existing).await?;
         let external = existing.external_id.clone().unwrap_or_default();
-        admission::recheck_existing(&caller, &seen, &workspaces, &external)?;
+        admission::recheck_existing(admitted, &seen, workspaces, &external)?;
         Ok::<Created, WorkError>(Created {
             task: existing,
             created: false,

@@ -19,6 +19,19 @@ fn task(id: &str, workspace: &str, from_office: bool) -> TaskView {
     }
 }
 
+fn admitted(surface: Surface, workspace: &str) -> Admitted {
+    Admitted {
+        surface,
+        workspace: Name::new(workspace).unwrap(),
+        project: Name::new("p").unwrap(),
+        parent: None,
+        workspace_mode: None,
+        repositories: Vec::new(),
+        from_office: workspace == "org",
+        created_in_session: None,
+    }
+}
+
 #[test]
 fn a_retry_returns_the_original_only_to_a_caller_that_could_have_created_it() {
     let workspaces = [
@@ -26,32 +39,44 @@ fn a_retry_returns_the_original_only_to_a_caller_that_could_have_created_it() {
         workspace("org", WorkspaceMode::Office, true),
         workspace("secret", WorkspaceMode::Kanban, false),
     ];
-    let session = Caller::Session {
-        session: "run_1".into(),
-        task: task("task_s", "board", false),
-    };
     let kanban = task("task_k", "board", false);
     let office = task("task_o", "org", true);
     let hidden = task("task_h", "secret", false);
     let legacy = task("task_l", "board", true);
-    assert_eq!(
-        recheck_existing(&session, &kanban, &workspaces, "x"),
-        Ok(())
-    );
-    assert_eq!(
-        recheck_existing(&Caller::External, &office, &workspaces, "x"),
-        Ok(())
-    );
-    for (caller, existing) in [
-        (&session, &office),
-        (&Caller::External, &hidden),
-        (&session, &legacy),
-        (&Caller::External, &legacy),
+    let unmarked = task("task_u", "org", false);
+    for (surface, destination, existing) in [
+        (Surface::KanbanSession, "board", &kanban),
+        (Surface::External, "board", &kanban),
+        (Surface::External, "org", &office),
+        (Surface::OfficeSession, "org", &office),
     ] {
-        let refused = recheck_existing(caller, existing, &workspaces, "x").unwrap_err();
+        assert_eq!(
+            recheck_existing(&admitted(surface, destination), existing, &workspaces, "x"),
+            Ok(()),
+            "{surface:?} finding {}",
+            existing.id
+        );
+    }
+    for (surface, destination, existing) in [
+        (Surface::KanbanSession, "org", &office),
+        (Surface::External, "secret", &hidden),
+        (Surface::KanbanSession, "board", &legacy),
+        (Surface::External, "board", &legacy),
+        (Surface::OfficeSession, "org", &unmarked),
+        (Surface::OfficeSession, "board", &kanban),
+        (Surface::External, "org", &kanban),
+    ] {
+        let refused = recheck_existing(&admitted(surface, destination), existing, &workspaces, "x")
+            .unwrap_err();
         assert_eq!(refused.code, RefusalCode::NotFound);
         assert_eq!(refused.message, "external id `x` cannot be used here");
-        assert!(!refused.message.contains(&existing.id));
+        assert_eq!(
+            refused.reason,
+            format!(
+                "retry with external id `x` found task `{}`, not returned to this caller",
+                existing.id
+            )
+        );
     }
 }
 

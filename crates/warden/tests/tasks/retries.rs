@@ -1,10 +1,51 @@
-//! Idempotent retries (TASK-7): a kanban session's retry finding a legacy office task is
-//! refused like an unknown one, on every path, with nothing of it in the answer.
+//! Idempotent retries (TASK-7), rechecked under the rules the caller was admitted by: an
+//! office session gets its task back on its own path; a kanban session's retry finding a
+//! legacy office task is refused like an unknown one, on every path, with nothing of it in the
+//! answer.
 
 use serde_json::json;
 
 use crate::common::*;
 use crate::support::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_office_session_retrying_on_its_own_path_gets_its_task_back() {
+    let f = Fixture::start().await;
+    let office = f
+        .external_task(json!({"title": "org root", "workspace_id": "org"}))
+        .await;
+    let o = f.session(&office).await;
+    let args = json!({"title": "from office", "external_id": "office-1"});
+    let (first, text) = create(&f, Via::Cli, "", &o.token, &args).await.unwrap();
+    let id = first.id().to_owned();
+    assert!(id.starts_with("task_"), "{text}");
+    // The same key again, on both forms of its path: the same task, nothing new.
+    let (again, text) = create(&f, Via::Cli, "", &o.token, &args).await.unwrap();
+    assert_eq!(
+        again,
+        Answer::Task {
+            id: id.clone(),
+            created: None
+        },
+        "{text}"
+    );
+    let before = f.world().await;
+    let (api, text) = create(&f, Via::Api, "", &o.token, &args).await.unwrap();
+    assert_eq!(
+        api,
+        Answer::Task {
+            id: id.clone(),
+            created: Some(false)
+        },
+        "{text}"
+    );
+    assert_eq!(f.world().await, before);
+    let stored = f.w.store.store.task(&id).await.unwrap().unwrap();
+    assert_eq!(stored.workspace, "org");
+    assert!(stored.from_office);
+    assert_eq!(stored.created_in_session.as_deref(), Some(o.run.as_str()));
+    o.end();
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_kanban_sessions_retry_finding_a_legacy_office_task_is_refused_like_an_unknown_one() {

@@ -287,6 +287,14 @@ impl Answer {
             exit: (via == Via::Cli).then_some(if matches!(status, 400 | 422) { 2 } else { 1 }),
         }
     }
+
+    /// The task's id.
+    pub(crate) fn id(&self) -> &str {
+        match self {
+            Self::Task { id, .. } => id,
+            Self::Refused { .. } => panic!("refused: {self:?}"),
+        }
+    }
 }
 
 /// Creates a task with `args` over `via` as `token`; `None` when the path cannot express the
