@@ -452,36 +452,25 @@ pub fn admit(request: &CreateRequest, context: &Context) -> Result<Admitted, Ref
             }
         }
     };
-    if let Some((parent, workspace)) = parent {
-        if workspace.name != destination.name {
-            return Err(refuse(
-                RefusalCode::CrossWorkspaceParent,
-                format!(
-                    "task `{}` is in workspace `{}`, not `{}`: a parent never crosses workspaces",
-                    parent.id, workspace.name, destination.name
-                ),
-                format!(
-                    "parent `{}` in `{}`, destination `{}`",
-                    parent.id, workspace.name, destination.name
-                ),
-            ));
-        }
-        if !consistent(parent, workspace) {
-            return Err(refuse(
-                RefusalCode::Inconsistent,
-                format!(
-                    "task `{}` and its workspace disagree on its mode; it takes no children until they are reconciled",
-                    parent.id
-                ),
-                format!(
-                    "parent `{}` from_office={} in {:?} workspace `{}`",
-                    parent.id, parent.from_office, workspace.mode, workspace.name
-                ),
-            ));
-        }
+    if let Some((parent, workspace)) = parent
+        && workspace.name != destination.name
+    {
+        return Err(refuse(
+            RefusalCode::CrossWorkspaceParent,
+            format!(
+                "task `{}` is in workspace `{}`, not `{}`: a parent never crosses workspaces",
+                parent.id, workspace.name, destination.name
+            ),
+            format!(
+                "parent `{}` in `{}`, destination `{}`",
+                parent.id, workspace.name, destination.name
+            ),
+        ));
     }
 
-    // A kanban session creates in kanban only: no office workspace, parent or task.
+    // A kanban session creates in kanban only: no office workspace, no office-created parent —
+    // also a legacy one in a kanban workspace, which a kanban session is told it cannot use
+    // before being told the record is inconsistent.
     if session.is_some() {
         if destination.mode == WorkspaceMode::Office {
             return Err(kanban_only(&format!(
@@ -497,6 +486,21 @@ pub fn admit(request: &CreateRequest, context: &Context) -> Result<Admitted, Ref
                 parent.id
             )));
         }
+    }
+    if let Some((parent, workspace)) = parent
+        && !consistent(parent, workspace)
+    {
+        return Err(refuse(
+            RefusalCode::Inconsistent,
+            format!(
+                "task `{}` and its workspace disagree on its mode; it takes no children until they are reconciled",
+                parent.id
+            ),
+            format!(
+                "parent `{}` from_office={} in {:?} workspace `{}`",
+                parent.id, parent.from_office, workspace.mode, workspace.name
+            ),
+        ));
     }
 
     let inherits = workspace_mode == Some(MaterialisationMode::InheritParent);

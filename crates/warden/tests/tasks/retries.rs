@@ -1,7 +1,7 @@
 //! Idempotent retries (TASK-7), rechecked under the rules the caller was admitted by: an
 //! office session gets its task back on its own path; a kanban session's retry finding a
 //! legacy office task is refused like an unknown one, on every path, with nothing of it in the
-//! answer.
+//! answer; and that legacy task takes no children.
 
 use serde_json::json;
 
@@ -48,7 +48,7 @@ async fn an_office_session_retrying_on_its_own_path_gets_its_task_back() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_kanban_sessions_retry_finding_a_legacy_office_task_is_refused_like_an_unknown_one() {
+async fn a_legacy_office_task_in_a_kanban_workspace_is_never_returned_and_takes_no_children() {
     let f = Fixture::start().await;
     let root = f
         .external_task(json!({"title": "board root", "workspace_id": "board"}))
@@ -102,6 +102,39 @@ async fn a_kanban_sessions_retry_finding_a_legacy_office_task_is_refused_like_an
             assert!(!text.contains(hidden), "{via:?} leaked `{hidden}`: {text}");
         }
         assert_eq!(f.world().await, before, "{via:?}: something changed");
+    }
+    // As a parent: a kanban session is told it creates in kanban only; an external caller
+    // that the record is inconsistent.
+    let args = json!({"title": "t", "parent_id": "task_legacy"});
+    for via in [Via::Mcp, Via::Api, Via::Cli] {
+        for (mcp, token, refusal) in [
+            (
+                f.agent_mcp(),
+                &k.token,
+                Answer::refusal(
+                    via,
+                    "KANBAN_ONLY",
+                    "a session creates tasks over MCP in kanban workspaces only: parent task `task_legacy` was created by office",
+                    403,
+                ),
+            ),
+            (
+                f.w.mcp(),
+                &f.w.admin,
+                Answer::refusal(
+                    via,
+                    "INCONSISTENT",
+                    "task `task_legacy` and its workspace disagree on its mode; it takes no children until they are reconciled",
+                    409,
+                ),
+            ),
+        ] {
+            let before = f.world().await;
+            let (answer, text) = create(&f, via, &mcp, token, &args).await.unwrap();
+            assert_eq!(answer, refusal, "{via:?}: {text}");
+            assert!(!text.contains("legacy office"), "{via:?} leaked: {text}");
+            assert_eq!(f.world().await, before, "{via:?}: something changed");
+        }
     }
     k.end();
 }
