@@ -5,7 +5,9 @@
 //! and the parent, then acts only on [`Admitted`].
 //!
 //! The surface comes from the verified credential only: a session's run credential makes a
-//! kanban or office *session* (its task's workspace), anything else verified is *external*.
+//! kanban or office *session* (its task's workspace), anything else verified is *external* — a
+//! user's token, a service account, and the run credential of an agent run bound to no task,
+//! which is no session (TASK-2: "a trusted external transport, not a session").
 //!
 //! | caller | over MCP | destination |
 //! |---|---|---|
@@ -141,7 +143,8 @@ pub enum Caller {
         /// The session's task.
         task: TaskView,
     },
-    /// Any other verified credential (a user's token, a service account).
+    /// Any other verified credential: a user's token, a service account, an agent run bound
+    /// to no task. Its capabilities and token ceiling make the workspaces' `authorised`.
     External,
     /// No verified identity.
     Unverified,

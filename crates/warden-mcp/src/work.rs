@@ -214,7 +214,9 @@ pub fn workspaces(policy: &Policy, authority: &Authority, capability: &str) -> V
         .collect()
 }
 
-/// Who calls: a session (an agent run bound to a task) or an external caller.
+/// Who calls: a session (an agent run bound to a task) or an external caller — any other
+/// verified credential, an agent run bound to no task included (TASK-2: not a session), whose
+/// capabilities and token ceiling [`workspaces`] applies like anyone's.
 pub async fn caller(store: &Store, authority: &Authority) -> Result<Caller, StoreError> {
     let Principal::AgentRun { run, .. } = &authority.principal else {
         return Ok(Caller::External);

@@ -1,7 +1,7 @@
-//! Idempotent retries (TASK-7), rechecked under the rules the caller was admitted by: an
-//! office session gets its task back on its own path; a kanban session's retry finding a
-//! legacy office task is refused like an unknown one, on every path, with nothing of it in the
-//! answer; and that legacy task takes no children.
+//! Idempotent retries (TASK-7) rechecked as the caller was admitted, and who is a session: an
+//! office session gets its task back on its own path; a legacy office task in a kanban
+//! workspace is refused like an unknown one on a retry and takes no children; an agent run
+//! bound to no task is an external caller.
 
 use serde_json::json;
 
@@ -137,4 +137,85 @@ async fn a_legacy_office_task_in_a_kanban_workspace_is_never_returned_and_takes_
         }
     }
     k.end();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_run_bound_to_no_task_creates_tasks_as_an_external_caller() {
+    let f = Fixture::start().await;
+    let run = f.run("dev", None).await;
+    assert!(!run.env.contains("WARDEN_TASK_ID"), "{}", run.env);
+    let mcp = f.agent_mcp();
+    // Not a session: an office workspace is open to it, and the task is office's, created in
+    // no session.
+    let (answer, text) = create(
+        &f,
+        Via::Mcp,
+        &mcp,
+        &run.token,
+        &json!({"title": "t", "workspace_id": "org"}),
+    )
+    .await
+    .unwrap();
+    let stored = f.w.store.store.task(answer.id()).await.unwrap().unwrap();
+    assert_eq!(
+        (
+            stored.workspace.as_str(),
+            stored.from_office,
+            stored.created_in_session
+        ),
+        ("org", true, None),
+        "{text}"
+    );
+    // The same access checks as any external caller: its agent's projects (`vault` is of
+    // `other`), and it is no session to claim one.
+    let refusals = [
+        (
+            json!({"title": "t"}),
+            "AMBIGUOUS_DESTINATION",
+            "several workspaces are possible (board, org): name one with `workspace_id`",
+        ),
+        (
+            json!({"title": "t", "workspace_id": "vault"}),
+            "NOT_FOUND",
+            "no workspace `vault`",
+        ),
+        (
+            json!({"title": "t", "workspace_id": "board", "source_session_id": run.run}),
+            "CONFLICTING_IDENTITY",
+            "`source_session_id` is only for sessions; this credential is not one",
+        ),
+    ];
+    for (args, code, message) in refusals {
+        let before = f.world().await;
+        let (answer, text) = create(&f, Via::Mcp, &mcp, &run.token, &args).await.unwrap();
+        assert_eq!(
+            answer,
+            Answer::refusal(Via::Mcp, code, message, 0),
+            "{args}: {text}"
+        );
+        assert_eq!(f.world().await, before, "{args}: something changed");
+    }
+    // Its capabilities: an agent that may only read tasks creates none.
+    let watcher = f.run("watcher", None).await;
+    let before = f.world().await;
+    let denied = call_as(
+        &mcp.replace("/dev", "/watcher"),
+        &watcher.token,
+        "tasks__create_task",
+        json!({"title": "t", "workspace_id": "board"}),
+    )
+    .await;
+    assert_eq!(
+        denied["structuredContent"],
+        json!({
+            "code": "CAPABILITY",
+            "message": "this run lacks the capability `tasks:create` that `tasks__create_task` requires",
+            "runId": watcher.run,
+            "status": "denied"
+        }),
+        "{denied}"
+    );
+    assert_eq!(f.world().await, before);
+    run.end();
+    watcher.end();
 }

@@ -45,8 +45,9 @@ pub(crate) fn repository(dir: &Path) -> PathBuf {
 
 /// The configuration: project `web` with a kanban (`board`) and an office (`org`) workspace on
 /// one repository, project `other` with a kanban workspace `vault`; an agent `dev` of `web`
-/// that may create, read and change tasks. Its runner writes what it was started with into
-/// `out/<run>/` and waits until the test writes `out/<run>/done`.
+/// that may create, read and change tasks, and an agent `watcher` of `web` that may only read
+/// them. Their runner writes what it was started with into `out/<run>/` and waits until the
+/// test writes `out/<run>/done`.
 pub(crate) fn config(repo: &Path, out: &Path) -> String {
     let script = format!(
         "d={out}/$WARDEN_RUN_ID; mkdir -p $d; pwd > $d/pwd; env | grep ^WARDEN_ > $d/env; \
@@ -63,8 +64,12 @@ pub(crate) fn config(repo: &Path, out: &Path) -> String {
          kind: Workspace\nname: vault\nmode: kanban\nproject: other\n\
          repositories: [{{ name: api, url: {repo:?}, branch: main }}]\n---\n\
          kind: Role\nname: tasker\npermissions: [\"tasks:create\", \"tasks:read\", \"tasks:write\"]\n---\n\
+         kind: Role\nname: reader\npermissions: [\"tasks:read\"]\n---\n\
          kind: RoleBinding\nrole: tasker\nsubject: {{ agent: dev }}\n---\n\
+         kind: RoleBinding\nrole: reader\nsubject: {{ agent: watcher }}\n---\n\
          kind: Agent\nname: dev\nmemberships: [web]\n\
+         runner: {{ command: bash, args: [\"-c\", {script:?}] }}\n---\n\
+         kind: Agent\nname: watcher\nmemberships: [web]\n\
          runner: {{ command: bash, args: [\"-c\", {script:?}] }}\n",
         repo = repo.display().to_string(),
     )
