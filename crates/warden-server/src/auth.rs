@@ -163,8 +163,10 @@ pub(crate) async fn verify(state: &AppState, request: &mut Request) -> Result<()
         if !gateway.snapshot().loaded {
             Err(Refusal::Unavailable(NOT_LOADED.into()))
         } else {
-            let audiences = oauth::resource_urls(state, request.headers());
-            state.oauth.authenticate(gateway, &token, &audiences).await
+            state
+                .oauth
+                .authenticate(gateway, &token, state.origins())
+                .await
         }
     } else {
         let credential = match gateway.authenticate(&token) {

@@ -56,6 +56,12 @@ impl HostPolicy {
         }
     }
 
+    /// The allowed host names (without `*`), the loopback names of a loopback listener
+    /// included.
+    pub(crate) fn names(&self) -> impl Iterator<Item = &str> {
+        self.hosts.iter().map(String::as_str).filter(|h| *h != "*")
+    }
+
     fn host_allowed(&self, host: &str) -> bool {
         let host = strip_port(&host.to_ascii_lowercase());
         self.hosts.iter().any(|h| h == "*" || *h == host)

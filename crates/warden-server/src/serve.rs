@@ -52,9 +52,9 @@ impl Bound {
     /// port in use is refused before the gateway starts upstream processes or a new store
     /// hands out its first admin token.
     pub fn on(listener: TcpListener, state: Arc<AppState>) -> anyhow::Result<Self> {
-        state
-            .runner
-            .set_base_url(format!("http://{}", listener.local_addr()?));
+        let addr = listener.local_addr()?;
+        state.runner.set_base_url(format!("http://{addr}"));
+        state.listening(addr);
         Ok(Self { listener, state })
     }
 

@@ -1,13 +1,15 @@
 //! What every request handler shares: the gateway, the host policy, the agent runner and
 //! the limiter of failed authentications.
 
-use std::sync::Arc;
+use std::net::SocketAddr;
+use std::sync::{Arc, OnceLock};
 
 use warden_mcp::Gateway;
 
 use crate::agents::Runner;
 use crate::hosts::HostPolicy;
 use crate::limiter::{DEFAULT_FAILURE_LIMIT, FailureLimiter};
+use crate::oauth::resource::Origins;
 use crate::oauth::verify::Oauth;
 
 /// Largest accepted request body (REL-1).
@@ -26,9 +28,12 @@ pub struct AppState {
     /// Failed authentications a source address may have per minute before it is answered
     /// 429 (AUTH-5).
     pub auth_failure_limit: u32,
-    /// The URL clients reach this server at, when it is not `http://<Host>` (behind a TLS
-    /// proxy): OAuth resource URLs and audiences are built from it (AUTH-4).
+    /// The URL clients reach this server at, when it is not its listener's (behind a TLS
+    /// proxy).
     public_url: Option<String>,
+    /// This server's origins, which OAuth resource URLs and default audiences are built from
+    /// (AUTH-4): the public URL's, else the listener's once it is bound.
+    origins: OnceLock<Origins>,
     pub(crate) oauth: Oauth,
 }
 
@@ -46,6 +51,7 @@ impl AppState {
             auth_failures: FailureLimiter::default(),
             auth_failure_limit: DEFAULT_FAILURE_LIMIT,
             public_url: None,
+            origins: OnceLock::new(),
             oauth: Oauth::default(),
         }
     }
@@ -54,6 +60,11 @@ impl AppState {
     #[must_use]
     pub fn with_public_url(mut self, url: Option<String>) -> Self {
         self.public_url = url.map(|u| u.trim_end_matches('/').to_owned());
+        self.origins = self
+            .public_url
+            .as_deref()
+            .map(Origins::public)
+            .map_or_else(OnceLock::new, OnceLock::from);
         self
     }
 
@@ -67,5 +78,19 @@ impl AppState {
     /// The URL clients reach this server at, when set.
     pub fn public_url(&self) -> Option<&str> {
         self.public_url.as_deref()
+    }
+
+    /// Notes the address the listener is bound to: without a public URL, this server's origins
+    /// are the listener's ([`Origins::listener`]).
+    pub(crate) fn listening(&self, addr: SocketAddr) {
+        let _ = self
+            .origins
+            .set(Origins::listener(addr, self.hosts.names()));
+    }
+
+    /// This server's origins (AUTH-4).
+    pub(crate) fn origins(&self) -> &Origins {
+        static NONE: Origins = Origins::NONE;
+        self.origins.get().unwrap_or(&NONE)
     }
 }

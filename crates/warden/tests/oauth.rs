@@ -13,6 +13,8 @@
     reason = "test code"
 )]
 
+#[path = "oauth/audience.rs"]
+mod audience;
 mod common;
 
 use std::io::BufRead as _;
@@ -174,17 +176,42 @@ fn challenge(response: &reqwest::Response) -> String {
         .unwrap_or_default()
 }
 
-/// Asserts a refusal: its status, the challenge's error code and a part of its reason.
-async fn refused(response: reqwest::Response, status: u16, error: &str, reason: &str) {
+/// Asserts a refusal: its status, and its whole reason in the body and in the challenge
+/// that points to `metadata`.
+async fn refused(
+    response: reqwest::Response,
+    status: u16,
+    error: &str,
+    reason: &str,
+    metadata: &str,
+) {
     let got = response.status().as_u16();
     let header = challenge(&response);
     let body = response.text().await.unwrap();
-    assert_eq!(got, status, "{body}");
-    assert!(
-        header.contains("resource_metadata=\"") && header.contains(&format!("error=\"{error}\"")),
-        "WWW-Authenticate: {header}"
+    assert_eq!(
+        (got, body.as_str()),
+        (status, format!("{reason}\n").as_str())
     );
-    assert!(body.contains(reason), "expected `{reason}` in: {body}");
+    let description: String = reason.chars().filter(|c| *c != '"' && *c != '\\').collect();
+    assert_eq!(
+        header,
+        format!(
+            "Bearer realm=\"warden\", resource_metadata=\"{metadata}\", scope=\"mcp\", error=\"{error}\", error_description=\"{description}\""
+        )
+    );
+}
+
+/// A client whose requests come from `ip` (any 127.0.0.0/8 address is this host's).
+fn from(ip: [u8; 4]) -> reqwest::Client {
+    reqwest::Client::builder()
+        .local_address(std::net::IpAddr::from(ip))
+        .build()
+        .unwrap()
+}
+
+fn b64(v: &Value) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string())
 }
 
 /// Node ≥ 22 for the provider, the Python venv for the SDK (shared with tests/interop.rs).
@@ -218,13 +245,12 @@ async fn metadata_names_the_issuers_and_every_refusal_says_why() {
     apply(&w, &config(&idp.issuer)).await;
     apply(&w, "kind: Agent\nname: sre-bot\nmemberships: [demo]\n").await;
     let resource = w.mcp();
+    let agent = format!("{}/mcp/agents/sre-bot", w.base);
+    let metadata = format!("{}/.well-known/oauth-protected-resource/mcp", w.base);
     for (path, expected) in [
         ("", w.base.clone()),
         ("/mcp", resource.clone()),
-        (
-            "/mcp/agents/sre-bot",
-            format!("{}/mcp/agents/sre-bot", w.base),
-        ),
+        ("/mcp/agents/sre-bot", agent.clone()),
     ] {
         let meta: Value = reqwest::get(format!(
             "{}/.well-known/oauth-protected-resource{path}",
@@ -252,10 +278,7 @@ async fn metadata_names_the_issuers_and_every_refusal_says_why() {
     assert_eq!(bare.status(), 401);
     assert_eq!(
         challenge(&bare),
-        format!(
-            "Bearer realm=\"warden\", resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\", scope=\"mcp\"",
-            w.base
-        )
+        format!("Bearer realm=\"warden\", resource_metadata=\"{metadata}\", scope=\"mcp\"")
     );
 
     let good = idp.token(&resource, None, "mcp");
@@ -267,7 +290,8 @@ async fn metadata_names_the_issuers_and_every_refusal_says_why() {
         initialize(&resource, Some(&other)).await,
         401,
         "invalid_token",
-        "another resource",
+        "the access token is for another resource (`aud` is http://127.0.0.1:9/mcp), not for this server",
+        &metadata,
     )
     .await;
 
@@ -280,13 +304,12 @@ async fn metadata_names_the_issuers_and_every_refusal_says_why() {
         initialize(&resource, Some(&parts.join("."))).await,
         401,
         "invalid_token",
-        "signature does not verify",
+        "the access token's signature does not verify",
+        &metadata,
     )
     .await;
 
     // `alg: none`, and an HMAC algorithm (the public key as a shared secret).
-    use base64::Engine as _;
-    let b64 = |v: &Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string());
     let payload = good.split('.').nth(1).unwrap();
     for alg in ["none", "HS256"] {
         let forged = format!("{}.{payload}.", b64(&json!({"alg": alg, "typ": "JWT"})));
@@ -294,7 +317,8 @@ async fn metadata_names_the_issuers_and_every_refusal_says_why() {
             initialize(&resource, Some(&forged)).await,
             401,
             "invalid_token",
-            &format!("algorithm `{alg}` is not accepted"),
+            &format!("algorithm `{alg}` is not accepted for issuer `corp` (accepted: RS256, ES256, EdDSA)"),
+            &metadata,
         )
         .await;
     }
@@ -306,15 +330,21 @@ async fn metadata_names_the_issuers_and_every_refusal_says_why() {
         initialize(&resource, Some(&foreign)).await,
         401,
         "invalid_token",
-        "is not configured",
+        &format!("issuer `{}` is not configured", stranger.issuer),
+        &metadata,
     )
     .await;
 
     // No scope Warden understands: 403 naming the scope to ask for.
     let narrow = idp.token(&resource, None, "tools:read");
-    let response = initialize(&resource, Some(&narrow)).await;
-    assert!(challenge(&response).contains("scope=\"mcp\""));
-    refused(response, 403, "insufficient_scope", "scope `mcp`").await;
+    refused(
+        initialize(&resource, Some(&narrow)).await,
+        403,
+        "insufficient_scope",
+        "the token carries no scope Warden understands: ask the issuer for scope `mcp` (or `mcp:<capability>`)",
+        &metadata,
+    )
+    .await;
 
     // An expired token, also on a session it opened (RUN-8): a second issuer whose tokens
     // live one second, with no clock skew allowed.
@@ -333,7 +363,14 @@ async fn metadata_names_the_issuers_and_every_refusal_says_why() {
         .send()
         .await
         .unwrap();
-    refused(on_session, 401, "invalid_token", "expired").await;
+    refused(
+        on_session,
+        401,
+        "invalid_token",
+        "the access token expired",
+        &metadata,
+    )
+    .await;
 
     // An unknown key while the issuer's keys cannot be fetched: refused (fail closed). Once
     // they can, the rotated key verifies without a restart.
@@ -344,7 +381,11 @@ async fn metadata_names_the_issuers_and_every_refusal_says_why() {
         initialize(&resource, Some(&rotated)).await,
         401,
         "invalid_token",
-        "cannot be fetched",
+        &format!(
+            "the signing keys of issuer `corp` cannot be fetched (GET {}/jwks answered 503 Service Unavailable): tokens cannot be verified",
+            idp.issuer
+        ),
+        &metadata,
     )
     .await;
     idp.admin("jwks-up").await;
@@ -477,12 +518,6 @@ async fn a_thousand_bad_credentials_are_limited_per_address() {
     let resource = w.mcp();
     let good = idp.token(&resource, None, "mcp");
     let forged = format!("{}.x", &good[..good.rfind('.').unwrap()]);
-    let from = |ip: [u8; 4]| {
-        reqwest::Client::builder()
-            .local_address(std::net::IpAddr::from(ip))
-            .build()
-            .unwrap()
-    };
     let one = from([127, 0, 0, 1]);
     let mut statuses = std::collections::BTreeMap::<u16, u32>::new();
     let mut retry_after = None;

@@ -7,9 +7,10 @@
 //! configured issuers, the scopes those Warden understands. Without an issuer there is nothing
 //! to sign in with: the metadata is not found and challenges do not point to it.
 //!
-//! Resource URLs are built from `--public-url` when it is set, else from the request's
-//! `Host` (already checked against the allowed hosts), so that they are the URLs the client
-//! used: MCP clients refuse metadata whose `resource` is not a prefix of the server URL.
+//! Resource URLs are this server's own (`resource`): `--public-url` when it is set, else the
+//! listener's; the request's `Host` only chooses among them, so that they are the URLs the
+//! client used (MCP clients refuse metadata whose `resource` is not their server URL) and
+//! always URLs whose tokens are accepted.
 
 use std::sync::Arc;
 
@@ -33,32 +34,11 @@ pub(crate) fn metadata_routes() -> Router<Arc<AppState>> {
         .route(&format!("{WELL_KNOWN}/mcp/agents/{{agent}}"), get(agent))
 }
 
-/// This server's origin as clients reach it: the public URL, or `http://<Host>`.
-pub(crate) fn origin(state: &AppState, headers: &HeaderMap) -> String {
-    if let Some(url) = state.public_url() {
-        return url.trim_end_matches('/').to_owned();
-    }
-    let host = headers
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or("localhost");
-    format!("http://{host}")
-}
-
-/// This server's MCP resource URLs: the default audiences of an issuer's tokens.
-pub(crate) fn resource_urls(state: &AppState, headers: &HeaderMap) -> Vec<String> {
-    let origin = origin(state, headers);
-    let mut out = vec![format!("{origin}/mcp"), origin.clone()];
-    out.extend(
-        state
-            .gateway
-            .snapshot()
-            .policy
-            .agents()
-            .keys()
-            .map(|a| format!("{origin}/mcp/agents/{a}")),
-    );
-    out
+/// The origin a request reached, as the metadata and challenges name it: one of this
+/// server's own ([`super::resource::Origins`]), chosen by `Host`.
+fn origin<'s>(state: &'s AppState, headers: &HeaderMap) -> &'s str {
+    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+    state.origins().for_host(host)
 }
 
 /// The metadata URL for a request to `path`.
@@ -85,7 +65,7 @@ pub(crate) fn challenge(
         let origin = origin(state, request.headers());
         value.push_str(&format!(
             ", resource_metadata=\"{}\", scope=\"{MCP_SCOPE}\"",
-            metadata_url(&origin, request.uri().path())
+            metadata_url(origin, request.uri().path())
         ));
     }
     if let Some((code, description)) = error {
@@ -102,7 +82,7 @@ pub(crate) fn challenge(
 }
 
 async fn root(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
-    let origin = origin(&state, &headers);
+    let origin = origin(&state, &headers).to_owned();
     document(&state, origin)
 }
 

@@ -17,6 +17,7 @@ use warden_mcp::Gateway;
 use warden_mcp::clock::SystemClock;
 
 use super::keys;
+use super::resource::Origins;
 
 /// How many verified tokens are remembered before the memory starts over.
 const MAX_VERIFIED: usize = 10_000;
@@ -95,17 +96,18 @@ fn invalid(message: impl Into<String>) -> Refusal {
 }
 
 impl Oauth {
-    /// Verifies an access token for a request whose MCP resource URLs are `audiences` (used
-    /// when the issuer names none), and returns the credential it stands for.
+    /// Verifies an access token for this server, whose origins are `origins` (its resource
+    /// URLs are the audiences of an issuer that names none), and returns the credential it
+    /// stands for.
     pub(crate) async fn authenticate(
         &self,
         gateway: &Gateway,
         token: &str,
-        audiences: &[String],
+        origins: &Origins,
     ) -> Result<Credential, Refusal> {
         let snapshot = gateway.snapshot();
         let policy = &snapshot.policy;
-        let (issuer, claims) = self.verified(policy, token, audiences).await?;
+        let (issuer, claims) = self.verified(policy, token, origins).await?;
         let mut credential = credential(issuer, &claims, policy)?;
         if !policy.principal_exists(&credential.principal) {
             create_user(gateway, issuer, &credential).await?;
@@ -122,7 +124,7 @@ impl Oauth {
         &self,
         policy: &'p Policy,
         token: &str,
-        audiences: &[String],
+        origins: &Origins,
     ) -> Result<(&'p IssuerSpec, Arc<Map<String, Value>>), Refusal> {
         let key = TokenHashKey(TokenHash::of(token).0);
         let now = SystemClock.now().0 / 1000;
@@ -138,12 +140,12 @@ impl Oauth {
             if now > expires.saturating_add(skew) {
                 return Err(invalid("the access token expired"));
             }
-            if !audience_matches(&claims, &allowed_audiences(issuer, audiences)) {
+            if !for_this_server(issuer, &claims, origins, policy) {
                 return Err(invalid(wrong_audience(&claims)));
             }
             return Ok((issuer, claims));
         }
-        let (issuer, claims) = self.verify(policy, token, audiences).await?;
+        let (issuer, claims) = self.verify(policy, token, origins).await?;
         let expires = claims.get("exp").and_then(Value::as_i64).unwrap_or(0);
         if let Ok(mut memo) = self.verified.lock() {
             if memo.len() >= MAX_VERIFIED {
@@ -167,7 +169,7 @@ impl Oauth {
         &self,
         policy: &'p Policy,
         token: &str,
-        audiences: &[String],
+        origins: &Origins,
     ) -> Result<(&'p IssuerSpec, Arc<Map<String, Value>>), Refusal> {
         let mut parts = token.split('.');
         let header = parts.next().and_then(decode_part).unwrap_or_default();
@@ -212,11 +214,15 @@ impl Oauth {
         validation.validate_nbf = true;
         validation.set_required_spec_claims(&["exp", "iss", "aud"]);
         validation.set_issuer(&[iss]);
-        validation.set_audience(&allowed_audiences(issuer, audiences));
+        // Checked below, against this server's resource URLs.
+        validation.validate_aud = false;
         let mut refusal = invalid("the access token's signature does not verify");
         for key in keys.iter().filter(|k| k.alg.is_none_or(|a| a == alg)) {
             match jsonwebtoken::decode::<Map<String, Value>>(token, &key.key, &validation) {
-                Ok(data) => return Ok((issuer, Arc::new(data.claims))),
+                Ok(data) if for_this_server(issuer, &data.claims, origins, policy) => {
+                    return Ok((issuer, Arc::new(data.claims)));
+                }
+                Ok(data) => return Err(invalid(wrong_audience(&data.claims))),
                 Err(e) => {
                     refusal = match e.kind() {
                         ErrorKind::InvalidSignature
@@ -228,9 +234,6 @@ impl Oauth {
                         ErrorKind::ExpiredSignature => invalid("the access token expired"),
                         ErrorKind::ImmatureSignature => {
                             invalid("the access token is not valid yet (`nbf`)")
-                        }
-                        ErrorKind::InvalidAudience => {
-                            invalid(wrong_audience(payload.as_object().unwrap_or(&Map::new())))
                         }
                         ErrorKind::MissingRequiredClaim(c) => {
                             invalid(format!("the access token has no `{c}` claim"))
@@ -245,17 +248,21 @@ impl Oauth {
     }
 }
 
-/// The audiences a token of `issuer` must name: its own, or this request's resource URLs.
-fn allowed_audiences(issuer: &IssuerSpec, resources: &[String]) -> Vec<String> {
-    if issuer.audiences.is_empty() {
-        resources.to_vec()
-    } else {
-        issuer.audiences.clone()
-    }
-}
-
-fn audience_matches(claims: &Map<String, Value>, allowed: &[String]) -> bool {
-    let named = |a: &str| allowed.iter().any(|x| x == a);
+/// Whether a token's `aud` names one of `issuer`'s audiences, or, for an issuer that lists
+/// none, one of this server's resource URLs.
+fn for_this_server(
+    issuer: &IssuerSpec,
+    claims: &Map<String, Value>,
+    origins: &Origins,
+    policy: &Policy,
+) -> bool {
+    let named = |a: &str| {
+        if issuer.audiences.is_empty() {
+            origins.is_resource(policy, a)
+        } else {
+            issuer.audiences.iter().any(|x| x == a)
+        }
+    };
     match claims.get("aud") {
         Some(Value::String(a)) => named(a),
         Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).any(named),

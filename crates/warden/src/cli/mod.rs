@@ -210,7 +210,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE", env = "WARDEN_AUDIT_KEY")]
     pub audit_key: Option<PathBuf>,
 
-    /// The URL clients reach this server at when it is not `http://<Host>` (behind a TLS
+    /// The URL clients reach this server at when it is not its listener's (behind a TLS
     /// proxy), e.g. `https://warden.example.com`: OAuth resource URLs and default audiences
     /// (docs/oauth.md) and links to approval pages are built from it.
     #[arg(long, value_name = "URL", env = "WARDEN_PUBLIC_URL", value_parser = public_url)]
