@@ -134,7 +134,10 @@ fn bearer(request: &Request) -> Option<String> {
 /// process works at once instead of after the next poll. A source past its failure limit is
 /// answered 429 without that second look. A known token never waits for the store, and a
 /// token that exists nowhere gets the same refusal as before, after the same lookup by hash.
-/// On the MCP endpoints a JWT is an access token of a configured issuer (`oauth`).
+///
+/// On the MCP endpoints a JWT is an access token of a configured issuer (`oauth`). An issuer
+/// whose keys cannot be fetched makes its tokens unavailable (503), which is not a failed
+/// authentication.
 pub(crate) async fn verify(state: &AppState, request: &mut Request) -> Result<(), Response> {
     let gateway = &state.gateway;
     let failures = &state.auth_failures;

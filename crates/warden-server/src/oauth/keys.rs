@@ -2,8 +2,9 @@
 //! unless `jwksUri` names them, fetched once and kept, fetched again when a token names a key
 //! that is not known (the issuer rotated its keys) — at most once per [`REFETCH_INTERVAL`] per
 //! issuer, one fetch at a time — and never taken from the token itself (`jwk`, `jku` and
-//! `x5u` headers are ignored). An issuer whose keys cannot be fetched verifies nothing: its
-//! tokens are refused until they can (fail closed).
+//! `x5u` headers are ignored). An issuer whose keys cannot be fetched verifies nothing it
+//! does not already know: its other tokens are refused until they can (fail closed), as
+//! unavailable rather than invalid.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -36,7 +37,7 @@ pub(crate) struct Key {
 #[derive(Debug, Clone, thiserror::Error)]
 pub(crate) enum KeyError {
     #[error(
-        "the signing keys of issuer `{issuer}` cannot be fetched ({reason}): tokens cannot be verified"
+        "the signing keys of issuer `{issuer}` cannot be fetched ({reason}): tokens cannot be verified now; try again shortly"
     )]
     Unreachable { issuer: String, reason: String },
     #[error("issuer `{issuer}` has no signing key `{kid}`")]

@@ -16,7 +16,7 @@ use warden_core::time::Millis;
 use warden_mcp::Gateway;
 use warden_mcp::clock::SystemClock;
 
-use super::keys;
+use super::keys::{self, KeyError};
 use super::resource::Origins;
 
 /// How many verified tokens are remembered before the memory starts over.
@@ -31,7 +31,8 @@ pub(crate) enum Refusal {
     InsufficientScope(String),
     /// 403: a valid token of a principal Warden does not accept.
     Forbidden(String),
-    /// 503: the store could not take a user created on first sight.
+    /// 503: the token cannot be checked now — its issuer's keys cannot be fetched, or the
+    /// store could not take a user created on first sight.
     Unavailable(String),
 }
 
@@ -204,11 +205,10 @@ impl Oauth {
                 ))
             })?;
         let kid = header.get("kid").and_then(Value::as_str);
-        let keys = self
-            .keys
-            .keys_for(issuer, kid)
-            .await
-            .map_err(|e| invalid(e.to_string()))?;
+        let keys = self.keys.keys_for(issuer, kid).await.map_err(|e| match e {
+            KeyError::Unreachable { .. } => Refusal::Unavailable(e.to_string()),
+            KeyError::UnknownKid { .. } => invalid(e.to_string()),
+        })?;
         let mut validation = Validation::new(alg);
         validation.leeway = issuer.clock_skew().as_secs();
         validation.validate_nbf = true;
