@@ -157,6 +157,11 @@ function configuration() {
 let issuer;
 let handler;
 let jwksDown = false;
+// Milliseconds /jwks waits before answering (POST /admin/jwks-slow); how often it was asked,
+// and how often it answered.
+let jwksDelay = 0;
+let jwksHits = 0;
+let jwksAnswered = 0;
 
 // A fresh Provider over the current key list. State (sessions, interactions, grants,
 // registered clients, tokens) lives in oidc-provider's module-level memory adapter, so
@@ -198,16 +203,33 @@ const server = http.createServer((req, res) => {
         return json(res, 200, { jwks: 'down' });
       case '/admin/jwks-up':
         jwksDown = false;
+        jwksDelay = 0;
         log('jwks is up');
         return json(res, 200, { jwks: 'up' });
+      case '/admin/jwks-slow':
+        jwksDelay = 3000;
+        log('jwks answers after 3 s');
+        return json(res, 200, { jwks: 'slow', delayMs: jwksDelay });
+      case '/admin/jwks-hits':
+        return json(res, 200, { hits: jwksHits, answered: jwksAnswered });
       default:
         return json(res, 404, { error: 'not_found' });
     }
   }
 
-  if (jwksDown && path === '/jwks') {
-    req.resume();
-    return json(res, 503, { error: 'temporarily_unavailable', error_description: 'JWKS is down (POST /admin/jwks-up)' });
+  if (path === '/jwks') {
+    jwksHits += 1;
+    res.on('finish', () => {
+      jwksAnswered += 1;
+    });
+    if (jwksDown) {
+      req.resume();
+      return json(res, 503, { error: 'temporarily_unavailable', error_description: 'JWKS is down (POST /admin/jwks-up)' });
+    }
+    if (jwksDelay > 0) {
+      setTimeout(() => handler(req, res), jwksDelay);
+      return undefined;
+    }
   }
 
   return handler(req, res);

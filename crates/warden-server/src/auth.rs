@@ -9,7 +9,7 @@
 //! what was presented. Warden tokens are compared by their SHA-256 in a hash table (AUTH-5:
 //! nothing secret is compared byte by byte); access tokens are verified by signature.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Instant;
 
 use axum::extract::{ConnectInfo, Request};
@@ -84,6 +84,12 @@ fn refusal(state: &AppState, request: &Request, refused: &Refused) -> Response {
                 m.as_str(),
                 None,
             ),
+            Refusal::Limited(m) => (
+                StatusCode::TOO_MANY_REQUESTS,
+                "RATE_LIMITED",
+                m.as_str(),
+                None,
+            ),
         },
     };
     let mut response = if request.uri().path().starts_with("/api/") {
@@ -97,7 +103,8 @@ fn refusal(state: &AppState, request: &Request, refused: &Refused) -> Response {
     };
     let description = error.map(|e| (e, message));
     let challenge = match (status, description) {
-        (StatusCode::FORBIDDEN, None) | (StatusCode::SERVICE_UNAVAILABLE, _) => None,
+        (StatusCode::FORBIDDEN, None)
+        | (StatusCode::SERVICE_UNAVAILABLE | StatusCode::TOO_MANY_REQUESTS, _) => None,
         _ => Some(challenge(state, request, description)),
     };
     if let Some(c) = challenge {
@@ -107,6 +114,27 @@ fn refusal(state: &AppState, request: &Request, refused: &Refused) -> Response {
         response
             .headers_mut()
             .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+    }
+    response
+}
+
+/// The answer to a source past its failure limit whose credential is not served: 429, with
+/// when its window ends, counted and logged — never with what was presented.
+fn too_many(failures: &FailureLimiter, ip: IpAddr, reason: &str) -> Response {
+    metrics::counter!("warden_auth_rate_limited_total").increment(1);
+    tracing::warn!(
+        source = %ip,
+        reason,
+        "authentication failed past the limit of this address: answered 429"
+    );
+    let retry = failures.retry_after(ip).as_secs().max(1);
+    let mut response = (
+        StatusCode::TOO_MANY_REQUESTS,
+        format!("too many failed authentications from this address; try again in {retry} s\n"),
+    )
+        .into_response();
+    if let Ok(v) = HeaderValue::from_str(&retry.to_string()) {
+        response.headers_mut().insert(header::RETRY_AFTER, v);
     }
     response
 }
@@ -135,9 +163,10 @@ fn bearer(request: &Request) -> Option<String> {
 /// answered 429 without that second look. A known token never waits for the store, and a
 /// token that exists nowhere gets the same refusal as before, after the same lookup by hash.
 ///
-/// On the MCP endpoints a JWT is an access token of a configured issuer (`oauth`). An issuer
-/// whose keys cannot be fetched makes its tokens unavailable (503), which is not a failed
-/// authentication.
+/// On the MCP endpoints a JWT is an access token of a configured issuer (`oauth`). A source
+/// past its failure limit makes Warden send no request to an issuer: its token is verified
+/// with the keys already fetched. An issuer whose keys cannot be fetched makes its tokens
+/// unavailable (503), which is not a failed authentication.
 pub(crate) async fn verify(state: &AppState, request: &mut Request) -> Result<(), Response> {
     let gateway = &state.gateway;
     let failures = &state.auth_failures;
@@ -166,9 +195,10 @@ pub(crate) async fn verify(state: &AppState, request: &mut Request) -> Result<()
         if !gateway.snapshot().loaded {
             Err(Refusal::Unavailable(NOT_LOADED.into()))
         } else {
+            let may_fetch = || !blocked();
             state
                 .oauth
-                .authenticate(gateway, &token, state.origins())
+                .authenticate(gateway, &token, state.origins(), &may_fetch)
                 .await
         }
     } else {
@@ -204,26 +234,9 @@ pub(crate) async fn verify(state: &AppState, request: &mut Request) -> Result<()
         }
         Err(e) => {
             if let Some(ip) = source
-                && blocked()
+                && (matches!(e, Refusal::Limited(_)) || blocked())
             {
-                metrics::counter!("warden_auth_rate_limited_total").increment(1);
-                tracing::warn!(
-                    source = %ip,
-                    reason = e.message(),
-                    "authentication failed past the limit of this address: answered 429"
-                );
-                let retry = failures.retry_after(ip).as_secs().max(1);
-                let mut response = (
-                    StatusCode::TOO_MANY_REQUESTS,
-                    format!(
-                        "too many failed authentications from this address; try again in {retry} s\n"
-                    ),
-                )
-                    .into_response();
-                if let Ok(v) = HeaderValue::from_str(&retry.to_string()) {
-                    response.headers_mut().insert(header::RETRY_AFTER, v);
-                }
-                return Err(response);
+                return Err(too_many(failures, ip, e.message()));
             }
             if let Some(ip) = source {
                 failures.record(ip);
@@ -234,6 +247,7 @@ pub(crate) async fn verify(state: &AppState, request: &mut Request) -> Result<()
                 Refusal::InsufficientScope(_) => "insufficient scope",
                 Refusal::Forbidden(_) => "principal not accepted",
                 Refusal::Unavailable(_) => "unavailable",
+                Refusal::Limited(_) => "rate limited",
             };
             metrics::counter!("warden_auth_failures_total", "reason" => reason.to_owned())
                 .increment(1);

@@ -1,13 +1,13 @@
 //! The signing keys of configured issuers (AUTH-4): discovered from the issuer's metadata
 //! unless `jwksUri` names them, fetched once and kept, fetched again when a token names a key
 //! that is not known (the issuer rotated its keys) — at most once per [`REFETCH_INTERVAL`] per
-//! issuer, one fetch at a time — and never taken from the token itself (`jwk`, `jku` and
-//! `x5u` headers are ignored). An issuer whose keys cannot be fetched verifies nothing it
-//! does not already know: its other tokens are refused until they can (fail closed), as
-//! unavailable rather than invalid.
+//! issuer, one fetch at a time, never while a known key is looked up — and never taken from
+//! the token itself (`jwk`, `jku` and `x5u` headers are ignored). An issuer whose keys cannot
+//! be fetched verifies nothing it does not already know: its other tokens are refused until
+//! they can (fail closed), as unavailable rather than invalid.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use jsonwebtoken::jwk::{Jwk, PublicKeyUse};
@@ -42,6 +42,17 @@ pub(crate) enum KeyError {
     Unreachable { issuer: String, reason: String },
     #[error("issuer `{issuer}` has no signing key `{kid}`")]
     UnknownKid { issuer: String, kid: String },
+    /// The key is not known and the caller may not make Warden fetch the keys.
+    #[error("issuer `{issuer}` has no signing key `{kid}` known without fetching its keys")]
+    NotFetched { issuer: String, kid: String },
+}
+
+/// The last attempt to fetch an issuer's keys.
+struct Attempt {
+    began: Instant,
+    ended: Instant,
+    /// Why it failed, if it did.
+    failure: Option<String>,
 }
 
 #[derive(Default)]
@@ -49,16 +60,64 @@ struct Fetched {
     /// Where the keys are, once discovered (or as configured).
     jwks_uri: Option<String>,
     keys: Vec<Key>,
-    /// When the last fetch was attempted, and whether it failed.
-    attempted: Option<(Instant, Option<String>)>,
+    attempt: Option<Attempt>,
     /// When keys were last fetched successfully.
     fetched: Option<Instant>,
+}
+
+impl Fetched {
+    fn fresh(&self) -> bool {
+        self.fetched.is_some_and(|at| at.elapsed() < MAX_AGE)
+    }
+
+    /// Whether an attempt ended less than [`REFETCH_INTERVAL`] ago.
+    fn recent(&self) -> bool {
+        self.attempt
+            .as_ref()
+            .is_some_and(|a| a.ended.elapsed() < REFETCH_INTERVAL)
+    }
+
+    /// The answer for `kid` from what is known now.
+    fn answer(&self, issuer: &IssuerSpec, kid: Option<&str>) -> Result<Vec<Key>, KeyError> {
+        let found = matching(&self.keys, kid);
+        if !found.is_empty() {
+            return Ok(found);
+        }
+        if let Some(reason) = self.attempt.as_ref().and_then(|a| a.failure.as_ref()) {
+            return Err(KeyError::Unreachable {
+                issuer: issuer.name.to_string(),
+                reason: reason.clone(),
+            });
+        }
+        Err(KeyError::UnknownKid {
+            issuer: issuer.name.to_string(),
+            kid: shown(kid),
+        })
+    }
+}
+
+fn shown(kid: Option<&str>) -> String {
+    kid.unwrap_or("(none)").chars().take(64).collect()
+}
+
+/// One issuer's keys: what is known, behind a lock never held across a request, and the lock
+/// that keeps fetches one at a time.
+#[derive(Default)]
+struct IssuerKeys {
+    known: Mutex<Fetched>,
+    fetching: tokio::sync::Mutex<()>,
+}
+
+impl IssuerKeys {
+    fn known(&self) -> std::sync::MutexGuard<'_, Fetched> {
+        self.known.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 /// The key sets of every issuer, by issuer URL.
 pub(crate) struct KeySets {
     http: reqwest::Client,
-    issuers: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Fetched>>>>,
+    issuers: Mutex<HashMap<String, Arc<IssuerKeys>>>,
 }
 
 impl std::fmt::Debug for KeySets {
@@ -85,15 +144,21 @@ impl Default for KeySets {
 impl KeySets {
     /// The keys that may have signed a token of `issuer` with key id `kid`: the one with that
     /// id, or without an id every key.
+    ///
+    /// Known keys answer at once, whatever fetch is in flight. A key that is not known makes
+    /// Warden fetch the set — when `may_fetch` says so (a source past its failure limit makes
+    /// no request to the issuer), at most one fetch at a time per issuer, and not again within
+    /// [`REFETCH_INTERVAL`] of the last one: a request that arrives while a fetch is in flight
+    /// waits for it and takes its outcome. Keys past [`MAX_AGE`] are fetched again by the
+    /// first request that sees them so; the others use them meanwhile.
     pub(crate) async fn keys_for(
         &self,
         issuer: &IssuerSpec,
         kid: Option<&str>,
+        may_fetch: &(dyn Fn() -> bool + Sync),
     ) -> Result<Vec<Key>, KeyError> {
         let entry = {
-            let Ok(mut map) = self.issuers.lock() else {
-                return Err(self.unreachable(issuer, "internal lock poisoned"));
-            };
+            let mut map = self.issuers.lock().unwrap_or_else(PoisonError::into_inner);
             map.entry(format!(
                 "{}|{}",
                 issuer.issuer,
@@ -102,76 +167,88 @@ impl KeySets {
             .or_default()
             .clone()
         };
-        let mut fetched = entry.lock().await;
-        let stale = fetched.fetched.is_none_or(|at| at.elapsed() >= MAX_AGE);
-        let found = matching(&fetched.keys, kid);
-        if !found.is_empty() && !stale {
-            return Ok(found);
-        }
-        let recent = fetched
-            .attempted
-            .as_ref()
-            .is_some_and(|(at, _)| at.elapsed() < REFETCH_INTERVAL);
-        if !recent {
-            let outcome = self.fetch(issuer, &mut fetched).await;
-            fetched.attempted = Some((Instant::now(), outcome.err()));
-        }
-        let found = matching(&fetched.keys, kid);
-        if !found.is_empty() {
-            return Ok(found);
-        }
-        if let Some((_, Some(reason))) = &fetched.attempted {
-            return Err(self.unreachable(issuer, reason));
-        }
-        Err(KeyError::UnknownKid {
-            issuer: issuer.name.to_string(),
-            kid: kid.unwrap_or("(none)").chars().take(64).collect(),
-        })
-    }
-
-    fn unreachable(&self, issuer: &IssuerSpec, reason: &str) -> KeyError {
-        KeyError::Unreachable {
-            issuer: issuer.name.to_string(),
-            reason: reason.to_owned(),
-        }
-    }
-
-    /// Fetches the key set (discovering where it is first); on failure the keys known so far
-    /// are forgotten only when they are past [`MAX_AGE`].
-    async fn fetch(&self, issuer: &IssuerSpec, fetched: &mut Fetched) -> Result<(), String> {
-        let result = async {
-            let uri = match (&issuer.jwks_uri, &fetched.jwks_uri) {
-                (Some(configured), _) => configured.clone(),
-                (None, Some(discovered)) => discovered.clone(),
-                (None, None) => {
-                    let uri = self.discover(&issuer.issuer).await?;
-                    fetched.jwks_uri = Some(uri.clone());
-                    uri
-                }
-            };
-            let set = self.get_json(&uri).await?;
-            let keys = parse_set(&set);
-            if keys.is_empty() {
-                return Err(format!("{uri} lists no usable signing key"));
+        let asked = Instant::now();
+        let found = {
+            let known = entry.known();
+            let found = matching(&known.keys, kid);
+            if (!found.is_empty() && known.fresh()) || known.recent() {
+                return known.answer(issuer, kid);
             }
-            Ok(keys)
+            found
+        };
+        if !may_fetch() {
+            return if found.is_empty() {
+                Err(KeyError::NotFetched {
+                    issuer: issuer.name.to_string(),
+                    kid: shown(kid),
+                })
+            } else {
+                Ok(found)
+            };
         }
-        .await;
-        match result {
-            Ok(keys) => {
+        let _fetching = if found.is_empty() {
+            entry.fetching.lock().await
+        } else {
+            match entry.fetching.try_lock() {
+                Ok(guard) => guard,
+                // Aged keys, already being fetched again: used meanwhile.
+                Err(_) => return Ok(found),
+            }
+        };
+        let jwks_uri = {
+            let known = entry.known();
+            // A fetch that began after this request arrived answers for it.
+            if known.recent() || known.attempt.as_ref().is_some_and(|a| a.began >= asked) {
+                return known.answer(issuer, kid);
+            }
+            known.jwks_uri.clone()
+        };
+        let began = Instant::now();
+        let outcome = self.fetch(issuer, jwks_uri).await;
+        let mut known = entry.known();
+        let failure = match outcome {
+            Ok((uri, keys)) => {
                 tracing::info!(issuer = %issuer.name, keys = keys.len(), "fetched the issuer's signing keys");
-                fetched.keys = keys;
-                fetched.fetched = Some(Instant::now());
-                Ok(())
+                known.jwks_uri = Some(uri);
+                known.keys = keys;
+                known.fetched = Some(Instant::now());
+                None
             }
             Err(reason) => {
                 tracing::warn!(issuer = %issuer.name, %reason, "cannot fetch the issuer's signing keys");
-                if fetched.fetched.is_none_or(|at| at.elapsed() >= MAX_AGE) {
-                    fetched.keys.clear();
+                // Keys fetched before keep working until they are MAX_AGE old.
+                if !known.fresh() {
+                    known.keys.clear();
                 }
-                Err(reason)
+                Some(reason)
             }
+        };
+        known.attempt = Some(Attempt {
+            began,
+            ended: Instant::now(),
+            failure,
+        });
+        known.answer(issuer, kid)
+    }
+
+    /// Fetches the key set, discovering where it is first unless `jwks_uri` (configured or
+    /// discovered before) says: where it is, and its usable keys.
+    async fn fetch(
+        &self,
+        issuer: &IssuerSpec,
+        jwks_uri: Option<String>,
+    ) -> Result<(String, Vec<Key>), String> {
+        let uri = match (&issuer.jwks_uri, jwks_uri) {
+            (Some(configured), _) => configured.clone(),
+            (None, Some(discovered)) => discovered,
+            (None, None) => self.discover(&issuer.issuer).await?,
+        };
+        let set = self.get_json(&uri).await?;
+        let keys = parse_set(&set);
+        if keys.is_empty() {
+            return Err(format!("{uri} lists no usable signing key"));
         }
+        Ok((uri, keys))
     }
 
     /// The `jwks_uri` of the issuer's metadata: OpenID discovery, then RFC 8414 (the

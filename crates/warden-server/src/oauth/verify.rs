@@ -34,6 +34,9 @@ pub(crate) enum Refusal {
     /// 503: the token cannot be checked now — its issuer's keys cannot be fetched, or the
     /// store could not take a user created on first sight.
     Unavailable(String),
+    /// 429: the token names a key not fetched yet, and its source is past its failure limit
+    /// (it makes Warden send no request to the issuer).
+    Limited(String),
 }
 
 impl Refusal {
@@ -43,7 +46,8 @@ impl Refusal {
             Self::InvalidToken(m)
             | Self::InsufficientScope(m)
             | Self::Forbidden(m)
-            | Self::Unavailable(m) => m,
+            | Self::Unavailable(m)
+            | Self::Limited(m) => m,
         }
     }
 }
@@ -99,16 +103,18 @@ fn invalid(message: impl Into<String>) -> Refusal {
 impl Oauth {
     /// Verifies an access token for this server, whose origins are `origins` (its resource
     /// URLs are the audiences of an issuer that names none), and returns the credential it
-    /// stands for.
+    /// stands for. `may_fetch` says whether the request may make Warden fetch an issuer's
+    /// keys (`keys`).
     pub(crate) async fn authenticate(
         &self,
         gateway: &Gateway,
         token: &str,
         origins: &Origins,
+        may_fetch: &(dyn Fn() -> bool + Sync),
     ) -> Result<Credential, Refusal> {
         let snapshot = gateway.snapshot();
         let policy = &snapshot.policy;
-        let (issuer, claims) = self.verified(policy, token, origins).await?;
+        let (issuer, claims) = self.verified(policy, token, origins, may_fetch).await?;
         let mut credential = credential(issuer, &claims, policy)?;
         if !policy.principal_exists(&credential.principal) {
             create_user(gateway, issuer, &credential).await?;
@@ -126,6 +132,7 @@ impl Oauth {
         policy: &'p Policy,
         token: &str,
         origins: &Origins,
+        may_fetch: &(dyn Fn() -> bool + Sync),
     ) -> Result<(&'p IssuerSpec, Arc<Map<String, Value>>), Refusal> {
         let key = TokenHashKey(TokenHash::of(token).0);
         let now = SystemClock.now().0 / 1000;
@@ -146,7 +153,7 @@ impl Oauth {
             }
             return Ok((issuer, claims));
         }
-        let (issuer, claims) = self.verify(policy, token, origins).await?;
+        let (issuer, claims) = self.verify(policy, token, origins, may_fetch).await?;
         let expires = claims.get("exp").and_then(Value::as_i64).unwrap_or(0);
         if let Ok(mut memo) = self.verified.lock() {
             if memo.len() >= MAX_VERIFIED {
@@ -171,6 +178,7 @@ impl Oauth {
         policy: &'p Policy,
         token: &str,
         origins: &Origins,
+        may_fetch: &(dyn Fn() -> bool + Sync),
     ) -> Result<(&'p IssuerSpec, Arc<Map<String, Value>>), Refusal> {
         let mut parts = token.split('.');
         let header = parts.next().and_then(decode_part).unwrap_or_default();
@@ -205,10 +213,15 @@ impl Oauth {
                 ))
             })?;
         let kid = header.get("kid").and_then(Value::as_str);
-        let keys = self.keys.keys_for(issuer, kid).await.map_err(|e| match e {
-            KeyError::Unreachable { .. } => Refusal::Unavailable(e.to_string()),
-            KeyError::UnknownKid { .. } => invalid(e.to_string()),
-        })?;
+        let keys = self
+            .keys
+            .keys_for(issuer, kid, may_fetch)
+            .await
+            .map_err(|e| match e {
+                KeyError::Unreachable { .. } => Refusal::Unavailable(e.to_string()),
+                KeyError::NotFetched { .. } => Refusal::Limited(e.to_string()),
+                KeyError::UnknownKid { .. } => invalid(e.to_string()),
+            })?;
         let mut validation = Validation::new(alg);
         validation.leeway = issuer.clock_skew().as_secs();
         validation.validate_nbf = true;
