@@ -159,8 +159,9 @@ fn bearer(request: &Request) -> Option<String> {
 ///
 /// A token the gateway's in-memory table does not know is looked for once more after the
 /// store is re-read ([`reread_store`]), so that a token created a moment ago by another
-/// process works at once instead of after the next poll. A source past its failure limit is
-/// answered 429 without that second look. A known token never waits for the store, and a
+/// process works at once instead of after the next poll — also from a source past its
+/// failure limit (AUTH-5: a valid credential is never refused for its neighbours' mistakes;
+/// re-reads are one at a time whoever asks). A known token never waits for the store, and a
 /// token that exists nowhere gets the same refusal as before, after the same lookup by hash.
 ///
 /// On the MCP endpoints a JWT is an access token of a configured issuer (`oauth`). A source
@@ -204,7 +205,7 @@ pub(crate) async fn verify(state: &AppState, request: &mut Request) -> Result<()
     } else {
         let credential = match gateway.authenticate(&token) {
             Err(CredentialRejection::Unknown)
-                if looks_like_token(&token) && gateway.snapshot().loaded && !blocked() =>
+                if looks_like_token(&token) && gateway.snapshot().loaded =>
             {
                 reread_store(gateway, failures).await;
                 gateway.authenticate(&token)

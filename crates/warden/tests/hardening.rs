@@ -104,6 +104,57 @@ async fn bad_tokens_from_an_address_never_lock_out_a_valid_one() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_created_a_moment_ago_is_served_to_an_address_past_its_limit() {
+    // A server whose poller would take an hour to see a new token: only the store's re-read
+    // for a token it does not know finds it.
+    let w = TestWarden::start_polling(
+        warden_testkit::sqlite_store().await,
+        "",
+        std::time::Duration::from_secs(3_600),
+    )
+    .await;
+    let client = http();
+    let whoami = format!("{}/api/v1/whoami", w.base);
+    let status = |token: String| {
+        let request = client.get(&whoami).bearer_auth(token);
+        async move { request.send().await.unwrap().status().as_u16() }
+    };
+    for i in 0..=warden_server::DEFAULT_FAILURE_LIMIT {
+        let expected = if i < warden_server::DEFAULT_FAILURE_LIMIT {
+            401
+        } else {
+            429
+        };
+        assert_eq!(status(format!("wdn_{i:064x}")).await, expected, "{i}");
+    }
+    // Created through the store, as `warden token create --data-dir` does, and used at once
+    // from the limited address (AUTH-5: its neighbours' mistakes are not its own).
+    let created = w
+        .store
+        .store
+        .create_token(
+            warden_store::TokenRequest {
+                principal: warden_core::principal::Principal::User {
+                    name: warden_core::name::Name::new("admin").unwrap(),
+                },
+                projects: None,
+                scopes: None,
+                ttl: None,
+                description: None,
+                kind: warden_core::principal::CredentialKind::ApiKey,
+            },
+            "test",
+            now(),
+        )
+        .await
+        .unwrap()
+        .secret;
+    assert_eq!(status(created).await, 200);
+    // A token that exists nowhere is still told 429 there.
+    assert_eq!(status(format!("wdn_{}", "f".repeat(64))).await, 429);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_credential_cannot_end_or_resume_a_session_it_does_not_own() {
     let w = TestWarden::start("").await;
     let client = http();

@@ -25,6 +25,9 @@ use warden_server::{AppState, Bound, HostPolicy};
 use warden_store::{Location, TokenRequest};
 use warden_testkit::TestStore;
 
+/// How often a test server's gateway reads the store's revision.
+const POLL_INTERVAL: Duration = Duration::from_millis(100);
+
 /// The binary under test.
 pub const WARDEN: &str = env!("CARGO_BIN_EXE_warden");
 
@@ -77,6 +80,12 @@ impl TestWarden {
 
     /// Starts on `store` with `config` applied.
     pub async fn start_on(store: TestStore, config: &str) -> Self {
+        Self::start_polling(store, config, POLL_INTERVAL).await
+    }
+
+    /// Starts on `store` with `config` applied, its gateway reading the store's revision
+    /// every `poll` (an hour: it sees only what its own requests make it read).
+    pub async fn start_polling(store: TestStore, config: &str, poll: Duration) -> Self {
         // The process's TLS provider, which every HTTP client a test builds needs (rmcp's
         // default client among them); `warden` installs it in its main.
         warden_mcp::http_client::install_tls();
@@ -96,7 +105,7 @@ impl TestWarden {
                 .unwrap()
                 .unwrap_or_else(|e| panic!("{e:?}"));
         }
-        Self::serve(store, admin).await
+        Self::serve(store, admin, poll).await
     }
 
     /// Stops the server and its gateway (upstreams included) and starts new ones on the same
@@ -108,15 +117,20 @@ impl TestWarden {
         let admin = std::mem::take(&mut self.admin);
         drop(self);
         tokio::time::sleep(Duration::from_millis(100)).await;
-        Self::serve(store, admin).await
+        Self::serve(store, admin, POLL_INTERVAL).await
     }
 
     /// Another replica: a server and gateway of their own on the same store.
     pub async fn replica(&self) -> Self {
-        Self::serve(self.store.another().await, self.admin.clone()).await
+        Self::serve(
+            self.store.another().await,
+            self.admin.clone(),
+            POLL_INTERVAL,
+        )
+        .await
     }
 
-    async fn serve(store: TestStore, admin: String) -> Self {
+    async fn serve(store: TestStore, admin: String, poll: Duration) -> Self {
         let gateway = Gateway::start(
             Arc::new(
                 warden_store::Store::open_serving(&store.location)
@@ -124,7 +138,7 @@ impl TestWarden {
                     .unwrap(),
             ),
             GatewayOptions {
-                poll_interval: Duration::from_millis(100),
+                poll_interval: poll,
                 ..GatewayOptions::default()
             },
         )
