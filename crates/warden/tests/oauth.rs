@@ -45,7 +45,8 @@ impl Drop for Provider {
 }
 
 impl Provider {
-    /// Starts a provider whose access tokens live `ttl` seconds.
+    /// Starts a provider whose access tokens live `ttl` seconds. When it does not start, the
+    /// panic carries what it said on stderr.
     fn start(ttl: u64) -> Self {
         let mut child = Command::new("bash")
             .arg(repo().join("tests/oidc/run.sh"))
@@ -56,18 +57,33 @@ impl Provider {
                 Path::new(env!("CARGO_TARGET_TMPDIR")).join("node22"),
             )
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("start tests/oidc/run.sh");
+        // Read all along, so that the provider never blocks on a full pipe.
+        let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+        let said = std::thread::spawn(move || {
+            let mut said = String::new();
+            for line in stderr.lines().map_while(Result::ok) {
+                if said.len() < 64 * 1024 {
+                    said.push_str(&line);
+                    said.push('\n');
+                }
+            }
+            said
+        });
         let mut line = String::new();
         std::io::BufReader::new(child.stdout.take().unwrap())
             .read_line(&mut line)
             .unwrap();
-        let issuer = line
-            .trim()
-            .strip_prefix("issuer: ")
-            .unwrap_or_else(|| panic!("the provider printed {line:?}"))
-            .to_owned();
+        let Some(issuer) = line.trim().strip_prefix("issuer: ").map(str::to_owned) else {
+            let _ = child.kill();
+            let status = child.wait().unwrap();
+            panic!(
+                "tests/oidc/run.sh did not start the provider ({status}); it printed {line:?} and on stderr:\n{}",
+                said.join().unwrap()
+            );
+        };
         Self { child, issuer }
     }
 
@@ -203,6 +219,19 @@ async fn refused(
     );
 }
 
+/// The value of a counter in `/metrics` (0 while it has no series).
+async fn counter(w: &TestWarden, series: &str) -> u64 {
+    let text = reqwest::get(format!("{}/metrics", w.base))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .map_or(0, |v| v.parse().unwrap())
+}
+
 /// A client whose requests come from `ip` (any 127.0.0.0/8 address is this host's).
 fn from(ip: [u8; 4]) -> reqwest::Client {
     reqwest::Client::builder()
@@ -275,19 +304,42 @@ async fn metadata_names_the_issuers_and_every_refusal_says_why() {
     .unwrap();
     assert_eq!(unknown.status(), 404);
 
-    // No token: the challenge points to the metadata of exactly this resource.
+    // No token: the challenge points to the metadata of exactly this resource, an agent's
+    // endpoint to its own, whose `resource` is that endpoint.
     let bare = initialize(&resource, None).await;
     assert_eq!(bare.status(), 401);
     assert_eq!(
         challenge(&bare),
         format!("Bearer realm=\"warden\", resource_metadata=\"{metadata}\", scope=\"mcp\"")
     );
+    let bare = initialize(&agent, None).await;
+    assert_eq!(bare.status(), 401);
+    let agent_metadata = format!(
+        "{}/.well-known/oauth-protected-resource/mcp/agents/sre-bot",
+        w.base
+    );
+    assert_eq!(
+        challenge(&bare),
+        format!("Bearer realm=\"warden\", resource_metadata=\"{agent_metadata}\", scope=\"mcp\"")
+    );
+    let meta: Value = reqwest::get(&agent_metadata)
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(meta["resource"], agent.as_str());
+    // A token for the agent's endpoint opens a run there.
+    let for_agent = idp.token(&agent, None, "mcp");
+    assert_eq!(initialize(&agent, Some(&for_agent)).await.status(), 200);
 
     let good = idp.token(&resource, None, "mcp");
     assert_eq!(initialize(&resource, Some(&good)).await.status(), 200);
 
     // A token minted for another resource (RFC 8707).
     let other = idp.token("http://127.0.0.1:9/mcp", None, "mcp");
+    let failures = "warden_auth_failures_total{reason=\"invalid access token\"}";
+    let failed = counter(&w, failures).await;
     refused(
         initialize(&resource, Some(&other)).await,
         401,
@@ -296,6 +348,8 @@ async fn metadata_names_the_issuers_and_every_refusal_says_why() {
         &metadata,
     )
     .await;
+    // Counted as a failed authentication.
+    assert!(counter(&w, failures).await > failed);
 
     // A bad signature: the payload changed after signing.
     let mut parts: Vec<String> = good.split('.').map(str::to_owned).collect();
@@ -337,8 +391,11 @@ async fn metadata_names_the_issuers_and_every_refusal_says_why() {
     )
     .await;
 
-    // No scope Warden understands: 403 naming the scope to ask for.
+    // No scope Warden understands: 403 naming the scope to ask for, counted by its reason.
     let narrow = idp.token(&resource, None, "tools:read");
+    // No other test of this binary is refused for its scope.
+    let scope_failures = "warden_auth_failures_total{reason=\"insufficient scope\"}";
+    let failed = counter(&w, scope_failures).await;
     refused(
         initialize(&resource, Some(&narrow)).await,
         403,
@@ -347,14 +404,24 @@ async fn metadata_names_the_issuers_and_every_refusal_says_why() {
         &metadata,
     )
     .await;
+    assert_eq!(counter(&w, scope_failures).await, failed + 1);
 
-    // An expired token, also on a session it opened (RUN-8): a second issuer whose tokens
-    // live one second, with no clock skew allowed.
+    // An expired token, presented for the first time or on a session it opened (RUN-8): a
+    // second issuer whose tokens live one second, with no clock skew allowed.
     let brief = Provider::start(1);
     apply(&w, &issuer_yaml("brief", &brief.issuer, "clockSkew: 0s")).await;
+    let unused = brief.token(&resource, None, "mcp");
     let short = brief.token(&resource, None, "mcp");
     let session = open_session(&w, &short).await;
     tokio::time::sleep(Duration::from_millis(2500)).await;
+    refused(
+        initialize(&resource, Some(&unused)).await,
+        401,
+        "invalid_token",
+        "the access token expired",
+        &metadata,
+    )
+    .await;
     let on_session = reqwest::Client::new()
         .post(&resource)
         .bearer_auth(&short)
@@ -404,6 +471,9 @@ async fn group_claims_bind_roles_and_are_reevaluated_on_every_call() {
         config.contains(warden_core::config::Kind::User, "sre-alice"),
         "created on first sight"
     );
+    // The same token on a 2025-11-25 session, open across the change below.
+    let session = http_client(&resource, &alice, Era::Sessions).await;
+    assert_eq!(tool_names(&session).await, names);
     // bob is in `dev`: no binding, no tools.
     let bob = idp.token(&resource, Some("bob"), "mcp");
     let bobs = http_client(&resource, &bob, Era::Stateless).await;
@@ -413,7 +483,26 @@ async fn group_claims_bind_roles_and_are_reevaluated_on_every_call() {
             .iter()
             .any(|t| t.starts_with("notes__"))
     );
-    // The group loses its binding: alice loses the tools at her next call, same token.
+    // A scope narrows like a token's scopes (AUTH-2): `mcp:run:projects:ops` holds nothing of
+    // `demo`, whatever its user may do; `mcp:run:projects:demo` holds all of it.
+    let elsewhere = idp.token(&resource, Some("sre-alice"), "mcp:run:projects:ops");
+    let elsewhere = http_client(&resource, &elsewhere, Era::Stateless).await;
+    let visible = tool_names(&elsewhere).await;
+    assert!(
+        !visible.iter().any(|t| t.starts_with("notes__")),
+        "{visible:?}"
+    );
+    let denied = call(&elsewhere, "notes__list_notes", json!({})).await;
+    assert_unknown(&denied, "notes__list_notes");
+    let bot = idp.token(&resource, None, "mcp:run:projects:demo");
+    let bots = http_client(&resource, &bot, Era::Stateless).await;
+    assert!(
+        tool_names(&bots)
+            .await
+            .contains(&"notes__list_notes".to_owned())
+    );
+    // The group loses its binding: alice loses the tools at her next call, same token,
+    // stateless or on her open session (RUN-8).
     w.store
         .store
         .delete(
@@ -426,20 +515,28 @@ async fn group_claims_bind_roles_and_are_reevaluated_on_every_call() {
         .unwrap()
         .unwrap();
     w.settle().await;
-    assert!(
-        !tool_names(&client)
-            .await
-            .iter()
-            .any(|t| t.starts_with("notes__"))
-    );
-    // A scope narrows like a token's scopes (AUTH-2): `mcp:run:projects:ops` holds nothing
-    // of `demo`, whatever the principal may do.
-    let bot = idp.token(&resource, None, "mcp:run:projects:demo");
-    let bots = http_client(&resource, &bot, Era::Stateless).await;
-    assert!(
-        tool_names(&bots)
-            .await
-            .contains(&"notes__list_notes".to_owned())
+    for client in [&client, &session] {
+        let names = tool_names(client).await;
+        assert!(!names.iter().any(|t| t.starts_with("notes__")), "{names:?}");
+    }
+    let denied = call(&session, "notes__list_notes", json!({})).await;
+    assert_unknown(&denied, "notes__list_notes");
+}
+
+/// A call refused as for a tool that does not exist (RUN-6).
+fn assert_unknown(result: &rmcp::model::CallToolResult, tool: &str) {
+    let d = decision(result);
+    assert_eq!(
+        (
+            d["status"].as_str(),
+            d["code"].as_str(),
+            d["message"].as_str()
+        ),
+        (
+            Some("denied"),
+            Some("UNKNOWN_TOOL"),
+            Some(format!("unknown tool `{tool}`").as_str())
+        )
     );
 }
 
