@@ -245,6 +245,16 @@ fn b64(v: &Value) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string())
 }
 
+fn unb64(part: &str) -> Value {
+    use base64::Engine as _;
+    serde_json::from_slice(
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(part)
+            .unwrap(),
+    )
+    .unwrap()
+}
+
 /// Node ≥ 22 for the provider, the Python venv for the SDK (shared with tests/interop.rs).
 fn python() -> PathBuf {
     let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join("interop-venv");
@@ -378,6 +388,26 @@ async fn metadata_names_the_issuers_and_every_refusal_says_why() {
         )
         .await;
     }
+
+    // A token of another kind than an access token (RFC 9068 `typ`) is refused for it, before
+    // its signature is looked at; the provider's access tokens say `at+jwt`.
+    let header: Value = unb64(good.split('.').next().unwrap());
+    assert_eq!(header["typ"], "at+jwt");
+    let mut header = header;
+    header["typ"] = json!("logout+jwt");
+    let retyped = format!(
+        "{}.{payload}.{}",
+        b64(&header),
+        good.split('.').nth(2).unwrap()
+    );
+    refused(
+        initialize(&resource, Some(&retyped)).await,
+        401,
+        "invalid_token",
+        "the token is not an access token (`typ` is `logout+jwt`)",
+        &metadata,
+    )
+    .await;
 
     // An issuer that is not configured.
     let stranger = Provider::start(3600);

@@ -172,7 +172,7 @@ impl Oauth {
         Ok((issuer, claims))
     }
 
-    /// Verifies signature, issuer, audience and lifetime.
+    /// Verifies type, signature, issuer, audience and lifetime.
     async fn verify<'p>(
         &self,
         policy: &'p Policy,
@@ -212,6 +212,15 @@ impl Oauth {
                     allowed.join(", ")
                 ))
             })?;
+        if let Some(typ) = header.get("typ")
+            && !typ.as_str().is_some_and(access_token_type)
+        {
+            let typ = typ.as_str().map_or_else(|| typ.to_string(), str::to_owned);
+            return Err(invalid(format!(
+                "the token is not an access token (`typ` is `{}`)",
+                typ.chars().take(64).collect::<String>()
+            )));
+        }
         let kid = header.get("kid").and_then(Value::as_str);
         let keys = self
             .keys
@@ -259,6 +268,14 @@ impl Oauth {
         }
         Err(refusal)
     }
+}
+
+/// Whether a token's `typ` header says it is an access token: `at+jwt` (RFC 9068), or the
+/// generic `JWT` many providers put on their access tokens. Anything else (`logout+jwt`,
+/// `dpop+jwt`, …) is another kind of token.
+fn access_token_type(typ: &str) -> bool {
+    let typ = typ.strip_prefix("application/").unwrap_or(typ);
+    typ.eq_ignore_ascii_case("at+jwt") || typ.eq_ignore_ascii_case("jwt")
 }
 
 /// Whether a token's `aud` names one of `issuer`'s audiences, or, for an issuer that lists
@@ -386,5 +403,26 @@ async fn create_user(
         Ok(())
     } else {
         Err(unavailable("the configuration did not take it".into()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn access_tokens_are_typed_at_jwt_or_jwt_and_nothing_else() {
+        for typ in [
+            "at+jwt",
+            "application/at+jwt",
+            "AT+JWT",
+            "JWT",
+            "application/jwt",
+        ] {
+            assert!(access_token_type(typ), "{typ}");
+        }
+        for typ in ["logout+jwt", "dpop+jwt", "secevent+jwt", "JOSE", ""] {
+            assert!(!access_token_type(typ), "{typ}");
+        }
     }
 }
