@@ -13,7 +13,7 @@ use rmcp::model::{
     ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
     SubscriptionFilter, Tool,
 };
-use rmcp::service::{RequestContext, SubscriptionContext, SubscriptionSink};
+use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use warden_core::authority::{Authority, AuthorityError};
 use warden_core::pipeline::{Governance, RunState};
@@ -21,6 +21,7 @@ use warden_core::principal::Credential;
 
 use crate::client::{ClientContext, Retry};
 use crate::gateway::{Gateway, TaskAnswer, TaskOp};
+use crate::list_changes::{ListChanged, Lists, notify_list_changes};
 use crate::task_ids::TaskIds;
 use crate::wire;
 
@@ -275,7 +276,9 @@ impl ServerHandler for McpHandler {
                 .enable_tools()
                 .enable_tool_list_changed()
                 .enable_prompts()
+                .enable_prompts_list_changed()
                 .enable_resources()
+                .enable_resources_list_changed()
                 .enable_resources_subscribe()
                 .enable_logging()
                 .enable_completions()
@@ -293,9 +296,9 @@ impl ServerHandler for McpHandler {
         // Refuse early what would be refused at the first call.
         let authority = self.authority(&context)?;
         context.peer.set_peer_info(request.clone());
-        // The session hears `notifications/tools/list_changed` when its own catalog changes.
+        // The session hears `notifications/*/list_changed` when what it may see changes.
         let (credential, agent) = self.credential(&context)?;
-        tokio::spawn(notify_catalog_changes(
+        tokio::spawn(notify_list_changes(
             self.gateway.clone(),
             ListChanged::Session(context.peer.clone()),
             credential,
@@ -432,8 +435,8 @@ impl ServerHandler for McpHandler {
         &self,
         requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
-        // What the client asked for; rmcp narrows it to what `get_info` advertises (tool list
-        // changes and resource updates). Resources the run may not read are accepted like any
+        // What the client asked for; rmcp narrows it to what `get_info` advertises (tool,
+        // prompt and resource list changes, and resource updates). Resources the run may not read are accepted like any
         // URI and never heard of: a refusal would tell that they exist.
         Some(requested.clone())
     }
@@ -457,8 +460,8 @@ impl ServerHandler for McpHandler {
                 Err(e) => tracing::debug!(uri, error = %e.message, "not subscribed"),
             }
         }
-        if accepted.tools_list_changed == Some(true) {
-            let changes = notify_catalog_changes(
+        if Lists::of(&accepted).any() {
+            let changes = notify_list_changes(
                 self.gateway.clone(),
                 ListChanged::Listen(sink),
                 credential,
@@ -659,70 +662,6 @@ impl ServerHandler for McpHandler {
             return Ok(CallToolResponse::InputRequired(needed));
         }
         Ok(wire::call_result(&outcome).into())
-    }
-}
-
-/// Who hears `notifications/tools/list_changed`.
-enum ListChanged {
-    /// A 2025-11-25 session, until it closes.
-    Session(rmcp::service::Peer<RoleServer>),
-    /// A 2026-07-28 `subscriptions/listen` stream, until it ends.
-    Listen(SubscriptionSink),
-}
-
-impl ListChanged {
-    fn is_closed(&self) -> bool {
-        match self {
-            ListChanged::Session(peer) => peer.is_transport_closed(),
-            ListChanged::Listen(_) => false,
-        }
-    }
-
-    /// Sends the notification; `false` when it can no longer be delivered.
-    async fn tools_changed(&self) -> bool {
-        match self {
-            ListChanged::Session(peer) => peer.notify_tool_list_changed().await.is_ok(),
-            ListChanged::Listen(sink) => sink.notify_tool_list_changed().await.is_ok(),
-        }
-    }
-}
-
-/// Tells a client when the tools it may see change (XPORT-4), until it goes.
-async fn notify_catalog_changes(
-    gateway: Arc<Gateway>,
-    client: ListChanged,
-    credential: Credential,
-    agent: Option<String>,
-) {
-    let visible = |gateway: &Gateway| -> Vec<Arc<str>> {
-        gateway
-            .authority(&credential, agent.as_deref())
-            .map(|a| {
-                gateway
-                    .list_tools(&a)
-                    .iter()
-                    .map(|t| t.name.clone())
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let mut changes = gateway.subscribe_catalog();
-    let mut last = visible(&gateway);
-    loop {
-        match changes.recv().await {
-            Ok(()) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
-            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
-        }
-        if client.is_closed() {
-            return;
-        }
-        let now = visible(&gateway);
-        if now != last {
-            last = now;
-            if !client.tools_changed().await {
-                return;
-            }
-        }
     }
 }
 

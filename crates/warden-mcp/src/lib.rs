@@ -18,6 +18,7 @@ pub mod gateway;
 pub mod handler;
 pub mod http_client;
 pub mod knowledge;
+mod list_changes;
 pub mod secrets;
 pub mod task_ids;
 pub mod tasks;

@@ -11,6 +11,10 @@
 //! `notes://all` can be subscribed to in both eras (`resources/subscribe`, or
 //! `subscriptions/listen` with `resourceSubscriptions`): every note added or deleted sends
 //! `notifications/resources/updated` for it.
+//!
+//! `publish` adds a tool, a prompt, a resource and a resource template named after its `name`
+//! and announces that those lists changed, in the caller's era: on the calling session
+//! (2025-11-25), and on every `subscriptions/listen` stream that asked for them (2026-07-28).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -49,7 +53,10 @@ pub struct NotesServer {
     counts: Arc<Counts>,
     tools: Arc<Vec<Tool>>,
     watchers: Arc<std::sync::Mutex<Vec<Watcher>>>,
+    /// The names `publish` was called with.
+    published: Arc<std::sync::Mutex<Vec<String>>>,
     only_2026: bool,
+    only_2025: bool,
 }
 
 fn schema(v: Value) -> Arc<JsonObject> {
@@ -118,6 +125,11 @@ fn tools() -> Vec<Tool> {
             schema(json!({"type": "object", "properties": {"steps": {"type": "integer", "minimum": 1, "maximum": 100}, "delay_ms": {"type": "integer", "minimum": 0, "maximum": 10000}}, "required": ["steps"]})),
         )
         .with_annotations(read()),
+        Tool::new(
+            "publish",
+            "Add a tool, a prompt, a resource and a resource template named `name`",
+            schema(json!({"type": "object", "properties": {"name": {"type": "string", "pattern": "^[a-z]+$"}}, "required": ["name"]})),
+        ),
     ]);
     tools
 }
@@ -130,7 +142,41 @@ impl NotesServer {
             counts: Arc::new(Counts::default()),
             tools: Arc::new(tools()),
             watchers: Arc::default(),
+            published: Arc::default(),
             only_2026: false,
+            only_2025: false,
+        }
+    }
+
+    /// Speaks 2025-11-25 only when `yes` (answers `server/discover` as a server that does not
+    /// know it: method not found).
+    pub fn only_2025(mut self, yes: bool) -> Self {
+        self.only_2025 = yes;
+        self
+    }
+
+    fn published(&self) -> Vec<String> {
+        self.published.lock().map(|p| p.clone()).unwrap_or_default()
+    }
+
+    /// Adds what `publish` adds, and announces it in the caller's era.
+    async fn publish(&self, name: String, ctx: &RequestContext<RoleServer>) {
+        if let Ok(mut published) = self.published.lock() {
+            published.push(name);
+        }
+        if !is_stateless(ctx) {
+            let _ = ctx.peer.notify_tool_list_changed().await;
+            let _ = ctx.peer.notify_prompt_list_changed().await;
+            let _ = ctx.peer.notify_resource_list_changed().await;
+        }
+        let watchers = self.watchers.lock().map(|w| w.clone()).unwrap_or_default();
+        for watcher in watchers {
+            if let Watcher::Listen(sink) = watcher {
+                // Each stream hears what it asked for; the others are refused by the sink.
+                let _ = sink.notify_tool_list_changed().await;
+                let _ = sink.notify_prompt_list_changed().await;
+                let _ = sink.notify_resource_list_changed().await;
+            }
         }
     }
 
@@ -199,6 +245,11 @@ impl NotesServer {
                 }
             }
             "call_count" => Ok(structured(json!({"calls": self.calls()}))),
+            "publish" => {
+                let name = text_arg("name").unwrap_or_default();
+                self.publish(name.clone(), ctx).await;
+                Ok(structured(json!({"published": name})))
+            }
             "cancellations" => Ok(structured(
                 json!({"cancellations": self.counts.cancellations.load(Ordering::SeqCst)}),
             )),
@@ -277,8 +328,11 @@ impl ServerHandler for NotesServer {
         ServerConfig::new(
             ServerCapabilities::builder()
                 .enable_tools()
+                .enable_tool_list_changed()
                 .enable_prompts()
+                .enable_prompts_list_changed()
                 .enable_resources()
+                .enable_resources_list_changed()
                 .enable_resources_subscribe()
                 .build(),
         )
@@ -294,6 +348,8 @@ impl ServerHandler for NotesServer {
     }
 
     fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        // A server of 2025-11-25 alone does not know `server/discover` (below): rmcp checks the
+        // version of every inline request before any handler sees it.
         if self.only_2026 {
             std::borrow::Cow::Borrowed(&[ProtocolVersion::V_2026_07_28])
         } else {
@@ -301,12 +357,37 @@ impl ServerHandler for NotesServer {
         }
     }
 
+    async fn discover(
+        &self,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::DiscoverResult, McpError> {
+        if self.only_2025 {
+            return Err(McpError::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                "server/discover",
+                None,
+            ));
+        }
+        Ok(rmcp::model::DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        ))
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
         _ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(self.tools.to_vec()))
+        let mut tools = self.tools.to_vec();
+        tools.extend(self.published().into_iter().map(|name| {
+            Tool::new(
+                format!("published_{name}"),
+                "A published tool",
+                schema(json!({"type": "object", "properties": {}})),
+            )
+        }));
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn list_prompts(
@@ -314,7 +395,13 @@ impl ServerHandler for NotesServer {
         request: Option<PaginatedRequestParams>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
-        self.notebook.list_prompts(request, ctx).await
+        let mut prompts = self.notebook.list_prompts(request, ctx).await?;
+        prompts.prompts.extend(
+            self.published()
+                .into_iter()
+                .map(|name| rmcp::model::Prompt::new(name, Some("A published prompt"), None)),
+        );
+        Ok(prompts)
     }
 
     async fn get_prompt(
@@ -330,7 +417,26 @@ impl ServerHandler for NotesServer {
         request: Option<PaginatedRequestParams>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        self.notebook.list_resources(request, ctx).await
+        let mut resources = self.notebook.list_resources(request, ctx).await?;
+        resources.resources.extend(
+            self.published()
+                .into_iter()
+                .map(|name| rmcp::model::Resource::new(format!("notes://published/{name}"), name)),
+        );
+        Ok(resources)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourceTemplatesResult, McpError> {
+        let templates = self.published().into_iter().map(|name| {
+            rmcp::model::ResourceTemplate::new(format!("notes://published/{name}/{{part}}"), name)
+        });
+        Ok(rmcp::model::ListResourceTemplatesResult::with_all_items(
+            templates.collect(),
+        ))
     }
 
     async fn read_resource(
@@ -395,10 +501,7 @@ impl ServerHandler for NotesServer {
         // 2026-07-28 has no server-to-client requests: `ask` answers `input_required` (an
         // elicitation keyed `answer`, state `asked:<question>`), and the retry's answer and
         // echoed state come back in the result.
-        let stateless = ctx
-            .protocol_version()
-            .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28);
-        if request.name == "ask" && stateless {
+        if request.name == "ask" && is_stateless(&ctx) {
             let question = args
                 .get("question")
                 .and_then(Value::as_str)
@@ -447,6 +550,12 @@ impl ServerHandler for NotesServer {
         }
         result.map(Into::into)
     }
+}
+
+/// Whether a request is of the 2026-07-28 era.
+fn is_stateless(ctx: &RequestContext<RoleServer>) -> bool {
+    ctx.protocol_version()
+        .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28)
 }
 
 /// Serves the fixture over stdin/stdout until stdin closes.

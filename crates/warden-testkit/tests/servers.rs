@@ -43,7 +43,8 @@ async fn the_notes_fixture_serves_its_tools_over_stdio() {
             "cancellations",
             "ask",
             "sample",
-            "progress"
+            "progress",
+            "publish"
         ]
     );
     client.cancel().await.unwrap();

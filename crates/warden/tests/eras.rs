@@ -360,3 +360,144 @@ async fn parameter_headers_are_checked_for_visible_tools_as_the_upstream_would()
         "{hidden}"
     );
 }
+
+/// A 2025-11-25 client that passes on which lists it heard changed.
+#[derive(Clone)]
+struct ListChanges(tokio::sync::mpsc::UnboundedSender<&'static str>);
+
+impl rmcp::ClientHandler for ListChanges {
+    async fn on_tool_list_changed(
+        &self,
+        _ctx: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        let _ = self.0.send("tools");
+    }
+
+    async fn on_prompt_list_changed(
+        &self,
+        _ctx: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        let _ = self.0.send("prompts");
+    }
+
+    async fn on_resource_list_changed(
+        &self,
+        _ctx: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        let _ = self.0.send("resources");
+    }
+}
+
+/// Waits until every one of `wanted` came out of `heard`.
+async fn hear_all(
+    heard: &mut tokio::sync::mpsc::UnboundedReceiver<&'static str>,
+    wanted: &[&str],
+    who: &str,
+) {
+    let mut missing: Vec<&str> = wanted.to_vec();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !missing.is_empty() {
+        match tokio::time::timeout_at(deadline, heard.recv()).await {
+            Ok(Some(list)) => missing.retain(|m| *m != list),
+            _ => panic!("{who}: never heard that {missing:?} changed"),
+        }
+    }
+}
+
+/// The lists a 2026-07-28 listen stream heard changed, until every one of `wanted` came.
+async fn listen_for_all(listen: &mut rmcp::service::Subscription, wanted: &[&str], who: &str) {
+    use rmcp::model::ServerNotification as N;
+    let mut missing: Vec<&str> = wanted.to_vec();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !missing.is_empty() {
+        let list = match tokio::time::timeout_at(deadline, listen.next()).await {
+            Ok(Ok(Some(N::ToolListChangedNotification(_)))) => "tools",
+            Ok(Ok(Some(N::PromptListChangedNotification(_)))) => "prompts",
+            Ok(Ok(Some(N::ResourceListChangedNotification(_)))) => "resources",
+            Ok(Ok(Some(_))) => continue,
+            other => panic!("{who}: never heard that {missing:?} changed ({other:?})"),
+        };
+        missing.retain(|m| *m != list);
+    }
+}
+
+/// The fixture's `publish`, classified (a mutation).
+const PUBLISH: &str =
+    "---\nkind: ToolPolicy\nname: publish\nproject: alpha\ntool: alpha__publish\nclass: mutation\n";
+
+/// Warden advertises that its prompt and resource lists change, and says so when they do: a
+/// 2025-11-25 session hears `notifications/{prompts,resources}/list_changed`, a 2026-07-28
+/// `subscriptions/listen` stream that asked for them hears them too — here when a 2025-11-25
+/// upstream adds a prompt, a resource and a resource template.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prompt_and_resource_list_changes_are_advertised_and_reach_clients_of_both_eras() {
+    use rmcp::ServiceExt as _;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let w = TestWarden::start(&format!(
+        "kind: Project\nname: alpha\n---\n{}",
+        stdio_upstream_with("alpha", "alpha", &["--only-2025"], PUBLISH)
+    ))
+    .await;
+    let (tx, mut heard) = tokio::sync::mpsc::unbounded_channel();
+    let config =
+        StreamableHttpClientTransportConfig::with_uri(w.mcp()).auth_header(w.admin.clone());
+    let session = ListChanges(tx)
+        .serve(StreamableHttpClientTransport::from_config(config))
+        .await
+        .unwrap();
+    let modern = http_client(&w.mcp(), &w.admin, Era::Stateless).await;
+    for (era, info) in [("2025", session.peer_info()), ("2026", modern.peer_info())] {
+        let capabilities = &info.unwrap().capabilities;
+        let prompts = capabilities.prompts.as_ref().unwrap();
+        let resources = capabilities.resources.as_ref().unwrap();
+        assert_eq!(prompts.list_changed, Some(true), "{era}: {capabilities:?}");
+        assert_eq!(
+            resources.list_changed,
+            Some(true),
+            "{era}: {capabilities:?}"
+        );
+    }
+    let filter = rmcp::model::SubscriptionFilter::builder()
+        .prompts_list_changed()
+        .resources_list_changed()
+        .build();
+    let mut listen = modern.listen(filter).await.unwrap();
+    let acknowledged = listen.acknowledged();
+    assert_eq!(
+        acknowledged.prompts_list_changed,
+        Some(true),
+        "{acknowledged:?}"
+    );
+    assert_eq!(
+        acknowledged.resources_list_changed,
+        Some(true),
+        "{acknowledged:?}"
+    );
+
+    call(&session, "alpha__publish", json!({"name": "fresh"})).await;
+    hear_all(
+        &mut heard,
+        &["tools", "prompts", "resources"],
+        "2025 session",
+    )
+    .await;
+    listen_for_all(&mut listen, &["prompts", "resources"], "2026 listen stream").await;
+    let prompts = modern.list_all_prompts().await.unwrap();
+    assert!(
+        prompts.iter().any(|p| p.name == "alpha__fresh"),
+        "{prompts:?}"
+    );
+    let resources = modern.list_all_resources().await.unwrap();
+    assert!(
+        resources.iter().any(|r| r.uri == "notes://published/fresh"),
+        "{resources:?}"
+    );
+    let templates = modern.list_all_resource_templates().await.unwrap();
+    assert!(
+        templates
+            .iter()
+            .any(|t| t.uri_template == "notes://published/fresh/{part}"),
+        "{templates:?}"
+    );
+}

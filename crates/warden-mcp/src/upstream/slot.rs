@@ -174,13 +174,10 @@ impl UpstreamSlot {
             .unwrap_or(UpstreamStatus::Starting)
     }
 
-    /// Whether `offer` differs from the last one, as far as clients can tell (for the
-    /// supervisor).
+    /// Whether `offer` differs from the last one: in anything clients see — tools, prompts,
+    /// resources, resource templates (for the supervisor).
     pub(super) fn offer_differs(&self, offer: &Offer) -> bool {
-        let current = self.offer();
-        current.tools != offer.tools
-            || current.prompts != offer.prompts
-            || current.resources != offer.resources
+        *self.offer() != *offer
     }
 
     /// Connected: the connection, its offer and protocol (for the supervisor).
@@ -664,5 +661,25 @@ impl UpstreamSlot {
             ))),
             CallError::Cancelled => Err(ExecError::Cancelled),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "test code")]
+
+    use super::*;
+
+    #[test]
+    fn an_offer_that_differs_only_in_its_resource_templates_differs() {
+        let spec =
+            serde_json::from_value(serde_json::json!({"name": "u", "project": "p"})).unwrap();
+        let slot = UpstreamSlot::new(spec, None);
+        assert!(!slot.offer_differs(&Offer::default()));
+        let templated = Offer {
+            templates: vec![ResourceTemplate::new("notes://{id}", "note")],
+            ..Offer::default()
+        };
+        assert!(slot.offer_differs(&templated));
     }
 }

@@ -36,8 +36,11 @@ enum Server {
         #[arg(long)]
         file: Option<PathBuf>,
         /// Speak 2026-07-28 only (refuse `initialize`), as a server of the new era alone.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "only_2025")]
         only_2026: bool,
+        /// Speak 2025-11-25 only (`server/discover` is not found), as most servers still do.
+        #[arg(long)]
+        only_2025: bool,
     },
     /// The MCP conformance suite's fixture server (`warden_testkit::conformance`).
     Conformance {
@@ -66,8 +69,16 @@ async fn main() -> anyhow::Result<()> {
     let Some(addr) = listen else {
         return match cli.server {
             Server::Notes {
-                file, only_2026, ..
-            } => notes::serve_stdio(notes::NotesServer::new(file).only_2026(only_2026)).await,
+                file,
+                only_2026,
+                only_2025,
+                ..
+            } => {
+                let server = notes::NotesServer::new(file)
+                    .only_2026(only_2026)
+                    .only_2025(only_2025);
+                notes::serve_stdio(server).await
+            }
             Server::Conformance { .. } => conformance::serve_stdio().await,
         };
     };
@@ -82,8 +93,16 @@ async fn main() -> anyhow::Result<()> {
         signal.cancel();
     });
     match cli.server {
-        Server::Notes { file, .. } => {
-            notes::serve_http(notes::NotesServer::new(file), listener, shutdown).await
+        Server::Notes {
+            file,
+            only_2026,
+            only_2025,
+            ..
+        } => {
+            let server = notes::NotesServer::new(file)
+                .only_2026(only_2026)
+                .only_2025(only_2025);
+            notes::serve_http(server, listener, shutdown).await
         }
         Server::Conformance { .. } => conformance::serve_http(listener, shutdown).await,
     }

@@ -39,6 +39,21 @@ pub fn stdio_upstream(name: &str, project: &str, extra: &str) -> String {
     )
 }
 
+/// YAML for an upstream served by `warden_fixture notes --stdio` with `flags` (such as
+/// `--only-2025`, a server of that era alone).
+pub fn stdio_upstream_with(name: &str, project: &str, flags: &[&str], extra: &str) -> String {
+    let fixture = warden_testkit::fixture_bin().display().to_string();
+    let args: Vec<String> = ["notes", "--stdio"]
+        .iter()
+        .chain(flags)
+        .map(|a| format!("{a:?}"))
+        .collect();
+    format!(
+        "kind: Upstream\nname: {name}\nproject: {project}\nstdio: {{ command: {fixture:?}, args: [{}] }}\n{extra}",
+        args.join(", ")
+    )
+}
+
 /// An in-process Warden.
 pub struct TestWarden {
     /// `http://127.0.0.1:PORT`
