@@ -501,3 +501,66 @@ async fn prompt_and_resource_list_changes_are_advertised_and_reach_clients_of_bo
         "{templates:?}"
     );
 }
+
+/// An upstream reached in 2026-07-28 — what Warden negotiates with a server that speaks it —
+/// announces list changes only on a `subscriptions/listen` stream: Warden keeps one open, so
+/// clients of both eras hear of a new tool, prompt or resource within seconds rather than at
+/// the next periodic refresh (every 30 s), over stdio and Streamable HTTP alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2026_upstreams_list_changes_reach_clients_of_both_eras_at_once() {
+    use rmcp::ServiceExt as _;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    for http in [false, true] {
+        let shutdown = tokio_util::sync::CancellationToken::new();
+        let upstream = if http {
+            let addr = warden_testkit::notes::spawn_http_with(
+                warden_testkit::notes::NotesServer::new(None),
+                "127.0.0.1:0".parse().unwrap(),
+                shutdown.clone(),
+                false,
+            )
+            .await
+            .unwrap();
+            format!(
+                "kind: Upstream\nname: alpha\nproject: alpha\nhttp: {{ url: \"http://{addr}/mcp\" }}\n{PUBLISH}"
+            )
+        } else {
+            stdio_upstream("alpha", "alpha", PUBLISH)
+        };
+        let w = TestWarden::start(&format!("kind: Project\nname: alpha\n---\n{upstream}")).await;
+        let status = w.gateway.upstreams().get("alpha").unwrap().status();
+        assert_eq!(
+            status,
+            warden_mcp::upstream::UpstreamStatus::Up {
+                protocol: "2026-07-28".into()
+            },
+            "http: {http}"
+        );
+        let (tx, mut heard) = tokio::sync::mpsc::unbounded_channel();
+        let config =
+            StreamableHttpClientTransportConfig::with_uri(w.mcp()).auth_header(w.admin.clone());
+        let _session = ListChanges(tx)
+            .serve(StreamableHttpClientTransport::from_config(config))
+            .await
+            .unwrap();
+        let modern = http_client(&w.mcp(), &w.admin, Era::Stateless).await;
+        let filter = rmcp::model::SubscriptionFilter::builder()
+            .tools_list_changed()
+            .prompts_list_changed()
+            .resources_list_changed()
+            .build();
+        let mut listen = modern.listen(filter).await.unwrap();
+
+        call(&modern, "alpha__publish", json!({"name": "fresh"})).await;
+        let who = format!("http: {http}");
+        hear_all(&mut heard, &["tools", "prompts", "resources"], &who).await;
+        listen_for_all(&mut listen, &["tools", "prompts", "resources"], &who).await;
+        let tools = tool_names(&modern).await;
+        assert!(
+            tools.iter().any(|t| t == "alpha__published_fresh"),
+            "{who}: {tools:?}"
+        );
+        shutdown.cancel();
+    }
+}

@@ -4,6 +4,7 @@
 //!
 //! - [`slot`]: one upstream — its offer, status and connection, and the requests sent to it;
 //! - [`supervise`]: connecting, listing, refreshing and reconnecting with backoff;
+//!   [`list_watch`]: a 2026-07-28 upstream's announcements that its lists changed;
 //! - [`stdio`] and [`http`]: the two kinds of upstream (the HTTP exit and its connection pool
 //!   are in `http`);
 //! - [`exit`]: how a `tools/call` leaves — the rmcp client ([`peer`]) or the HTTP exit —
@@ -27,6 +28,7 @@ mod exit;
 mod failure;
 pub mod http;
 mod input;
+mod list_watch;
 mod peer;
 mod relays;
 mod slot;

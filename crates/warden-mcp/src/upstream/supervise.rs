@@ -1,6 +1,7 @@
 //! The supervisor of one upstream: connects (negotiating 2026-07-28, falling back to
 //! 2025-11-25), lists what the upstream offers, chooses its exit, refreshes the offer on
-//! `list_changed` and on a timer, and reconnects with exponential backoff.
+//! `list_changed` (on the session, or on a 2026-07-28 upstream's `subscriptions/listen`
+//! stream: [`super::list_watch`]) and on a timer, and reconnects with exponential backoff.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -20,6 +21,7 @@ use warden_store::Store;
 use super::exit::Exit;
 use super::failure::short;
 use super::http::{HttpExit, configured_headers, rmcp_transport};
+use super::list_watch::ListWatch;
 use super::relays::{UpstreamClient, client_config};
 use super::slot::{Connection, LIST_TIMEOUT, Offer, UpstreamSlot};
 use super::stdio;
@@ -202,6 +204,11 @@ async fn run_connected(
     let mut waiting = tokio::spawn(client.waiting());
     let mut timer = tokio::time::interval(REFRESH_EVERY);
     timer.tick().await;
+    let modern = exits
+        .protocol
+        .as_ref()
+        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+    let mut lists = ListWatch::open(&slot.spec.name, peer, modern).await;
     loop {
         tokio::select! {
             () = slot.cancel.cancelled() => {
@@ -216,6 +223,7 @@ async fn run_connected(
                 };
             }
             () = slot.refresh.notified() => {}
+            () = lists.changed() => {}
             _ = timer.tick() => {}
         }
         if peer.is_transport_closed() {
