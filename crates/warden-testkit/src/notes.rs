@@ -12,7 +12,8 @@
 //! `subscriptions/listen` with `resourceSubscriptions`): every note added or deleted sends
 //! `notifications/resources/updated` for it.
 //!
-//! `publish` adds a tool, a prompt, a resource and a resource template named after its `name`
+//! `end_streams` ends every `subscriptions/listen` stream gracefully, as a server that
+//! restarts them does. `publish` adds a tool, a prompt, a resource and a resource template named after its `name`
 //! and announces that those lists changed, in the caller's era: on the calling session
 //! (2025-11-25), and on every `subscriptions/listen` stream that asked for them (2026-07-28).
 
@@ -55,6 +56,8 @@ pub struct NotesServer {
     watchers: Arc<std::sync::Mutex<Vec<Watcher>>>,
     /// The names `publish` was called with.
     published: Arc<std::sync::Mutex<Vec<String>>>,
+    /// Ends every `subscriptions/listen` stream (`end_streams`).
+    end_streams: Arc<tokio::sync::Notify>,
     only_2026: bool,
     only_2025: bool,
 }
@@ -126,6 +129,12 @@ fn tools() -> Vec<Tool> {
         )
         .with_annotations(read()),
         Tool::new(
+            "end_streams",
+            "End every subscriptions/listen stream, as a server that restarts them does",
+            schema(json!({"type": "object", "properties": {}})),
+        )
+        .with_annotations(read()),
+        Tool::new(
             "publish",
             "Add a tool, a prompt, a resource and a resource template named `name`",
             schema(json!({"type": "object", "properties": {"name": {"type": "string", "pattern": "^[a-z]+$"}}, "required": ["name"]})),
@@ -143,6 +152,7 @@ impl NotesServer {
             tools: Arc::new(tools()),
             watchers: Arc::default(),
             published: Arc::default(),
+            end_streams: Arc::default(),
             only_2026: false,
             only_2025: false,
         }
@@ -245,6 +255,10 @@ impl NotesServer {
                 }
             }
             "call_count" => Ok(structured(json!({"calls": self.calls()}))),
+            "end_streams" => {
+                self.end_streams.notify_waiters();
+                Ok(structured(json!({"ended": true})))
+            }
             "publish" => {
                 let name = text_arg("name").unwrap_or_default();
                 self.publish(name.clone(), ctx).await;
@@ -485,7 +499,10 @@ impl ServerHandler for NotesServer {
         if let Ok(mut w) = self.watchers.lock() {
             w.push(Watcher::Listen(sink));
         }
-        context.cancelled().await;
+        tokio::select! {
+            () = context.cancelled() => {}
+            () = self.end_streams.notified() => {}
+        }
         if let Ok(mut w) = self.watchers.lock() {
             w.retain(|w| !matches!(w, Watcher::Listen(s) if *s.id() == id));
         }

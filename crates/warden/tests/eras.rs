@@ -564,3 +564,143 @@ async fn a_2026_upstreams_list_changes_reach_clients_of_both_eras_at_once() {
         shutdown.cancel();
     }
 }
+
+/// The fixture's `add_note`, classified (a mutation).
+const ADD_NOTE: &str =
+    "---\nkind: ToolPolicy\nname: add\nproject: alpha\ntool: alpha__add_note\nclass: mutation\n";
+
+/// Resource subscriptions outlive their upstream's restart: Warden subscribes the new process
+/// to every URI its clients follow, in that upstream's era — for an upstream that speaks
+/// 2026-07-28 (a `subscriptions/listen` stream of Warden's) and one that speaks 2025-11-25
+/// only (`resources/subscribe` on the new session) — and clients of both eras keep hearing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resource_subscriptions_survive_a_restart_of_their_upstream() {
+    use rmcp::ServiceExt as _;
+    use rmcp::model::ServerNotification;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    use std::time::Duration;
+    use tokio::time::{Instant, timeout_at};
+    for only_2025 in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("notes.json").display().to_string();
+        let mut flags = vec!["--file", file.as_str()];
+        if only_2025 {
+            flags.push("--only-2025");
+        }
+        let w = TestWarden::start(&format!(
+            "kind: Project\nname: alpha\n---\n{}",
+            stdio_upstream_with("alpha", "alpha", &flags, ADD_NOTE)
+        ))
+        .await;
+        let (tx, mut old_updates) = tokio::sync::mpsc::unbounded_channel();
+        let config =
+            StreamableHttpClientTransportConfig::with_uri(w.mcp()).auth_header(w.admin.clone());
+        let session = Updates(tx)
+            .serve(StreamableHttpClientTransport::from_config(config))
+            .await
+            .unwrap();
+        #[allow(deprecated, reason = "resources/subscribe is the 2025-11-25 way")]
+        session
+            .subscribe(rmcp::model::SubscribeRequestParams::new("notes://all"))
+            .await
+            .unwrap();
+        let modern = http_client(&w.mcp(), &w.admin, Era::Stateless).await;
+        let filter = rmcp::model::SubscriptionFilter::builder()
+            .resource_subscription("notes://all")
+            .build();
+        let mut listen = modern.listen(filter).await.unwrap();
+
+        // Heard by both, before and after the upstream process is killed and started anew.
+        for leg in ["before the restart", "after the restart"] {
+            let who = format!("2025-only upstream: {only_2025}, {leg}");
+            if leg == "after the restart" {
+                let pids = pids_with(&file);
+                assert_eq!(pids.len(), 1, "{who}: {pids:?}");
+                std::process::Command::new("kill")
+                    .args(["-9", &pids[0].to_string()])
+                    .status()
+                    .unwrap();
+                let deadline = Instant::now() + Duration::from_secs(20);
+                while pids_with(&file).iter().all(|p| *p == pids[0])
+                    || !matches!(
+                        w.gateway.upstreams().get("alpha").unwrap().status(),
+                        warden_mcp::upstream::UpstreamStatus::Up { .. }
+                    )
+                {
+                    assert!(Instant::now() < deadline, "{who}: not restarted");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+            let deadline = Instant::now() + Duration::from_secs(15);
+            let (mut old_heard, mut new_heard) = (false, false);
+            while !(old_heard && new_heard) {
+                assert!(
+                    Instant::now() < deadline,
+                    "{who}: 2025 client heard: {old_heard}, 2026 client heard: {new_heard}"
+                );
+                call(&modern, "alpha__add_note", json!({"text": leg})).await;
+                let wait = Instant::now() + Duration::from_secs(1);
+                if !old_heard {
+                    old_heard = timeout_at(wait, old_updates.recv()).await.is_ok();
+                }
+                if !new_heard {
+                    new_heard = matches!(
+                        timeout_at(wait, listen.next()).await,
+                        Ok(Ok(Some(ServerNotification::ResourceUpdatedNotification(_))))
+                    );
+                }
+            }
+            // What a second note sent still waiting is not heard as the next leg's.
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            while old_updates.try_recv().is_ok() {}
+            while tokio::time::timeout(Duration::from_millis(200), listen.next())
+                .await
+                .is_ok()
+            {}
+        }
+    }
+}
+
+/// An upstream that ends its `subscriptions/listen` streams (as a 2026-07-28 server may, at
+/// any time) is listened to again: its resource updates and list changes keep reaching
+/// clients.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_that_ends_its_listen_streams_keeps_being_heard() {
+    use rmcp::model::ServerNotification as N;
+    use std::time::Duration;
+    use tokio::time::{Instant, timeout_at};
+    let w = TestWarden::start(&format!(
+        "kind: Project\nname: alpha\n---\n{}",
+        stdio_upstream("alpha", "alpha", &format!("{ADD_NOTE}{PUBLISH}"))
+    ))
+    .await;
+    let modern = http_client(&w.mcp(), &w.admin, Era::Stateless).await;
+    let filter = rmcp::model::SubscriptionFilter::builder()
+        .resource_subscription("notes://all")
+        .prompts_list_changed()
+        .build();
+    let mut listen = modern.listen(filter).await.unwrap();
+    call(&modern, "alpha__end_streams", json!({})).await;
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let (mut updated, mut listed) = (false, false);
+    let mut round = 0;
+    while !(updated && listed) {
+        assert!(
+            Instant::now() < deadline,
+            "resource updated heard: {updated}, prompts list changed heard: {listed}"
+        );
+        round += 1;
+        call(&modern, "alpha__add_note", json!({"text": "again"})).await;
+        let name = format!("p{}", "x".repeat(round));
+        call(&modern, "alpha__publish", json!({"name": name})).await;
+        let wait = Instant::now() + Duration::from_secs(1);
+        while let Ok(Ok(Some(heard))) = timeout_at(wait, listen.next()).await {
+            match heard {
+                N::ResourceUpdatedNotification(_) => updated = true,
+                N::PromptListChangedNotification(_) => listed = true,
+                _ => {}
+            }
+        }
+    }
+}

@@ -418,21 +418,6 @@ async fn a_loopback_listener_refuses_a_foreign_host_and_unauthenticated_calls() 
     );
 }
 
-fn pids_with(marker: &str) -> Vec<i32> {
-    let mut pids = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline"))
-            && String::from_utf8_lossy(&cmdline).contains(marker)
-        {
-            pids.push(pid);
-        }
-    }
-    pids
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_stdio_upstream_is_restarted_and_meanwhile_its_tools_are_unavailable() {
     let (http_url, _ct) = http_fixture().await;

@@ -15,8 +15,8 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientRequest, CompleteRequestParams, CompleteResult,
     GetPromptRequest, GetPromptRequestParams, GetPromptResponse, InputRequiredResult, JsonObject,
     Prompt, ReadResourceRequestParams, ReadResourceResponse, Resource, ResourceTemplate,
-    ServerNotification, ServerResult, SetLevelRequestParams, SubscribeRequestParams,
-    SubscriptionFilter, UnsubscribeRequestParams,
+    ServerResult, SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::{Peer, PeerRequestOptions, ServiceError};
 use tokio::sync::Notify;
@@ -249,8 +249,29 @@ impl UpstreamSlot {
         if !self.subscriptions.add(uri, key, subscriber) {
             return Ok(());
         }
-        let subscribed = if self.speaks_2026() {
-            self.listen_upstream(&peer, uri).await
+        let subscribed = self.subscribe_upstream(&peer, uri).await;
+        if subscribed.is_err() {
+            self.subscriptions.remove(uri, key);
+        }
+        subscribed
+    }
+
+    /// Subscribes the upstream to `uri` in its era: `resources/subscribe`, or a
+    /// `subscriptions/listen` stream whose updates are passed on until the last subscriber
+    /// leaves.
+    async fn subscribe_upstream(
+        &self,
+        peer: &Peer<RoleClient>,
+        uri: &str,
+    ) -> Result<(), rmcp::ErrorData> {
+        if self.speaks_2026() {
+            let filter = SubscriptionFilter::builder()
+                .resource_subscriptions(vec![uri.to_owned()])
+                .build();
+            let stream = self.answer(peer.listen(filter)).await?;
+            self.subscriptions
+                .keep_listening(self.spec.name.as_str(), peer.clone(), uri, stream);
+            Ok(())
         } else {
             peer.subscribe(SubscribeRequestParams::new(uri.to_owned()))
                 .await
@@ -258,11 +279,18 @@ impl UpstreamSlot {
                     ServiceError::McpError(e) => e,
                     other => rmcp::ErrorData::internal_error(other.to_string(), None),
                 })
-        };
-        if subscribed.is_err() {
-            self.subscriptions.remove(uri, key);
         }
-        subscribed
+    }
+
+    /// Subscribes the upstream again to every URI clients are subscribed to, after it
+    /// (re)connected: a new session or connection knows none of them (for the supervisor).
+    pub(super) async fn resubscribe(&self) {
+        let Ok(peer) = self.live_peer() else { return };
+        for uri in self.subscriptions.uris() {
+            if let Err(e) = self.subscribe_upstream(&peer, &uri).await {
+                tracing::warn!(upstream = %self.spec.name, uri, error = %e.message, "cannot subscribe to a resource again");
+            }
+        }
     }
 
     /// Whether the upstream was reached in 2026-07-28 (no `resources/subscribe` there).
@@ -270,43 +298,6 @@ impl UpstreamSlot {
         self.state.read().is_ok_and(|s| {
             matches!(&s.status, UpstreamStatus::Up { protocol } if protocol.as_str() >= "2026-07-28")
         })
-    }
-
-    /// Opens the upstream's `subscriptions/listen` stream for `uri` and passes its updates on
-    /// until the last subscriber leaves or the stream ends.
-    async fn listen_upstream(
-        &self,
-        peer: &Peer<RoleClient>,
-        uri: &str,
-    ) -> Result<(), rmcp::ErrorData> {
-        let filter = SubscriptionFilter::builder()
-            .resource_subscriptions(vec![uri.to_owned()])
-            .build();
-        let mut stream = self.answer(peer.listen(filter)).await?;
-        let stop = CancellationToken::new();
-        self.subscriptions.listening(uri, stop.clone());
-        let subscriptions = self.subscriptions.clone();
-        let upstream = self.spec.name.clone();
-        tokio::spawn(async move {
-            loop {
-                let next = tokio::select! {
-                    () = stop.cancelled() => return,
-                    next = stream.next() => next,
-                };
-                match next {
-                    Ok(Some(ServerNotification::ResourceUpdatedNotification(n))) => {
-                        subscriptions.updated(&n.params).await;
-                    }
-                    Ok(Some(_)) => {}
-                    Ok(None) => return,
-                    Err(e) => {
-                        tracing::debug!(upstream = %upstream, error = %e, "resource subscription ended");
-                        return;
-                    }
-                }
-            }
-        });
-        Ok(())
     }
 
     /// Unsubscribes a client (unsubscribing upstream when it was the last).

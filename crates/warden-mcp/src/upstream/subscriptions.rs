@@ -1,16 +1,27 @@
 //! Clients subscribed to resources of one upstream, by URI and by subscriber: a 2025-11-25
 //! session (`resources/subscribe`) or a 2026-07-28 `subscriptions/listen` stream. The
 //! upstream is subscribed once per URI — in its own era: `resources/subscribe`, or a
-//! `subscriptions/listen` stream of its own (kept here, ended with the last subscriber) — and
-//! its `notifications/resources/updated` reach every subscriber in the subscriber's era.
+//! `subscriptions/listen` stream of its own (kept here: reopened when it ends while the
+//! connection lives, ended with the last subscriber) — and again on every new connection; its
+//! `notifications/resources/updated` reach every subscriber in the subscriber's era.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use rmcp::RoleServer;
-use rmcp::model::ResourceUpdatedNotificationParam;
-use rmcp::service::{Peer, SubscriptionSink};
+use rmcp::model::{ResourceUpdatedNotificationParam, ServerNotification, SubscriptionFilter};
+use rmcp::service::{Peer, Subscription, SubscriptionSink};
+use rmcp::{RoleClient, RoleServer};
 use tokio_util::sync::CancellationToken;
+
+/// The first pause before reopening an upstream's ended listen stream; doubled at each
+/// failure.
+const REOPEN_AFTER: Duration = Duration::from_secs(1);
+/// The longest pause before reopening.
+const REOPEN_AT_MOST: Duration = Duration::from_secs(30);
+/// How long opening a listen stream may take.
+const OPEN_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Who hears a resource's updates.
 #[derive(Clone, Debug)]
@@ -46,8 +57,10 @@ impl Subscriber {
 #[derive(Debug, Default)]
 pub(super) struct Subscriptions {
     by_uri: Mutex<HashMap<String, HashMap<String, Subscriber>>>,
-    /// The upstream's own `subscriptions/listen` streams (2026-07-28 upstreams), by URI.
-    listens: Mutex<HashMap<String, CancellationToken>>,
+    /// The upstream's own `subscriptions/listen` streams (2026-07-28 upstreams), by URI: the
+    /// stream's number and what stops it.
+    listens: Mutex<HashMap<String, (u64, CancellationToken)>>,
+    opened: AtomicU64,
 }
 
 impl Subscriptions {
@@ -77,19 +90,115 @@ impl Subscriptions {
         let empty = subscribers.is_empty();
         if empty {
             map.remove(uri);
-            if let Some(listen) = self.listens.lock().ok().and_then(|mut l| l.remove(uri)) {
+            if let Some((_, listen)) = self.listens.lock().ok().and_then(|mut l| l.remove(uri)) {
                 listen.cancel();
             }
         }
         empty
     }
 
-    /// Keeps the upstream's listen stream for `uri` (cancelled with the last subscriber).
-    pub(super) fn listening(&self, uri: &str, stop: CancellationToken) {
+    /// Keeps the upstream's listen stream for `uri` (cancelled with the last subscriber), in
+    /// place of any earlier one; its number.
+    fn listening(&self, uri: &str, stop: CancellationToken) -> u64 {
+        let number = self.opened.fetch_add(1, Ordering::Relaxed);
         if let Ok(mut listens) = self.listens.lock()
-            && let Some(previous) = listens.insert(uri.to_owned(), stop)
+            && let Some((_, previous)) = listens.insert(uri.to_owned(), (number, stop))
         {
             previous.cancel();
+        }
+        number
+    }
+
+    /// Forgets listen stream `number` for `uri`, unless another replaced it.
+    fn listen_ended(&self, uri: &str, number: u64) {
+        if let Ok(mut listens) = self.listens.lock()
+            && listens.get(uri).is_some_and(|(n, _)| *n == number)
+        {
+            listens.remove(uri);
+        }
+    }
+
+    /// The URIs that have live subscribers.
+    pub(super) fn uris(&self) -> Vec<String> {
+        let Ok(mut map) = self.by_uri.lock() else {
+            return Vec::new();
+        };
+        map.retain(|_, subscribers| {
+            subscribers.retain(|_, s| !s.is_closed());
+            !subscribers.is_empty()
+        });
+        map.keys().cloned().collect()
+    }
+
+    /// Passes on the updates of `stream`, the upstream's listen stream for `uri` on `peer`,
+    /// until the last subscriber leaves; when it ends while the connection lives, it is
+    /// opened again (after a pause, doubled at each failure). A new connection subscribes
+    /// anew (see `UpstreamSlot::resubscribe`).
+    pub(super) fn keep_listening(
+        self: &Arc<Self>,
+        upstream: &str,
+        peer: Peer<RoleClient>,
+        uri: &str,
+        stream: Subscription,
+    ) {
+        let stop = CancellationToken::new();
+        let number = self.listening(uri, stop.clone());
+        let subscriptions = self.clone();
+        let upstream = upstream.to_owned();
+        let uri = uri.to_owned();
+        tokio::spawn(async move {
+            let mut stream = Some(stream);
+            let mut pause = REOPEN_AFTER;
+            loop {
+                if let Some(open) = stream.as_mut() {
+                    subscriptions.pass_on(open, &stop).await;
+                    stream = None;
+                    pause = REOPEN_AFTER;
+                }
+                let wanted = subscriptions
+                    .by_uri
+                    .lock()
+                    .is_ok_and(|m| m.contains_key(&uri));
+                if stop.is_cancelled() || peer.is_transport_closed() || !wanted {
+                    break;
+                }
+                tokio::select! {
+                    () = stop.cancelled() => break,
+                    () = tokio::time::sleep(pause) => {}
+                }
+                let filter = SubscriptionFilter::builder()
+                    .resource_subscriptions(vec![uri.clone()])
+                    .build();
+                match tokio::time::timeout(OPEN_TIMEOUT, peer.listen(filter)).await {
+                    Ok(Ok(open)) => stream = Some(open),
+                    _ => {
+                        tracing::debug!(upstream = %upstream, uri = %uri, "resource subscription not reopened yet");
+                        pause = (pause * 2).min(REOPEN_AT_MOST);
+                    }
+                }
+            }
+            subscriptions.listen_ended(&uri, number);
+        });
+    }
+
+    /// Passes on the updates of one listen stream until it ends or `stop`.
+    async fn pass_on(&self, stream: &mut Subscription, stop: &CancellationToken) {
+        loop {
+            let next = tokio::select! {
+                () = stop.cancelled() => return,
+                next = stream.next() => next,
+            };
+            match next {
+                Ok(Some(ServerNotification::ResourceUpdatedNotification(n))) => {
+                    self.updated(&n.params).await;
+                }
+                Ok(Some(_)) => {}
+                Ok(None) => return,
+                Err(e) => {
+                    tracing::debug!(error = %e, "resource subscription ended");
+                    return;
+                }
+            }
         }
     }
 

@@ -86,6 +86,7 @@ pub(super) async fn supervise(
                         };
                         slot.connected(connection, offer, protocol);
                         changed();
+                        slot.resubscribe().await;
                         let reason = run_connected(&slot, client, &peer, &changed, &exits).await;
                         if slot.cancel.is_cancelled() {
                             return;

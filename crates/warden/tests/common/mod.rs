@@ -54,6 +54,22 @@ pub fn stdio_upstream_with(name: &str, project: &str, flags: &[&str], extra: &st
     )
 }
 
+/// The processes whose command line contains `marker`.
+pub fn pids_with(marker: &str) -> Vec<i32> {
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline"))
+            && String::from_utf8_lossy(&cmdline).contains(marker)
+        {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
 /// An in-process Warden.
 pub struct TestWarden {
     /// `http://127.0.0.1:PORT`
