@@ -2,30 +2,57 @@
 //! `warden serve` which governs every call. With governance `auto`, when the remote cannot be
 //! reached, calls fall back to direct execution on the local configuration, and stderr says
 //! so loudly every time — a convenience, not a security property (GOV-6).
+//!
+//! The bridge serves tools, prompts, resources and resource templates, and passes on the
+//! remote's announcements that those lists changed — heard on its session (2025-11-25) or on
+//! a `subscriptions/listen` stream it keeps open (2026-07-28) — to its own client, in the
+//! client's era.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig,
-    GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
-    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
+    GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams,
+    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, ServerCapabilities, ServerConfig, ServerNotification, SubscriptionFilter,
 };
 use rmcp::service::{
-    ClientLifecycleMode, ClientServiceExt as _, Peer, RequestContext, RunningService, ServiceError,
+    ClientLifecycleMode, ClientServiceExt as _, NotificationContext, Peer, RequestContext,
+    RunningService, ServiceError, SubscriptionContext,
 };
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, ErrorData as McpError, RoleClient, RoleServer, ServerHandler};
+use tokio::sync::broadcast;
 use warden_core::contract::{CallOutcome, Verdict};
 use warden_core::decision::{Denial, DenyCode};
 
 use crate::handler::McpHandler;
+use crate::list_changes::{ListChanged, Lists, forward_list_changes};
 use crate::wire;
 
-/// The bridge's MCP client identity.
+/// The first pause before listening to the remote again; doubled at each failure.
+const RELISTEN_AFTER: Duration = Duration::from_secs(1);
+/// The longest pause before listening again.
+const RELISTEN_AT_MOST: Duration = Duration::from_secs(30);
+
+/// The bridge's MCP client: its identity, and where the remote's list changes go.
 #[derive(Clone, Debug)]
-pub struct BridgeClient;
+pub struct BridgeClient {
+    changes: broadcast::Sender<Lists>,
+}
+
+impl BridgeClient {
+    fn announce(&self, tools: bool, prompts: bool, resources: bool) {
+        let _ = self.changes.send(Lists {
+            tools,
+            prompts,
+            resources,
+        });
+    }
+}
 
 impl ClientHandler for BridgeClient {
     fn get_info(&self) -> ClientConfig {
@@ -33,6 +60,18 @@ impl ClientHandler for BridgeClient {
             ClientCapabilities::default(),
             Implementation::new("warden-stdio-bridge", env!("CARGO_PKG_VERSION")),
         )
+    }
+
+    async fn on_tool_list_changed(&self, _ctx: NotificationContext<RoleClient>) {
+        self.announce(true, false, false);
+    }
+
+    async fn on_prompt_list_changed(&self, _ctx: NotificationContext<RoleClient>) {
+        self.announce(false, true, false);
+    }
+
+    async fn on_resource_list_changed(&self, _ctx: NotificationContext<RoleClient>) {
+        self.announce(false, false, true);
     }
 }
 
@@ -47,19 +86,75 @@ pub async fn connect(url: &str, token: &str) -> Result<Remote, String> {
         preferred_versions: vec![ProtocolVersion::V_2026_07_28],
         legacy_version: Some(ProtocolVersion::V_2025_11_25),
     };
-    BridgeClient
+    let client = BridgeClient {
+        changes: broadcast::channel(16).0,
+    };
+    let remote = client
+        .clone()
         .serve_with_lifecycle(
             StreamableHttpClientTransport::with_client(crate::http_client::shared()?, config),
             lifecycle,
         )
         .await
-        .map_err(|e| format!("cannot reach {url}: {e}"))
+        .map_err(|e| format!("cannot reach {url}: {e}"))?;
+    // A 2026-07-28 remote announces list changes only on a listen stream.
+    if remote
+        .peer_info()
+        .is_some_and(|i| i.protocol_version >= ProtocolVersion::V_2026_07_28)
+    {
+        tokio::spawn(listen_to(remote.peer().clone(), client));
+    }
+    Ok(remote)
+}
+
+/// Keeps a `subscriptions/listen` stream open to a 2026-07-28 remote for its list changes,
+/// and announces them, until the connection closes. A stream that ends is opened again (after
+/// a pause, doubled at each failure) and every list announced, since changes may have been
+/// missed meanwhile.
+async fn listen_to(remote: Peer<RoleClient>, client: BridgeClient) {
+    let filter = SubscriptionFilter::builder()
+        .tools_list_changed()
+        .prompts_list_changed()
+        .resources_list_changed()
+        .build();
+    let mut pause = RELISTEN_AFTER;
+    let mut again = false;
+    while !remote.is_transport_closed() {
+        if let Ok(Ok(mut stream)) =
+            tokio::time::timeout(Duration::from_secs(15), remote.listen(filter.clone())).await
+        {
+            pause = RELISTEN_AFTER;
+            if again {
+                client.announce(true, true, true);
+            }
+            while let Ok(Some(notification)) = stream.next().await {
+                match notification {
+                    ServerNotification::ToolListChangedNotification(_) => {
+                        client.announce(true, false, false);
+                    }
+                    ServerNotification::PromptListChangedNotification(_) => {
+                        client.announce(false, true, false);
+                    }
+                    ServerNotification::ResourceListChangedNotification(_) => {
+                        client.announce(false, false, true);
+                    }
+                    _ => {}
+                }
+            }
+        } else {
+            pause = (pause * 2).min(RELISTEN_AT_MOST);
+        }
+        again = true;
+        tokio::time::sleep(pause).await;
+    }
 }
 
 /// The bridge handler.
 #[derive(Clone, Debug)]
 pub struct Bridge {
     remote: Option<Peer<RoleClient>>,
+    /// The remote's list changes.
+    changes: Option<broadcast::Sender<Lists>>,
     instructions: Option<String>,
     fallback: Option<McpHandler>,
     url: Arc<str>,
@@ -71,6 +166,7 @@ impl Bridge {
     pub fn new(url: &str, remote: Option<&Remote>, fallback: Option<McpHandler>) -> Self {
         Self {
             remote: remote.map(|r| r.peer().clone()),
+            changes: remote.map(|r| r.service().changes.clone()),
             instructions: remote
                 .and_then(|r| r.peer_info())
                 .and_then(|i| i.instructions.clone()),
@@ -107,10 +203,15 @@ impl Bridge {
 
 impl ServerHandler for Bridge {
     fn get_info(&self) -> ServerConfig {
+        // Exactly what the bridge serves: no subscriptions, completions or logging.
         let mut info = ServerConfig::new(
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_tool_list_changed()
+                .enable_prompts()
+                .enable_prompts_list_changed()
+                .enable_resources()
+                .enable_resources_list_changed()
                 .build(),
         )
         .with_server_info(Implementation::new("warden", env!("CARGO_PKG_VERSION")));
@@ -118,6 +219,41 @@ impl ServerHandler for Bridge {
             info = info.with_instructions(i.clone());
         }
         info
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        context.peer.set_peer_info(request.clone());
+        if let Some(changes) = &self.changes {
+            let session = ListChanged::Session(context.peer.clone());
+            tokio::spawn(forward_list_changes(changes.subscribe(), session));
+        }
+        self.negotiate_initialize(&request)
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        // rmcp narrows it to what `get_info` advertises: the three list changes.
+        Some(requested.clone())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        match &self.changes {
+            Some(changes) => {
+                let stream = ListChanged::Listen(context.sink().clone());
+                tokio::select! {
+                    () = forward_list_changes(changes.subscribe(), stream) => {}
+                    () = context.cancelled() => {}
+                }
+            }
+            None => context.cancelled().await,
+        }
+        Ok(())
     }
 
     async fn list_tools(
@@ -195,6 +331,22 @@ impl ServerHandler for Bridge {
                 .map_err(|e| McpError::internal_error(format!("the remote Warden: {e}"), None)),
             (None, Some(f)) => f.list_resources(request, ctx).await,
             (None, None) => Ok(ListResourcesResult::with_all_items(Vec::new())),
+        }
+    }
+
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        match (self.remote(), &self.fallback) {
+            (Some(peer), _) => peer
+                .list_all_resource_templates()
+                .await
+                .map(ListResourceTemplatesResult::with_all_items)
+                .map_err(|e| McpError::internal_error(format!("the remote Warden: {e}"), None)),
+            (None, Some(f)) => f.list_resource_templates(request, ctx).await,
+            (None, None) => Ok(ListResourceTemplatesResult::with_all_items(Vec::new())),
         }
     }
 

@@ -45,16 +45,30 @@ impl Lists {
     pub(crate) fn any(self) -> bool {
         self.tools || self.prompts || self.resources
     }
+
+    /// Every list.
+    pub(crate) fn all() -> Self {
+        Self {
+            tools: true,
+            prompts: true,
+            resources: true,
+        }
+    }
+
+    /// The lists in both.
+    fn and(self, other: Self) -> Self {
+        Self {
+            tools: self.tools && other.tools,
+            prompts: self.prompts && other.prompts,
+            resources: self.resources && other.resources,
+        }
+    }
 }
 
 impl ListChanged {
     fn lists(&self) -> Lists {
         match self {
-            ListChanged::Session(_) => Lists {
-                tools: true,
-                prompts: true,
-                resources: true,
-            },
+            ListChanged::Session(_) => Lists::all(),
             ListChanged::Listen(sink) => Lists::of(sink.accepted()),
         }
     }
@@ -174,6 +188,30 @@ pub(crate) async fn notify_list_changes(
         let now = Visible::now(&gateway, &credential, agent.as_deref(), lists);
         let changed = now.differs(&last);
         last = now;
+        if changed.any() && !client.changed(changed).await {
+            return;
+        }
+    }
+}
+
+/// Passes on to `client` the list changes `changes` announces (those it follows), until it
+/// goes or they end: what a bridge hears from the server it bridges to.
+pub(crate) async fn forward_list_changes(
+    mut changes: tokio::sync::broadcast::Receiver<Lists>,
+    client: ListChanged,
+) {
+    let follows = client.lists();
+    loop {
+        let changed = match changes.recv().await {
+            Ok(changed) => changed,
+            // Some announcements were missed: every list may have changed.
+            Err(RecvError::Lagged(_)) => Lists::all(),
+            Err(RecvError::Closed) => return,
+        };
+        if client.is_closed() {
+            return;
+        }
+        let changed = changed.and(follows);
         if changed.any() && !client.changed(changed).await {
             return;
         }

@@ -1014,6 +1014,117 @@ async fn warden_stdio_bridges_to_a_remote_server_and_fails_closed_when_it_is_gon
     );
 }
 
+/// A client that passes on which lists it heard changed.
+#[derive(Clone)]
+struct ListChanges(tokio::sync::mpsc::UnboundedSender<&'static str>);
+
+impl rmcp::ClientHandler for ListChanges {
+    async fn on_tool_list_changed(
+        &self,
+        _ctx: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        let _ = self.0.send("tools");
+    }
+
+    async fn on_prompt_list_changed(
+        &self,
+        _ctx: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        let _ = self.0.send("prompts");
+    }
+
+    async fn on_resource_list_changed(
+        &self,
+        _ctx: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        let _ = self.0.send("resources");
+    }
+}
+
+/// `warden stdio --remote` advertises exactly what it serves — tools, prompts, resources and
+/// resource templates, each list announced when it changes, no subscriptions, completions or
+/// logging — and passes the remote's list changes on to its client, in the client's era.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bridge_advertises_what_it_serves_and_passes_on_list_changes() {
+    use rmcp::model::ServerNotification as N;
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt as _};
+    let policy = "---\nkind: ToolPolicy\nname: publish\nproject: alpha\ntool: alpha__publish\nclass: mutation\n";
+    let w = TestWarden::start(&format!(
+        "kind: Project\nname: alpha\n---\n{}",
+        stdio_upstream("alpha", "alpha", policy)
+    ))
+    .await;
+    let bridge = |lifecycle: ClientLifecycleMode| {
+        let mut cmd = tokio::process::Command::new(WARDEN);
+        cmd.args(["stdio", "--remote", &w.mcp()])
+            .env("WARDEN_TOKEN", &w.admin)
+            .env("WARDEN_LOG", "warn");
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let transport = rmcp::transport::TokioChildProcess::new(cmd).unwrap();
+        async move {
+            let client = ListChanges(tx)
+                .serve_with_lifecycle(transport, lifecycle)
+                .await
+                .unwrap();
+            (client, rx)
+        }
+    };
+    let (old, mut old_heard) = bridge(ClientLifecycleMode::Initialize).await;
+    let (modern, _) = bridge(ClientLifecycleMode::Discover {
+        preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+    })
+    .await;
+    for info in [old.peer_info().unwrap(), modern.peer_info().unwrap()] {
+        let c = &info.capabilities;
+        assert_eq!(c.tools.as_ref().unwrap().list_changed, Some(true), "{c:?}");
+        assert_eq!(
+            c.prompts.as_ref().unwrap().list_changed,
+            Some(true),
+            "{c:?}"
+        );
+        let resources = c.resources.as_ref().unwrap();
+        assert_eq!(resources.list_changed, Some(true), "{c:?}");
+        assert_eq!(resources.subscribe, None, "{c:?}");
+        assert!(c.completions.is_none() && c.logging.is_none(), "{c:?}");
+    }
+    let filter = rmcp::model::SubscriptionFilter::builder()
+        .tools_list_changed()
+        .prompts_list_changed()
+        .resources_list_changed()
+        .build();
+    let mut listen = modern.listen(filter).await.unwrap();
+
+    call(&old, "alpha__publish", json!({"name": "bridged"})).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let mut missing = vec!["tools", "prompts", "resources"];
+    while !missing.is_empty() {
+        match tokio::time::timeout_at(deadline, old_heard.recv()).await {
+            Ok(Some(list)) => missing.retain(|m| *m != list),
+            _ => panic!("the 2025-11-25 client never heard that {missing:?} changed"),
+        }
+    }
+    let mut missing = vec!["tools", "prompts", "resources"];
+    while !missing.is_empty() {
+        let list = match tokio::time::timeout_at(deadline, listen.next()).await {
+            Ok(Ok(Some(N::ToolListChangedNotification(_)))) => "tools",
+            Ok(Ok(Some(N::PromptListChangedNotification(_)))) => "prompts",
+            Ok(Ok(Some(N::ResourceListChangedNotification(_)))) => "resources",
+            Ok(Ok(Some(_))) => continue,
+            other => {
+                panic!("the 2026-07-28 client never heard that {missing:?} changed ({other:?})")
+            }
+        };
+        missing.retain(|m| *m != list);
+    }
+    let templates = modern.list_all_resource_templates().await.unwrap();
+    assert!(
+        templates
+            .iter()
+            .any(|t| t.uri_template == "notes://published/bridged/{part}"),
+        "{templates:?}"
+    );
+}
+
 /// A stateless 2026-07-28 request over a raw connection: its body with a `Content-Length`
 /// (answered inline) or chunked (answered by rmcp). Returns the status line and the body.
 async fn stateless(
