@@ -12,6 +12,9 @@
 //! `subscriptions/listen` with `resourceSubscriptions`): every note added or deleted sends
 //! `notifications/resources/updated` for it.
 //!
+//! It also offers a prompt (`brief`), a resource (`notes://readme`) and a resource template
+//! (`notes://note/{id}`) with every field that is not a gateway's ([`showcase`]).
+//!
 //! `end_streams` ends every `subscriptions/listen` stream gracefully, as a server that
 //! restarts them does. `publish` adds a tool, a prompt, a resource and a resource template named after its `name`
 //! and announces that those lists changed, in the caller's era: on the calling session
@@ -33,6 +36,13 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt as _};
 use serde_json::{Value, json};
 use warden_mcp::demo::DemoNotes;
+
+pub mod showcase;
+
+/// A value of the fixture's own making as an MCP type.
+fn typed<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, McpError> {
+    serde_json::from_value(value).map_err(|e| McpError::internal_error(e.to_string(), None))
+}
 
 /// Who is told that `notes://all` changed.
 #[derive(Clone, Debug)]
@@ -410,6 +420,7 @@ impl ServerHandler for NotesServer {
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
         let mut prompts = self.notebook.list_prompts(request, ctx).await?;
+        prompts.prompts.push(typed(showcase::prompt())?);
         prompts.prompts.extend(
             self.published()
                 .into_iter()
@@ -423,6 +434,10 @@ impl ServerHandler for NotesServer {
         request: GetPromptRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
+        if request.name == "brief" {
+            let result: rmcp::model::GetPromptResult = typed(showcase::prompt_result())?;
+            return Ok(result.into());
+        }
         self.notebook.get_prompt(request, ctx).await
     }
 
@@ -432,6 +447,7 @@ impl ServerHandler for NotesServer {
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
         let mut resources = self.notebook.list_resources(request, ctx).await?;
+        resources.resources.push(typed(showcase::resource())?);
         resources.resources.extend(
             self.published()
                 .into_iter()
@@ -445,11 +461,12 @@ impl ServerHandler for NotesServer {
         _request: Option<PaginatedRequestParams>,
         _ctx: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListResourceTemplatesResult, McpError> {
-        let templates = self.published().into_iter().map(|name| {
+        let mut templates = vec![typed(showcase::template())?];
+        templates.extend(self.published().into_iter().map(|name| {
             rmcp::model::ResourceTemplate::new(format!("notes://published/{name}/{{part}}"), name)
-        });
+        }));
         Ok(rmcp::model::ListResourceTemplatesResult::with_all_items(
-            templates.collect(),
+            templates,
         ))
     }
 
@@ -458,6 +475,10 @@ impl ServerHandler for NotesServer {
         request: ReadResourceRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
+        if request.uri == "notes://readme" {
+            let result: rmcp::model::ReadResourceResult = typed(showcase::resource_result())?;
+            return Ok(result.into());
+        }
         self.notebook.read_resource(request, ctx).await
     }
 

@@ -704,3 +704,100 @@ async fn an_upstream_that_ends_its_listen_streams_keeps_being_heard() {
         }
     }
 }
+
+/// What is not Warden's passes through unchanged, in both client eras and from an upstream of
+/// either era (XPORT-5): a tool's annotations and `_meta`; a prompt's, a resource's and a resource template's titles,
+/// descriptions, icons, `_meta` and annotations exactly as the upstream listed them (a prompt
+/// renamed into the catalog only), and what `prompts/get` and `resources/read` answer with
+/// their `_meta`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prompts_resources_and_templates_pass_through_unchanged_in_both_eras() {
+    use warden_testkit::notes::showcase;
+    let find = |list: &Value, key: &str, value: &str| -> Value {
+        list.as_array()
+            .unwrap()
+            .iter()
+            .find(|item| item[key] == value)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {key} {value} in {list}"))
+    };
+    // The era's own fields of a result (2026-07-28: `resultType`, caching hints).
+    let without_result_type = |mut result: Value| {
+        let fields = result.as_object_mut().unwrap();
+        for era_field in ["resultType", "ttlMs", "cacheScope"] {
+            fields.remove(era_field);
+        }
+        result
+    };
+    for flags in [&[][..], &["--only-2025"][..]] {
+        let w = TestWarden::start(&format!(
+            "kind: Project\nname: alpha\n---\n{}",
+            stdio_upstream_with("alpha", "alpha", flags, "")
+        ))
+        .await;
+        let legacy = open_session(&w, &w.admin).await;
+        for (version, session) in [("2026-07-28", None), ("2025-11-25", Some(legacy.as_str()))] {
+            let who = format!("{version} client, upstream flags {flags:?}");
+            let list = request(&w, version, session, "tools/list", "", json!({})).await;
+            let echo = find(&list["tools"], "name", "alpha__echo");
+            assert_eq!(
+                (&echo["annotations"], &echo["_meta"]),
+                (
+                    &json!({"readOnlyHint": true, "openWorldHint": false}),
+                    &json!({"ui": {"resourceUri": "ui://notes/echo"}})
+                ),
+                "{who}"
+            );
+            let list = request(&w, version, session, "prompts/list", "", json!({})).await;
+            let mut expected = showcase::prompt();
+            expected["name"] = json!("alpha__brief");
+            assert_eq!(
+                find(&list["prompts"], "name", "alpha__brief"),
+                expected,
+                "{who}"
+            );
+            let list = request(&w, version, session, "resources/list", "", json!({})).await;
+            assert_eq!(
+                find(&list["resources"], "uri", "notes://readme"),
+                showcase::resource(),
+                "{who}"
+            );
+            let list = request(
+                &w,
+                version,
+                session,
+                "resources/templates/list",
+                "",
+                json!({}),
+            )
+            .await;
+            assert_eq!(
+                find(
+                    &list["resourceTemplates"],
+                    "uriTemplate",
+                    "notes://note/{id}"
+                ),
+                showcase::template(),
+                "{who}"
+            );
+            let params = json!({"name": "alpha__brief"});
+            let got = request(&w, version, session, "prompts/get", "alpha__brief", params).await;
+            assert_eq!(without_result_type(got), showcase::prompt_result(), "{who}");
+            let params = json!({"uri": "notes://readme"});
+            let read = request(
+                &w,
+                version,
+                session,
+                "resources/read",
+                "notes://readme",
+                params,
+            )
+            .await;
+            assert_eq!(
+                without_result_type(read),
+                showcase::resource_result(),
+                "{who}"
+            );
+        }
+    }
+}

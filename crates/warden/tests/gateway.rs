@@ -919,7 +919,7 @@ async fn upstream_prompts_and_resources_are_federated_read_only_under_project_au
             .into_iter()
             .map(|p| p.name)
             .collect();
-        assert_eq!(prompts, vec!["alpha__summarize".to_owned()], "{era:?}");
+        assert_eq!(prompts, ["alpha__summarize", "alpha__brief"], "{era:?}");
         let p = client
             .get_prompt(rmcp::model::GetPromptRequestParams::new("alpha__summarize"))
             .await
@@ -945,7 +945,7 @@ async fn upstream_prompts_and_resources_are_federated_read_only_under_project_au
             .into_iter()
             .map(|r| r.uri)
             .collect();
-        assert_eq!(resources, vec!["notes://all".to_owned()], "{era:?}");
+        assert_eq!(resources, ["notes://all", "notes://readme"], "{era:?}");
         let read = client
             .read_resource(rmcp::model::ReadResourceRequestParams::new("notes://all"))
             .await
