@@ -344,7 +344,10 @@ impl ServerHandler for McpHandler {
         ctx: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CompleteResult, McpError> {
         let authority = self.authority(&ctx)?;
-        self.gateway.complete(&authority, request).await
+        let client = self.client_context(&ctx, &authority, None)?;
+        self.gateway
+            .complete(&authority, request, Some(&client))
+            .await
     }
 
     async fn list_prompts(
@@ -388,7 +391,11 @@ impl ServerHandler for McpHandler {
         ctx: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
         let authority = self.authority(&ctx)?;
-        self.gateway.read_resource(&authority, &request.uri).await
+        let retry = retry_of(request.input_responses.clone(), &request.request_state);
+        let client = self.client_context(&ctx, &authority, retry)?;
+        self.gateway
+            .read_resource(&authority, request, Some(&client))
+            .await
     }
 
     async fn list_resource_templates(

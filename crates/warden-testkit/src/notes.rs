@@ -12,6 +12,9 @@
 //! `subscriptions/listen` with `resourceSubscriptions`): every note added or deleted sends
 //! `notifications/resources/updated` for it.
 //!
+//! `notes://ask/{question}` (a resource template) needs the reader's answer to `question`
+//! first: an elicitation in 2025-11-25, `input_required` in 2026-07-28.
+//!
 //! It also offers a prompt (`brief`), a resource (`notes://readme`) and a resource template
 //! (`notes://note/{id}`) with every field that is not a gateway's ([`showcase`]).
 //!
@@ -279,16 +282,7 @@ impl NotesServer {
             )),
             "ask" => {
                 let question = text_arg("question").unwrap_or_default();
-                let schema = rmcp::model::ElicitationSchema::builder()
-                    .required_string("answer")
-                    .build()
-                    .map_err(|e| McpError::internal_error(e.to_string(), None))?;
-                let params = rmcp::model::ElicitRequestParams::FormElicitationParams {
-                    meta: None,
-                    message: question,
-                    requested_schema: schema,
-                };
-                match ctx.peer.create_elicitation(params).await {
+                match ctx.peer.create_elicitation(elicitation(&question)?).await {
                     Ok(answer) => Ok(structured(serde_json::to_value(answer).unwrap_or_default())),
                     Err(e) => Ok(CallToolResult::error(vec![ContentBlock::text(format!(
                         "elicitation refused: {e}"
@@ -461,7 +455,10 @@ impl ServerHandler for NotesServer {
         _request: Option<PaginatedRequestParams>,
         _ctx: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListResourceTemplatesResult, McpError> {
-        let mut templates = vec![typed(showcase::template())?];
+        let mut templates = vec![
+            typed(showcase::template())?,
+            rmcp::model::ResourceTemplate::new("notes://ask/{question}", "ask"),
+        ];
         templates.extend(self.published().into_iter().map(|name| {
             rmcp::model::ResourceTemplate::new(format!("notes://published/{name}/{{part}}"), name)
         }));
@@ -478,6 +475,9 @@ impl ServerHandler for NotesServer {
         if request.uri == "notes://readme" {
             let result: rmcp::model::ReadResourceResult = typed(showcase::resource_result())?;
             return Ok(result.into());
+        }
+        if let Some(question) = request.uri.strip_prefix("notes://ask/") {
+            return read_asking(&request, question, &ctx).await;
         }
         self.notebook.read_resource(request, ctx).await
     }
@@ -556,26 +556,7 @@ impl ServerHandler for NotesServer {
                 r.structured_content = Some(v);
                 return Ok(r.into());
             }
-            let schema = rmcp::model::ElicitationSchema::builder()
-                .required_string("answer")
-                .build()
-                .map_err(|e| McpError::internal_error(e.to_string(), None))?;
-            let params = rmcp::model::ElicitRequestParams::FormElicitationParams {
-                meta: None,
-                message: question.clone(),
-                requested_schema: schema,
-            };
-            let mut requests = rmcp::model::InputRequests::new();
-            requests.insert(
-                "answer".into(),
-                rmcp::model::InputRequest::Elicitation(rmcp::model::ElicitRequest::new(params)),
-            );
-            return Ok(CallToolResponse::InputRequired(
-                rmcp::model::InputRequiredResult::new(
-                    Some(requests),
-                    Some(format!("asked:{question}")),
-                ),
-            ));
+            return Ok(CallToolResponse::InputRequired(asking(&question)?));
         }
         let result = self.run(&request.name, &args, &ctx).await;
         if let Ok(r) = &result {
@@ -587,6 +568,68 @@ impl ServerHandler for NotesServer {
             }
         }
         result.map(Into::into)
+    }
+}
+
+/// The elicitation of `question`, answered by a string `answer`.
+fn elicitation(question: &str) -> Result<rmcp::model::ElicitRequestParams, McpError> {
+    let schema = rmcp::model::ElicitationSchema::builder()
+        .required_string("answer")
+        .build()
+        .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+    Ok(rmcp::model::ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message: question.to_owned(),
+        requested_schema: schema,
+    })
+}
+
+/// A 2026-07-28 `input_required` asking `question` (an elicitation keyed `answer`, state
+/// `asked:<question>`).
+fn asking(question: &str) -> Result<rmcp::model::InputRequiredResult, McpError> {
+    let mut requests = rmcp::model::InputRequests::new();
+    requests.insert(
+        "answer".into(),
+        rmcp::model::InputRequest::Elicitation(rmcp::model::ElicitRequest::new(elicitation(
+            question,
+        )?)),
+    );
+    Ok(rmcp::model::InputRequiredResult::new(
+        Some(requests),
+        Some(format!("asked:{question}")),
+    ))
+}
+
+/// `notes://ask/{question}`: a read that needs the client's answer first — asked by
+/// elicitation in 2025-11-25, by `input_required` in 2026-07-28 (the retry's answer and echoed
+/// state come back in the contents).
+async fn read_asking(
+    request: &ReadResourceRequestParams,
+    question: &str,
+    ctx: &RequestContext<RoleServer>,
+) -> Result<ReadResourceResponse, McpError> {
+    let contents = |v: Value| {
+        rmcp::model::ReadResourceResult::new(vec![rmcp::model::ResourceContents::text(
+            v.to_string(),
+            request.uri.clone(),
+        )])
+        .into()
+    };
+    if is_stateless(ctx) {
+        return match request
+            .input_responses
+            .as_ref()
+            .and_then(|r| r.get("answer"))
+        {
+            Some(answer) => Ok(contents(
+                json!({"answer": answer, "requestState": request.request_state}),
+            )),
+            None => Ok(ReadResourceResponse::InputRequired(asking(question)?)),
+        };
+    }
+    match ctx.peer.create_elicitation(elicitation(question)?).await {
+        Ok(answer) => Ok(contents(json!({"answer": answer}))),
+        Err(e) => Ok(contents(json!({"refused": e.to_string()}))),
     }
 }
 

@@ -37,12 +37,25 @@ async fn answer(
     session: Option<&str>,
     method: &str,
     name: &str,
+    params: Value,
+) -> Value {
+    answer_as(w, version, session, json!({}), method, name, params).await
+}
+
+/// [`answer`] from a client with `capabilities` (a 2026-07-28 request declares them).
+async fn answer_as(
+    w: &TestWarden,
+    version: &str,
+    session: Option<&str>,
+    capabilities: Value,
+    method: &str,
+    name: &str,
     mut params: Value,
 ) -> Value {
     if version == "2026-07-28" {
         params["_meta"] = json!({
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientCapabilities": capabilities,
             "io.modelcontextprotocol/clientInfo": {"name": "eras", "version": "1"}
         });
     }
@@ -799,5 +812,106 @@ async fn prompts_resources_and_templates_pass_through_unchanged_in_both_eras() {
                 "{who}"
             );
         }
+    }
+}
+
+/// A 2025-11-25 client that answers every elicitation `{"answer": "blue"}`.
+#[derive(Clone)]
+struct Blue;
+
+impl rmcp::ClientHandler for Blue {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let mut capabilities = rmcp::model::ClientCapabilities::default();
+        capabilities.elicitation = Some(Default::default());
+        rmcp::model::ClientConfig::new(capabilities, rmcp::model::Implementation::new("blue", "1"))
+    }
+
+    async fn create_elicitation(
+        &self,
+        _params: rmcp::model::ElicitRequestParams,
+        _ctx: rmcp::service::RequestContext<rmcp::RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        Ok(
+            rmcp::model::ElicitResult::new(rmcp::model::ElicitationAction::Accept)
+                .with_content(json!({"answer": "blue"})),
+        )
+    }
+}
+
+/// `resources/read` is served in the client's era, as `tools/call` is: a resource whose
+/// upstream needs the reader's answer first is read in every pairing of eras — a 2025-11-25
+/// client is asked by elicitation (the upstream's own, or Warden's for a 2026-07-28
+/// upstream's `input_required`), a 2026-07-28 client gets `input_required` and its retry's
+/// answer reaches the upstream (its own state, or Warden's for a 2025-11-25 upstream).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resource_that_needs_the_readers_answer_is_read_in_every_pairing_of_eras() {
+    use rmcp::ServiceExt as _;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let uri = "notes://ask/color";
+    let text = |result: &Value| {
+        result["contents"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    for flags in [&[][..], &["--only-2025"][..]] {
+        let w = TestWarden::start(&format!(
+            "kind: Project\nname: alpha\n---\n{}",
+            stdio_upstream_with("alpha", "alpha", flags, "")
+        ))
+        .await;
+        let config =
+            StreamableHttpClientTransportConfig::with_uri(w.mcp()).auth_header(w.admin.clone());
+        let session = Blue
+            .serve(StreamableHttpClientTransport::from_config(config))
+            .await
+            .unwrap();
+        let read = session
+            .read_resource(rmcp::model::ReadResourceRequestParams::new(uri))
+            .await
+            .unwrap_or_else(|e| panic!("2025 client, upstream flags {flags:?}: {e}"));
+        let read = serde_json::to_value(read).unwrap();
+        assert!(
+            text(&read).contains("blue"),
+            "2025 client, upstream flags {flags:?}: {read}"
+        );
+
+        let eliciting = json!({"elicitation": {}});
+        let params = json!({"uri": uri});
+        let first = answer_as(
+            &w,
+            "2026-07-28",
+            None,
+            eliciting.clone(),
+            "resources/read",
+            uri,
+            params,
+        )
+        .await;
+        let who = format!("2026 client, upstream flags {flags:?}");
+        let result = &first["result"];
+        assert_eq!(result["resultType"], "input_required", "{who}: {first}");
+        let questions = result["inputRequests"].as_object().unwrap();
+        assert_eq!(questions.len(), 1, "{who}: {first}");
+        let (key, question) = questions.iter().next().unwrap();
+        assert_eq!(question["method"], "elicitation/create", "{who}: {first}");
+        let retry = json!({
+            "uri": uri,
+            "inputResponses": {key: {"action": "accept", "content": {"answer": "blue"}}},
+            "requestState": result["requestState"],
+        });
+        let done = answer_as(
+            &w,
+            "2026-07-28",
+            None,
+            eliciting,
+            "resources/read",
+            uri,
+            retry,
+        )
+        .await;
+        assert_eq!(done["result"]["resultType"], "complete", "{who}: {done}");
+        assert!(text(&done["result"]).contains("blue"), "{who}: {done}");
     }
 }

@@ -98,19 +98,24 @@ impl Live {
         resources
     }
 
-    /// `resources/read`.
+    /// `resources/read`, for the calling `client` (what an upstream asks meanwhile goes to
+    /// it; a 2026-07-28 retry's answers and state go back to the upstream).
     pub(super) async fn read_resource(
         &self,
         authority: &Authority,
-        uri: &str,
+        request: ReadResourceRequestParams,
+        client: Option<&ClientContext>,
     ) -> Result<ReadResourceResponse, rmcp::ErrorData> {
+        let uri = request.uri.as_str();
         if let Some(r) = knowledge::project_document(&self.peek().policy, authority, uri) {
             return Ok(r.into());
         }
         match self.resource_owner(authority, uri) {
             Some(slot) => {
-                slot.read_resource(ReadResourceRequestParams::new(uri.to_owned()))
-                    .await
+                let mut params = ReadResourceRequestParams::new(uri.to_owned());
+                params.input_responses = request.input_responses;
+                params.request_state = request.request_state;
+                slot.read_resource(params, client).await
             }
             None => Err(unknown_resource(uri)),
         }
@@ -169,6 +174,7 @@ impl Live {
         &self,
         authority: &Authority,
         mut params: CompleteRequestParams,
+        client: Option<&ClientContext>,
     ) -> Result<CompleteResult, rmcp::ErrorData> {
         let owner = match &mut params.r#ref {
             Reference::Prompt(prompt) => {
@@ -198,7 +204,11 @@ impl Live {
             _ => None,
         };
         match owner {
-            Some(slot) => slot.complete(params).await,
+            Some(slot) => {
+                // The client's own `_meta` keys are not the upstream's business.
+                params.meta = None;
+                slot.complete(params, client).await
+            }
             None => Ok(CompleteResult::default()),
         }
     }

@@ -221,13 +221,14 @@ impl Gateway {
         self.live.resources(authority)
     }
 
-    /// `resources/read`.
+    /// `resources/read`, for the calling `client` (what an upstream asks meanwhile goes to it).
     pub async fn read_resource(
         &self,
         authority: &Authority,
-        uri: &str,
+        request: rmcp::model::ReadResourceRequestParams,
+        client: Option<&ClientContext>,
     ) -> Result<rmcp::model::ReadResourceResponse, rmcp::ErrorData> {
-        self.live.read_resource(authority, uri).await
+        self.live.read_resource(authority, request, client).await
     }
 
     /// `resources/templates/list`.
@@ -257,13 +258,14 @@ impl Gateway {
         self.live.unsubscribe(authority, uri, session).await
     }
 
-    /// `completion/complete`.
+    /// `completion/complete`, for the calling `client` (its progress, logs, cancellation).
     pub async fn complete(
         &self,
         authority: &Authority,
         params: rmcp::model::CompleteRequestParams,
+        client: Option<&ClientContext>,
     ) -> Result<rmcp::model::CompleteResult, rmcp::ErrorData> {
-        self.live.complete(authority, params).await
+        self.live.complete(authority, params, client).await
     }
 
     /// `logging/setLevel`.

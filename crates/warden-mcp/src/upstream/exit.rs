@@ -49,7 +49,7 @@ impl Exit {
                     )
                 };
                 let request = ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
-                peer.request(request, options, client, owner).await
+                peer.request(request, options, client, Some(owner)).await
             }
             Exit::Http(http) => call_http(http, params, client, timeout).await,
         }

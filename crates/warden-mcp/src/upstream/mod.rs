@@ -9,6 +9,8 @@
 //!   are in `http`);
 //! - [`exit`]: how a `tools/call` leaves — the rmcp client ([`peer`]) or the HTTP exit —
 //!   chosen when the upstream connects; [`failure`]: how a round trip fails;
+//! - [`reads`]: `prompts/get`, `resources/read` and `completion/complete`, in the client's
+//!   era as a call is;
 //! - [`relays`]: what an upstream sends during a call, back to the calling client; [`input`]:
 //!   a 2026-07-28 upstream's `input_required` answers; [`suspend`]: a 2025-11-25 upstream's
 //!   questions for a 2026-07-28 client, as `input_required`;
@@ -30,6 +32,7 @@ pub mod http;
 mod input;
 mod list_watch;
 mod peer;
+mod reads;
 mod relays;
 mod slot;
 mod stdio;

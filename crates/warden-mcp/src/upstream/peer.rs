@@ -31,16 +31,18 @@ pub(super) struct PeerExit {
 }
 
 impl PeerExit {
-    /// One request round trip (`tools/call`, `prompts/get`), relaying what the upstream sends
-    /// meanwhile and passing on the client's cancellation. A JSON-RPC error from the upstream
-    /// is [`CallError::Refused`] (it executed the request and refused it). `owner` names the
-    /// request, for a suspension.
+    /// One request round trip (`tools/call`, `prompts/get`, `resources/read`,
+    /// `completion/complete`), relaying what the upstream sends meanwhile and passing on the
+    /// client's cancellation. A JSON-RPC error from the upstream is [`CallError::Refused`] (it
+    /// executed the request and refused it). `owner` names the request, for a suspension; a
+    /// request without one cannot be suspended, and what the upstream asks a 2026-07-28 client
+    /// during it is refused.
     pub(super) async fn request(
         &self,
         request: ClientRequest,
         options: PeerRequestOptions,
         client: Option<&ClientContext>,
-        owner: impl FnOnce() -> Owner,
+        owner: Option<impl FnOnce() -> Owner>,
     ) -> Result<ServerResult, CallError> {
         let (relay_tx, mut relays) = mpsc::channel(32);
         let call = InFlight {
@@ -73,6 +75,13 @@ impl PeerExit {
                     // A 2026-07-28 client is asked by `input_required`: the request goes on
                     // without this task.
                     Some(c) if c.stateless && relay.needs().is_some() => {
+                        let Some(owner) = owner else {
+                            relay.refuse(rmcp::ErrorData::invalid_request(
+                                "the calling client cannot be asked during this request",
+                                None,
+                            ));
+                            continue;
+                        };
                         let request = InFlightRequest {
                             response,
                             relays,

@@ -12,11 +12,9 @@ use std::time::Duration;
 
 use rmcp::RoleClient;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientRequest, CompleteRequestParams, CompleteResult,
-    GetPromptRequest, GetPromptRequestParams, GetPromptResponse, InputRequiredResult, JsonObject,
-    Prompt, ReadResourceRequestParams, ReadResourceResponse, Resource, ResourceTemplate,
-    ServerResult, SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter,
-    UnsubscribeRequestParams,
+    CallToolRequestParams, CallToolResult, ClientRequest, InputRequiredResult, JsonObject, Prompt,
+    Resource, ResourceTemplate, ServerResult, SetLevelRequestParams, SubscribeRequestParams,
+    SubscriptionFilter, UnsubscribeRequestParams,
 };
 use rmcp::service::{Peer, PeerRequestOptions, ServiceError};
 use tokio::sync::Notify;
@@ -40,7 +38,7 @@ pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a read-only request (lists, prompts, resources) may take.
 pub(super) const LIST_TIMEOUT: Duration = Duration::from_secs(15);
 /// How many `input_required` rounds Warden drives for a 2025-11-25 client before giving up.
-const MAX_INPUT_ROUNDS: usize = 10;
+pub(super) const MAX_INPUT_ROUNDS: usize = 10;
 
 /// What the supervisor knows about an upstream.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -116,8 +114,8 @@ pub struct UpstreamSlot {
     pub(super) inflight: Arc<InFlightTable>,
     pub(super) subscriptions: Arc<Subscriptions>,
     /// Requests suspended for a 2026-07-28 client's answers (2025-11-25 upstreams).
-    suspended: Arc<Suspensions>,
-    store: Option<Arc<Store>>,
+    pub(super) suspended: Arc<Suspensions>,
+    pub(super) store: Option<Arc<Store>>,
 }
 
 impl UpstreamSlot {
@@ -231,7 +229,7 @@ impl UpstreamSlot {
         }
     }
 
-    fn live_peer(&self) -> Result<Peer<RoleClient>, rmcp::ErrorData> {
+    pub(super) fn live_peer(&self) -> Result<Peer<RoleClient>, rmcp::ErrorData> {
         self.connection()
             .map(|c| c.peer)
             .map_err(|e| rmcp::ErrorData::internal_error(e, None))
@@ -294,7 +292,7 @@ impl UpstreamSlot {
     }
 
     /// Whether the upstream was reached in 2026-07-28 (no `resources/subscribe` there).
-    fn speaks_2026(&self) -> bool {
+    pub(super) fn speaks_2026(&self) -> bool {
         self.state.read().is_ok_and(|s| {
             matches!(&s.status, UpstreamStatus::Up { protocol } if protocol.as_str() >= "2026-07-28")
         })
@@ -321,119 +319,6 @@ impl UpstreamSlot {
             .is_some_and(|i| i.capabilities.logging.is_some())
         {
             let _ = tokio::time::timeout(LIST_TIMEOUT, peer.set_level(params)).await;
-        }
-    }
-
-    /// Gets a prompt by the upstream's own name (read-only federation), for `client`: what
-    /// the upstream asks meanwhile is asked in the client's era, as for a tool call.
-    pub async fn get_prompt(
-        &self,
-        mut params: GetPromptRequestParams,
-        client: Option<&ClientContext>,
-    ) -> Result<GetPromptResponse, rmcp::ErrorData> {
-        let peer = self.live_peer()?;
-        let complete = |mut result: rmcp::model::GetPromptResult| {
-            crate::wire::mark_complete(&mut result.result_type);
-            GetPromptResponse::Complete(result)
-        };
-        if !self.speaks_2026() {
-            let owner = Owner::of(
-                client,
-                "prompts/get",
-                &params.name,
-                params.arguments.as_ref(),
-            );
-            let state = params.request_state.take();
-            let responses = params.input_responses.take().unwrap_or_default();
-            let answer = match (client, state) {
-                (Some(c), Some(state)) => self.suspended.resume(&state, &owner, responses, c).await,
-                _ => {
-                    let timeout = self.spec.timeout.unwrap_or(DEFAULT_CALL_TIMEOUT);
-                    let request = ClientRequest::GetPromptRequest(GetPromptRequest::new(params));
-                    self.peer_exit(&peer)
-                        .request(
-                            request,
-                            PeerRequestOptions::with_timeout(timeout),
-                            client,
-                            || owner,
-                        )
-                        .await
-                }
-            };
-            return match answer {
-                Ok(ServerResult::GetPromptResult(result)) => Ok(complete(result)),
-                Ok(ServerResult::InputRequiredResult(needed)) => {
-                    Ok(GetPromptResponse::InputRequired(needed))
-                }
-                Ok(_) => Err(rmcp::ErrorData::internal_error(
-                    format!(
-                        "upstream `{}` answered prompts/get with something else",
-                        self.spec.name
-                    ),
-                    None,
-                )),
-                Err(e) => Err(self.request_error(e)),
-            };
-        }
-        let policy = self.spec.relay.clone().unwrap_or_default();
-        let inputs = Inputs {
-            upstream: self.spec.name.as_str(),
-            policy: &policy,
-            store: self.store.as_ref(),
-        };
-        for _ in 0..MAX_INPUT_ROUNDS {
-            let needed = match self.answer(peer.get_prompt_once(params.clone())).await? {
-                GetPromptResponse::Complete(result) => return Ok(complete(result)),
-                GetPromptResponse::InputRequired(needed) => needed,
-                _ => {
-                    return Err(rmcp::ErrorData::internal_error(
-                        format!(
-                            "upstream `{}` answered prompts/get with something else",
-                            self.spec.name
-                        ),
-                        None,
-                    ));
-                }
-            };
-            let run_id = client.map_or("", |c| c.run_id.as_str());
-            if let Some(why) = inputs.refused(&needed, run_id).await {
-                return Err(rmcp::ErrorData::invalid_request(why, None));
-            }
-            // A 2026-07-28 client answers itself; a 2025-11-25 client is asked by Warden.
-            let Some(c) = client.filter(|c| !c.stateless) else {
-                inputs.passed_on(&needed, run_id).await;
-                return Ok(GetPromptResponse::InputRequired(needed));
-            };
-            let responses = inputs
-                .ask(c, &needed)
-                .await
-                .map_err(|why| rmcp::ErrorData::internal_error(why, None))?;
-            params.input_responses = Some(responses);
-            params.request_state = needed.request_state;
-        }
-        Err(rmcp::ErrorData::internal_error(
-            format!(
-                "upstream `{}` still needed input after {MAX_INPUT_ROUNDS} rounds",
-                self.spec.name
-            ),
-            None,
-        ))
-    }
-
-    /// A failed request as the client's JSON-RPC error: the upstream's own, or one naming the
-    /// upstream.
-    fn request_error(&self, e: CallError) -> rmcp::ErrorData {
-        let name = &self.spec.name;
-        match e {
-            CallError::Refused(error) => error,
-            CallError::Unreachable(why) => rmcp::ErrorData::internal_error(
-                format!("upstream `{name}` is unavailable: {}", short(&why)),
-                None,
-            ),
-            CallError::TimedOut => {
-                rmcp::ErrorData::internal_error(format!("upstream `{name}` did not answer"), None)
-            }
-            CallError::Cancelled => rmcp::ErrorData::internal_error("cancelled", None),
         }
     }
 
@@ -470,35 +355,9 @@ impl UpstreamSlot {
         }
     }
 
-    /// `completion/complete` for one of this upstream's prompts or resource templates.
-    pub async fn complete(
-        &self,
-        params: CompleteRequestParams,
-    ) -> Result<CompleteResult, rmcp::ErrorData> {
-        let peer = self.live_peer()?;
-        let mut result = self.answer(peer.complete(params)).await?;
-        crate::wire::mark_complete(&mut result.result_type);
-        Ok(result)
-    }
-
-    /// Reads a resource of this upstream (read-only federation).
-    pub async fn read_resource(
-        &self,
-        params: ReadResourceRequestParams,
-    ) -> Result<ReadResourceResponse, rmcp::ErrorData> {
-        let peer = self.live_peer()?;
-        Ok(match self.answer(peer.read_resource_once(params)).await? {
-            ReadResourceResponse::Complete(mut result) => {
-                crate::wire::mark_complete(&mut result.result_type);
-                ReadResourceResponse::Complete(result)
-            }
-            other => other,
-        })
-    }
-
     /// The upstream's answer to a read-only request, bounded by the list timeout; its own
     /// protocol errors pass through, anything else names the upstream.
-    async fn answer<T>(
+    pub(super) async fn answer<T>(
         &self,
         request: impl std::future::Future<Output = Result<T, ServiceError>>,
     ) -> Result<T, rmcp::ErrorData> {
