@@ -13,11 +13,12 @@
 
 use rmcp::RoleServer;
 use rmcp::model::{
-    ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
-    ElicitResult, InputResponses, ListRootsResult, LoggingLevel, LoggingMessageNotificationParam,
-    ProgressNotificationParam, ProgressToken,
+    CancelledNotificationParam, ClientCapabilities, ClientResult, CreateMessageRequest,
+    CreateMessageRequestParams, CreateMessageResult, ElicitRequest, ElicitRequestParams,
+    ElicitResult, InputResponses, ListRootsRequest, ListRootsResult, LoggingLevel,
+    LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken, ServerRequest,
 };
-use rmcp::service::Peer;
+use rmcp::service::{Peer, PeerRequestOptions};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
@@ -75,6 +76,34 @@ pub struct Retry {
     pub request_state: Option<String>,
 }
 
+/// Where the answer to an upstream's request goes, and whether the upstream still wants it.
+#[derive(Debug)]
+pub struct Reply<T> {
+    answer: oneshot::Sender<Result<T, rmcp::ErrorData>>,
+    /// Fires when the upstream cancels its request.
+    cancelled: CancellationToken,
+}
+
+impl<T> Reply<T> {
+    /// A reply over `answer` to a request the upstream cancels with `cancelled`.
+    pub fn new(
+        answer: oneshot::Sender<Result<T, rmcp::ErrorData>>,
+        cancelled: CancellationToken,
+    ) -> Self {
+        Self { answer, cancelled }
+    }
+
+    /// Answers the upstream (nothing when it stopped waiting).
+    pub fn send(self, answer: Result<T, rmcp::ErrorData>) {
+        let _ = self.answer.send(answer);
+    }
+
+    /// Whether the upstream cancelled its request.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled.is_cancelled()
+    }
+}
+
 /// Something an upstream sends during a call, for the calling client.
 #[derive(Debug)]
 pub enum Relay {
@@ -83,17 +112,11 @@ pub enum Relay {
     /// `notifications/message`.
     Log(LoggingMessageNotificationParam),
     /// `elicitation/create`.
-    Elicit(
-        ElicitRequestParams,
-        oneshot::Sender<Result<ElicitResult, rmcp::ErrorData>>,
-    ),
+    Elicit(ElicitRequestParams, Reply<ElicitResult>),
     /// `sampling/createMessage`.
-    Sample(
-        Box<CreateMessageRequestParams>,
-        oneshot::Sender<Result<CreateMessageResult, rmcp::ErrorData>>,
-    ),
+    Sample(Box<CreateMessageRequestParams>, Reply<CreateMessageResult>),
     /// `roots/list`.
-    Roots(oneshot::Sender<Result<ListRootsResult, rmcp::ErrorData>>),
+    Roots(Reply<ListRootsResult>),
 }
 
 impl Relay {
@@ -108,13 +131,23 @@ impl Relay {
         }
     }
 
+    /// Whether this is a request the upstream has cancelled since.
+    pub fn is_cancelled(&self) -> bool {
+        match self {
+            Relay::Progress(_) | Relay::Log(_) => false,
+            Relay::Elicit(_, reply) => reply.is_cancelled(),
+            Relay::Sample(_, reply) => reply.is_cancelled(),
+            Relay::Roots(reply) => reply.is_cancelled(),
+        }
+    }
+
     /// Refuses a request (the upstream gets `error`); a notification is dropped.
     pub fn refuse(self, error: rmcp::ErrorData) {
         match self {
             Relay::Progress(_) | Relay::Log(_) => {}
-            Relay::Elicit(_, reply) => drop(reply.send(Err(error))),
-            Relay::Sample(_, reply) => drop(reply.send(Err(error))),
-            Relay::Roots(reply) => drop(reply.send(Err(error))),
+            Relay::Elicit(_, reply) => reply.send(Err(error)),
+            Relay::Sample(_, reply) => reply.send(Err(error)),
+            Relay::Roots(reply) => reply.send(Err(error)),
         }
     }
 }
@@ -131,7 +164,9 @@ pub fn declares(capabilities: &ClientCapabilities, name: &str) -> bool {
 
 /// Performs a relay on the client side of the call (in the call's own task); with no client
 /// attached, notifications are dropped and requests refused, and a request the client did not
-/// declare it can answer is refused without asking it.
+/// declare it can answer is refused without asking it. A request the upstream cancels, or
+/// whose call the client cancels, before the client answers is cancelled at the client too
+/// (`notifications/cancelled`).
 pub async fn perform(client: Option<&ClientContext>, relay: Relay) {
     if let (Some(c), Some(needed)) = (client, relay.needs())
         && c.capabilities
@@ -144,58 +179,111 @@ pub async fn perform(client: Option<&ClientContext>, relay: Relay) {
         ));
         return;
     }
+    let Some(c) = client else {
+        relay.refuse(rmcp::ErrorData::internal_error("no client to ask", None));
+        return;
+    };
     match relay {
         Relay::Progress(mut p) => {
-            if let Some(c) = client
-                && let Some(token) = &c.progress_token
-            {
+            if let Some(token) = &c.progress_token {
                 p.progress_token = token.clone();
                 let _ = c.peer.notify_progress(p).await;
             }
         }
         Relay::Log(l) => {
-            if let Some(c) = client
-                && c.log_level
-                    .is_some_and(|min| severity(l.level) >= severity(min))
+            if c.log_level
+                .is_some_and(|min| severity(l.level) >= severity(min))
             {
                 let _ = c.peer.notify_logging_message(l).await;
             }
         }
         Relay::Elicit(params, reply) => {
-            let answer = match client {
-                Some(c) => c.peer.create_elicitation(params).await.map_err(|e| {
-                    rmcp::ErrorData::internal_error(
-                        format!("the client did not answer the elicitation: {e}"),
-                        None,
-                    )
-                }),
-                None => Err(rmcp::ErrorData::internal_error("no client to ask", None)),
-            };
-            let _ = reply.send(answer);
+            let request = ServerRequest::ElicitRequest(ElicitRequest::new(params));
+            let answer = ask(c, request, &reply.cancelled, "the elicitation").await;
+            reply.send(answer.and_then(|a| match a {
+                ClientResult::ElicitResult(r) => Ok(r),
+                _ => Err(unexpected("the elicitation")),
+            }));
         }
         Relay::Sample(params, reply) => {
-            let answer = match client {
-                Some(c) => c.peer.create_message(*params).await.map_err(|e| {
-                    rmcp::ErrorData::internal_error(
-                        format!("the client did not answer the sampling request: {e}"),
-                        None,
-                    )
-                }),
-                None => Err(rmcp::ErrorData::internal_error("no client to ask", None)),
-            };
-            let _ = reply.send(answer);
+            if let Err(why) = sampleable(c, &params) {
+                reply.send(Err(why));
+                return;
+            }
+            let request = ServerRequest::CreateMessageRequest(CreateMessageRequest::new(*params));
+            let answer = ask(c, request, &reply.cancelled, "the sampling request").await;
+            reply.send(answer.and_then(|a| match a {
+                ClientResult::CreateMessageResult(r) => Ok(*r),
+                _ => Err(unexpected("the sampling request")),
+            }));
         }
         Relay::Roots(reply) => {
-            let answer = match client {
-                Some(c) => c.peer.list_roots().await.map_err(|e| {
-                    rmcp::ErrorData::internal_error(
-                        format!("the client did not answer roots/list: {e}"),
-                        None,
-                    )
-                }),
-                None => Err(rmcp::ErrorData::internal_error("no client to ask", None)),
-            };
-            let _ = reply.send(answer);
+            let request = ServerRequest::ListRootsRequest(ListRootsRequest {
+                method: Default::default(),
+                extensions: Default::default(),
+            });
+            let answer = ask(c, request, &reply.cancelled, "roots/list").await;
+            reply.send(answer.and_then(|a| match a {
+                ClientResult::ListRootsResult(r) => Ok(r),
+                _ => Err(unexpected("roots/list")),
+            }));
         }
     }
+}
+
+/// What rmcp checks of a sampling request before sending it to a client.
+fn sampleable(
+    c: &ClientContext,
+    params: &CreateMessageRequestParams,
+) -> Result<(), rmcp::ErrorData> {
+    if (params.tools.is_some() || params.tool_choice.is_some()) && !c.peer.supports_sampling_tools()
+    {
+        return Err(rmcp::ErrorData::invalid_params(
+            "tools or toolChoice provided but client does not support sampling tools capability",
+            None,
+        ));
+    }
+    params
+        .validate()
+        .map_err(|e| rmcp::ErrorData::invalid_params(e, None))
+}
+
+fn unexpected(what: &str) -> rmcp::ErrorData {
+    rmcp::ErrorData::internal_error(
+        format!("the client answered {what} with something else"),
+        None,
+    )
+}
+
+/// Sends `request` to the client of `c` and waits for its answer. When the upstream cancels
+/// its request (`upstream`) or the client cancels its call first, the client is told that
+/// `request` is cancelled, and the answer is an error.
+async fn ask(
+    c: &ClientContext,
+    request: ServerRequest,
+    upstream: &CancellationToken,
+    what: &str,
+) -> Result<ClientResult, rmcp::ErrorData> {
+    let failed = |e: rmcp::service::ServiceError| {
+        rmcp::ErrorData::internal_error(format!("the client did not answer {what}: {e}"), None)
+    };
+    if upstream.is_cancelled() || c.cancel.is_cancelled() {
+        return Err(rmcp::ErrorData::internal_error("cancelled", None));
+    }
+    let handle = c
+        .peer
+        .send_cancellable_request(request, PeerRequestOptions::no_options())
+        .await
+        .map_err(failed)?;
+    let id = handle.id.clone();
+    let why = tokio::select! {
+        answer = handle.await_response() => return answer.map_err(failed),
+        () = upstream.cancelled() => "cancelled by the upstream",
+        () = c.cancel.cancelled() => "the call was cancelled",
+    };
+    let _ = c
+        .peer
+        .notify_cancelled(CancelledNotificationParam::new(Some(id), Some(why.into())))
+        .await;
+    Err(rmcp::ErrorData::internal_error(why, None))
 }

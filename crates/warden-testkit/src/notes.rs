@@ -12,6 +12,9 @@
 //! `subscriptions/listen` with `resourceSubscriptions`): every note added or deleted sends
 //! `notifications/resources/updated` for it.
 //!
+//! The prompt `slow` waits, as the tool does (honouring and counting cancellation);
+//! `ask_briefly` asks a question and cancels it after a while.
+//!
 //! `notes://ask/{question}` (a resource template) needs the reader's answer to `question`
 //! first: an elicitation in 2025-11-25, `input_required` in 2026-07-28.
 //!
@@ -142,6 +145,12 @@ fn tools() -> Vec<Tool> {
         )
         .with_annotations(read()),
         Tool::new(
+            "ask_briefly",
+            "Ask the client a question (elicitation), and cancel the question after `ms`",
+            schema(json!({"type": "object", "properties": {"question": {"type": "string"}, "ms": {"type": "integer", "minimum": 0, "maximum": 60000}}, "required": ["question", "ms"]})),
+        )
+        .with_annotations(read()),
+        Tool::new(
             "end_streams",
             "End every subscriptions/listen stream, as a server that restarts them does",
             schema(json!({"type": "object", "properties": {}})),
@@ -226,6 +235,30 @@ impl NotesServer {
         }
     }
 
+    /// The prompt `slow`: waits `ms`, or counts a cancellation.
+    async fn slow_prompt(
+        &self,
+        request: &GetPromptRequestParams,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let ms = request
+            .arguments
+            .as_ref()
+            .and_then(|a| a.get("ms"))
+            .and_then(|v| v.as_str().and_then(|s| s.parse().ok()).or(v.as_u64()))
+            .unwrap_or(0);
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_millis(ms)) => {
+                let message = rmcp::model::PromptMessage::new_text(rmcp::model::Role::User, "Done waiting.");
+                Ok(rmcp::model::GetPromptResult::new(vec![message]).into())
+            }
+            () = ctx.ct.cancelled() => {
+                self.counts.cancellations.fetch_add(1, Ordering::SeqCst);
+                Err(McpError::internal_error("cancelled", None))
+            }
+        }
+    }
+
     /// Tool calls executed so far.
     pub fn calls(&self) -> u64 {
         self.counts.calls.load(Ordering::SeqCst)
@@ -287,6 +320,20 @@ impl NotesServer {
                     Err(e) => Ok(CallToolResult::error(vec![ContentBlock::text(format!(
                         "elicitation refused: {e}"
                     ))])),
+                }
+            }
+            "ask_briefly" => {
+                let question = text_arg("question").unwrap_or_default();
+                let ms = args.get("ms").and_then(Value::as_u64).unwrap_or(0);
+                let wait = Some(Duration::from_millis(ms));
+                // rmcp tells the client the question is cancelled when it times out.
+                match ctx
+                    .peer
+                    .create_elicitation_with_timeout(elicitation(&question)?, wait)
+                    .await
+                {
+                    Ok(answer) => Ok(structured(serde_json::to_value(answer).unwrap_or_default())),
+                    Err(e) => Ok(structured(json!({"unanswered": e.to_string()}))),
                 }
             }
             "sample" => {
@@ -415,6 +462,11 @@ impl ServerHandler for NotesServer {
     ) -> Result<ListPromptsResult, McpError> {
         let mut prompts = self.notebook.list_prompts(request, ctx).await?;
         prompts.prompts.push(typed(showcase::prompt())?);
+        prompts.prompts.push(rmcp::model::Prompt::new(
+            "slow",
+            Some("Wait for `ms` milliseconds (honours cancellation)"),
+            Some(vec![rmcp::model::PromptArgument::new("ms")]),
+        ));
         prompts.prompts.extend(
             self.published()
                 .into_iter()
@@ -428,6 +480,9 @@ impl ServerHandler for NotesServer {
         request: GetPromptRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
+        if request.name == "slow" {
+            return self.slow_prompt(&request, &ctx).await;
+        }
         if request.name == "brief" {
             let result: rmcp::model::GetPromptResult = typed(showcase::prompt_result())?;
             return Ok(result.into());

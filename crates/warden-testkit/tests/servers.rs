@@ -44,6 +44,7 @@ async fn the_notes_fixture_serves_its_tools_over_stdio() {
             "ask",
             "sample",
             "progress",
+            "ask_briefly",
             "end_streams",
             "publish"
         ]

@@ -919,7 +919,11 @@ async fn upstream_prompts_and_resources_are_federated_read_only_under_project_au
             .into_iter()
             .map(|p| p.name)
             .collect();
-        assert_eq!(prompts, ["alpha__summarize", "alpha__brief"], "{era:?}");
+        assert_eq!(
+            prompts,
+            ["alpha__summarize", "alpha__brief", "alpha__slow"],
+            "{era:?}"
+        );
         let p = client
             .get_prompt(rmcp::model::GetPromptRequestParams::new("alpha__summarize"))
             .await

@@ -668,3 +668,161 @@ async fn over_a_2026_http_upstream_progress_logs_input_and_cancellation_reach_th
     wait_for_one_cancellation(&a, "web__cancellations").await;
     shutdown.cancel();
 }
+
+/// A 2025-11-25 client that takes elicitations and never answers one until it is cancelled
+/// (`asked`, then `cancelled`), as a person who walked away from a dialog.
+#[derive(Clone, Default)]
+struct Hanger {
+    heard: Arc<Mutex<Vec<&'static str>>>,
+}
+
+impl Hanger {
+    async fn until_heard(&self, what: &str, who: &str) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !self.heard.lock().unwrap().contains(&what) {
+            assert!(Instant::now() < deadline, "{who}: never {what}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+impl ClientHandler for Hanger {
+    fn get_info(&self) -> ClientConfig {
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.elicitation = Some(Default::default());
+        ClientConfig::new(capabilities, Implementation::new("hanger", "1"))
+    }
+
+    async fn create_elicitation(
+        &self,
+        _params: ElicitRequestParams,
+        ctx: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        self.heard.lock().unwrap().push("asked");
+        tokio::select! {
+            () = ctx.ct.cancelled() => self.heard.lock().unwrap().push("cancelled"),
+            () = tokio::time::sleep(Duration::from_secs(30)) => {}
+        }
+        Err(rmcp::ErrorData::internal_error("no answer", None))
+    }
+}
+
+/// A Warden in front of the notes fixture, unpinned, started with `flags`; a 2025-11-25
+/// [`Hanger`] connected to it.
+async fn hanging(flags: &[&str]) -> (TestWarden, RunningService<RoleClient, Hanger>, Hanger) {
+    let w = TestWarden::start(&format!(
+        "kind: Project\nname: alpha\n---\n{}",
+        stdio_upstream_with("alpha", "alpha", flags, "")
+    ))
+    .await;
+    let hanger = Hanger::default();
+    let cfg = StreamableHttpClientTransportConfig::with_uri(w.mcp()).auth_header(w.admin.clone());
+    let client = hanger
+        .clone()
+        .serve_with_lifecycle(
+            StreamableHttpClientTransport::from_config(cfg),
+            ClientLifecycleMode::Initialize,
+        )
+        .await
+        .unwrap();
+    (w, client, hanger)
+}
+
+/// An upstream that cancels a question it asked (here: it stops waiting after 300 ms) has it
+/// cancelled at the client Warden asked, and its call goes on at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_the_upstream_cancels_is_cancelled_at_the_client() {
+    let (w, client, hanger) = hanging(&["--only-2025"]).await;
+    let params = CallToolRequestParams::new("alpha__ask_briefly").with_arguments(
+        json!({"question": "still there?", "ms": 300})
+            .as_object()
+            .unwrap()
+            .clone(),
+    );
+    let r = tokio::time::timeout(Duration::from_secs(10), client.call_tool(params))
+        .await
+        .expect("the call waited for an answer its upstream no longer wanted")
+        .unwrap();
+    assert!(
+        r.structured_content.as_ref().unwrap()["unanswered"].is_string(),
+        "{}",
+        text_of(&r)
+    );
+    hanger.until_heard("cancelled", "the client").await;
+    drop(w);
+}
+
+/// A client that cancels its call while Warden waits for its answer to the upstream's
+/// question has that question cancelled too, and the call ends `cancelled` — whether the
+/// question is a 2025-11-25 upstream's request or a 2026-07-28 upstream's `input_required`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_cancelled_while_its_client_is_asked_cancels_the_question() {
+    for flags in [&["--only-2025"][..], &[][..]] {
+        let who = format!("upstream flags {flags:?}");
+        let (w, client, hanger) = hanging(flags).await;
+        let params = CallToolRequestParams::new("alpha__ask")
+            .with_arguments(json!({"question": "which?"}).as_object().unwrap().clone());
+        let handle = client
+            .send_cancellable_request(
+                ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+                PeerRequestOptions::no_options(),
+            )
+            .await
+            .unwrap();
+        hanger.until_heard("asked", &who).await;
+        handle.cancel(Some("never mind".into())).await.unwrap();
+        hanger.until_heard("cancelled", &who).await;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !outcomes(&w).contains(&("alpha__ask".to_owned(), "cancelled".to_owned())) {
+            assert!(Instant::now() < deadline, "{who}: {:?}", outcomes(&w));
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+/// Cancellation reaches the upstream in the pairings not covered above: a `prompts/get`
+/// cancelled by a 2025-11-25 client, against an upstream of either era, and a `tools/call`
+/// cancelled by a 2026-07-28 client against an upstream that speaks 2025-11-25 only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancellation_reaches_the_upstream_for_prompts_and_from_2026_clients() {
+    for flags in [&[][..], &["--only-2025"][..]] {
+        let w = TestWarden::start(&format!(
+            "kind: Project\nname: alpha\n---\n{}",
+            stdio_upstream_with("alpha", "alpha", flags, "")
+        ))
+        .await;
+        let (client, _) = connect(&w.mcp(), &w.admin, "client-a").await;
+        let mut arguments = serde_json::Map::new();
+        arguments.insert("ms".into(), json!("20000"));
+        let params =
+            rmcp::model::GetPromptRequestParams::new("alpha__slow").with_arguments(arguments);
+        let handle = client
+            .send_cancellable_request(
+                ClientRequest::GetPromptRequest(rmcp::model::GetPromptRequest::new(params)),
+                PeerRequestOptions::no_options(),
+            )
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        handle.cancel(Some("changed my mind".into())).await.unwrap();
+        wait_for_one_cancellation(&client, "alpha__cancellations").await;
+    }
+    let w = TestWarden::start(&format!(
+        "kind: Project\nname: alpha\n---\n{}",
+        stdio_upstream_with("alpha", "alpha", &["--only-2025"], "")
+    ))
+    .await;
+    let (modern, _) = connect_2026(&w.mcp(), &w.admin).await;
+    let params = CallToolRequestParams::new("alpha__slow")
+        .with_arguments(json!({"ms": 20000}).as_object().unwrap().clone());
+    let handle = modern
+        .send_cancellable_request(
+            ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+            PeerRequestOptions::no_options(),
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    handle.cancel(Some("changed my mind".into())).await.unwrap();
+    wait_for_one_cancellation(&modern, "alpha__cancellations").await;
+}

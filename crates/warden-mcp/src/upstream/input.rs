@@ -16,9 +16,11 @@ use rmcp::model::{CallToolResult, InputRequest, InputRequiredResult, InputRespon
 use warden_core::config::RelaySpec;
 use warden_store::Store;
 
+use tokio_util::sync::CancellationToken;
+
 use super::failure::short;
 use super::relays::record_relay;
-use crate::client::ClientContext;
+use crate::client::{ClientContext, Relay, Reply, perform};
 
 /// The upstream side of an input round: who asks, under which policy, recorded where.
 #[derive(Debug)]
@@ -102,28 +104,27 @@ impl Inputs<'_> {
         }
     }
 
-    /// Asks a 2025-11-25 client the input requests, on the call's own stream.
+    /// Asks a 2025-11-25 client the input requests, on the call's own stream, as the relays
+    /// of a 2025-11-25 upstream are asked (its capabilities checked; a request cancelled at the
+    /// client when the client cancels its call).
     pub(super) async fn ask(
         &self,
         client: &ClientContext,
         needed: &InputRequiredResult,
-    ) -> Result<InputResponses, String> {
+    ) -> Result<InputResponses, Unanswered> {
         let mut responses = InputResponses::new();
         for (key, request) in needed.input_requests.iter().flatten() {
-            let peer = &client.peer;
             let answer = match request {
-                InputRequest::Elicitation(r) => peer
-                    .create_elicitation(r.params.clone())
+                InputRequest::Elicitation(r) => {
+                    relayed(client, |reply| Relay::Elicit(r.params.clone(), reply)).await
+                }
+                InputRequest::CreateMessage(r) => {
+                    relayed(client, |reply| {
+                        Relay::Sample(Box::new(r.params.clone()), reply)
+                    })
                     .await
-                    .map(|a| serde_json::to_value(a).unwrap_or_default()),
-                InputRequest::CreateMessage(r) => peer
-                    .create_message(r.params.clone())
-                    .await
-                    .map(|a| serde_json::to_value(a).unwrap_or_default()),
-                _ => peer
-                    .list_roots()
-                    .await
-                    .map(|a| serde_json::to_value(a).unwrap_or_default()),
+                }
+                _ => relayed(client, Relay::Roots).await,
             };
             match answer {
                 Ok(value) => {
@@ -135,15 +136,41 @@ impl Inputs<'_> {
                     let why = format!(
                         "the client did not answer {}: {}",
                         kind(request),
-                        short(&e.to_string())
+                        short(&e.message)
                     );
                     self.record(&client.run_id, request, false, &why).await;
-                    return Err(why);
+                    if client.cancel.is_cancelled() {
+                        return Err(Unanswered::Cancelled);
+                    }
+                    return Err(Unanswered::Refused(why));
                 }
             }
         }
         Ok(responses)
     }
+}
+
+/// Why a client's answers did not come.
+#[derive(Debug)]
+pub(super) enum Unanswered {
+    /// The client cancelled its call meanwhile.
+    Cancelled,
+    /// The client could not or would not answer, and why.
+    Refused(String),
+}
+
+/// One request asked of the client as a relay is, and its answer as JSON.
+async fn relayed<T: serde::Serialize>(
+    client: &ClientContext,
+    make: impl FnOnce(Reply<T>) -> Relay,
+) -> Result<serde_json::Value, rmcp::ErrorData> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    // Nobody upstream cancels it: the upstream's request already ended with its questions.
+    let relay = make(Reply::new(tx, CancellationToken::new()));
+    perform(Some(client), relay).await;
+    rx.await
+        .unwrap_or_else(|_| Err(rmcp::ErrorData::internal_error("no answer", None)))
+        .map(|answer| serde_json::to_value(answer).unwrap_or_default())
 }
 
 /// A tool error result saying why a call could not finish.

@@ -23,7 +23,7 @@ use rmcp::model::{
 use rmcp::service::PeerRequestOptions;
 
 use super::failure::{CallError, short};
-use super::input::Inputs;
+use super::input::{Inputs, Unanswered};
 use super::relays::{narrowed, offered};
 use super::slot::{DEFAULT_CALL_TIMEOUT, LIST_TIMEOUT, MAX_INPUT_ROUNDS, UpstreamSlot};
 use super::suspend::Owner;
@@ -210,10 +210,10 @@ impl UpstreamSlot {
                 inputs.passed_on(&needed, run_id).await;
                 return Ok(ServerResult::InputRequiredResult(needed));
             };
-            let responses = inputs
-                .ask(c, &needed)
-                .await
-                .map_err(|why| rmcp::ErrorData::internal_error(why, None))?;
+            let responses = inputs.ask(c, &needed).await.map_err(|e| match e {
+                Unanswered::Cancelled => rmcp::ErrorData::internal_error("cancelled", None),
+                Unanswered::Refused(why) => rmcp::ErrorData::internal_error(why, None),
+            })?;
             asked.answer(Some(responses), needed.request_state);
         }
         Err(rmcp::ErrorData::internal_error(

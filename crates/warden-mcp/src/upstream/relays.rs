@@ -32,7 +32,7 @@ use warden_core::pipeline::Clock as _;
 use warden_store::Store;
 
 use super::subscriptions::Subscriptions;
-use crate::client::Relay;
+use crate::client::{Relay, Reply};
 use crate::clock::SystemClock;
 
 /// How long after a call ends a log message of its upstream still counts as the call's.
@@ -303,7 +303,7 @@ impl UpstreamClient {
         ctx: &RequestContext<RoleClient>,
         what: &str,
         allowed: bool,
-        make: impl FnOnce(oneshot::Sender<Result<T, rmcp::ErrorData>>) -> Relay,
+        make: impl FnOnce(Reply<T>) -> Relay,
     ) -> Result<T, rmcp::ErrorData> {
         let call = match self.target(ctx) {
             Target::One(call) => call,
@@ -342,14 +342,23 @@ impl UpstreamClient {
             ));
         }
         let (tx, rx) = oneshot::channel();
-        if call.relay.send(make(tx)).await.is_err() {
+        if call
+            .relay
+            .send(make(Reply::new(tx, ctx.ct.clone())))
+            .await
+            .is_err()
+        {
             self.record(&call.run_id, what, false, "the call ended")
                 .await;
             return Err(rmcp::ErrorData::internal_error("the call ended", None));
         }
-        let answer = rx
-            .await
-            .unwrap_or_else(|_| Err(rmcp::ErrorData::internal_error("the call ended", None)));
+        // The upstream may cancel its request: the client is told (see `perform`), and the
+        // upstream, which no longer waits, gets nothing more.
+        let answer = tokio::select! {
+            answer = rx => answer
+                .unwrap_or_else(|_| Err(rmcp::ErrorData::internal_error("the call ended", None))),
+            () = ctx.ct.cancelled() => Err(rmcp::ErrorData::internal_error("cancelled by the upstream", None)),
+        };
         let detail = match &answer {
             Ok(_) => "answered by the client".to_owned(),
             Err(e) => e.message.to_string(),

@@ -26,7 +26,7 @@ use warden_store::Store;
 
 use super::exit::Exit;
 use super::failure::{CallError, humanize, short};
-use super::input::{Inputs, error_result};
+use super::input::{Inputs, Unanswered, error_result};
 use super::peer::PeerExit;
 use super::relays::{InFlightTable, narrowed, offered};
 use super::subscriptions::{Subscriber, Subscriptions};
@@ -475,7 +475,10 @@ impl UpstreamSlot {
                 }
                 Some(c) => match inputs.ask(c, &needed).await {
                     Ok(responses) => responses,
-                    Err(why) => return Ok(UpstreamAnswer::Complete(error_result(why))),
+                    Err(Unanswered::Cancelled) => return Err(ExecError::Cancelled),
+                    Err(Unanswered::Refused(why)) => {
+                        return Ok(UpstreamAnswer::Complete(error_result(why)));
+                    }
                 },
                 None => {
                     return Ok(UpstreamAnswer::Complete(error_result(format!(

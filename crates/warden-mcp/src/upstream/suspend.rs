@@ -267,8 +267,11 @@ impl Driver {
                     self.reply(Step::Done(Box::new(done)));
                     break;
                 }
+                // A question the upstream cancelled meanwhile is not asked.
+                self.pending.retain(|p| !p.relay.is_cancelled());
                 if !self.pending.is_empty() {
                     self.gather().await;
+                    self.pending.retain(|p| !p.relay.is_cancelled());
                     self.ask();
                 }
             }
@@ -433,9 +436,9 @@ fn answer_with(relay: Relay, answer: serde_json::Value) {
         })
     }
     match relay {
-        Relay::Elicit(_, reply) => drop(reply.send(read(answer))),
-        Relay::Sample(_, reply) => drop(reply.send(read(answer))),
-        Relay::Roots(reply) => drop(reply.send(read(answer))),
+        Relay::Elicit(_, reply) => reply.send(read(answer)),
+        Relay::Sample(_, reply) => reply.send(read(answer)),
+        Relay::Roots(reply) => reply.send(read(answer)),
         Relay::Progress(_) | Relay::Log(_) => {}
     }
 }
