@@ -90,8 +90,9 @@ impl McpHandler {
     }
 
     /// The run of this session: an unattended agent run keeps the id it was started with;
-    /// any other session is a run of its own.
-    fn run_state(&self, authority: &Authority) -> Arc<RunState> {
+    /// any other session is a run of its own — with the same id on every replica that serves
+    /// it (a 2025-11-25 session restored elsewhere gets a handler of its own there).
+    fn run_state(&self, authority: &Authority, ctx: &RequestContext<RoleServer>) -> Arc<RunState> {
         self.run
             .get_or_init(|| {
                 Arc::new(match &authority.principal {
@@ -99,7 +100,10 @@ impl McpHandler {
                     warden_core::principal::Principal::AgentRun { run, .. } => {
                         RunState::recorded(run.clone())
                     }
-                    _ => RunState::new(format!("run_{}", uuid::Uuid::now_v7().simple())),
+                    _ => RunState::new(
+                        session_run_id(ctx)
+                            .unwrap_or_else(|| format!("run_{}", uuid::Uuid::now_v7().simple())),
+                    ),
                 })
             })
             .clone()
@@ -249,7 +253,7 @@ impl McpHandler {
             peer: ctx.peer.clone(),
             progress_token: ctx.meta.get_progress_token(),
             cancel: ctx.ct.clone(),
-            run_id: self.run_state(authority).id().to_owned(),
+            run_id: self.run_state(authority, ctx).id().to_owned(),
             caller: self.caller(ctx)?,
             stateless,
             log_level,
@@ -415,7 +419,7 @@ impl ServerHandler for McpHandler {
         ctx: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         let authority = self.authority(&ctx)?;
-        let session = self.run_state(&authority).id().to_owned();
+        let session = self.run_state(&authority, &ctx).id().to_owned();
         self.gateway
             .subscribe(
                 &authority,
@@ -432,7 +436,7 @@ impl ServerHandler for McpHandler {
         ctx: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         let authority = self.authority(&ctx)?;
-        let session = self.run_state(&authority).id().to_owned();
+        let session = self.run_state(&authority, &ctx).id().to_owned();
         self.gateway
             .unsubscribe(&authority, &request.uri, &session)
             .await
@@ -452,7 +456,7 @@ impl ServerHandler for McpHandler {
         let ctx = context.request_context();
         let authority = self.authority(ctx)?;
         let (credential, agent) = self.credential(ctx)?;
-        let key = format!("listen:{}:{}", self.run_state(&authority).id(), ctx.id);
+        let key = format!("listen:{}:{}", self.run_state(&authority, ctx).id(), ctx.id);
         let sink = context.sink().clone();
         let accepted = context.accepted().clone();
         let mut subscribed = Vec::new();
@@ -574,7 +578,7 @@ impl ServerHandler for McpHandler {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let authority = self.authority(&ctx)?;
-        let run = self.run_state(&authority);
+        let run = self.run_state(&authority, &ctx);
         if is_stateless(&ctx)
             && let Some(parts) = ctx.extensions.get::<http::request::Parts>()
         {
@@ -673,6 +677,20 @@ impl ServerHandler for McpHandler {
 }
 
 /// Whether a request is of the 2026-07-28 era (stateless: no server-to-client requests).
+/// The run id of a 2025-11-25 session, derived from its `Mcp-Session-Id` so that every replica
+/// names it alike; the id itself is not shown (the session id lets its owner use the session).
+fn session_run_id(ctx: &RequestContext<RoleServer>) -> Option<String> {
+    use sha2::Digest as _;
+    let session = ctx
+        .extensions
+        .get::<http::request::Parts>()?
+        .headers
+        .get("mcp-session-id")?
+        .as_bytes();
+    let digest = sha2::Sha256::digest(session);
+    Some(format!("run_{}", hex::encode(digest.get(..16)?)))
+}
+
 fn is_stateless(ctx: &RequestContext<RoleServer>) -> bool {
     ctx.protocol_version()
         .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28)

@@ -1,9 +1,8 @@
 //! Each 2025-11-25 session belongs to the credential, and the agent route, that opened it — for
 //! every method, on every replica. A request on another credential's session (`POST`, `GET` to
-//! resume its stream, `DELETE` to end it) reaches rmcp with a session id that no session has, so
-//! it is answered exactly as an unknown session is (404), and the session itself is left alone.
-//! A `DELETE` of a session the credential does not own — another's, or none at all — is
-//! answered 404 here (rmcp would accept it with 202 whatever the id).
+//! resume its stream, `DELETE` to end it) is answered here exactly as rmcp answers an unknown
+//! session (404), as is a request on a session no replica opened; the session itself is left
+//! alone (its use is noted only for its owner's requests).
 //!
 //! rmcp's session manager knows nothing of credentials, and `GET` and `DELETE` never reach the
 //! MCP handler (which checks the owner of every request it serves too), so the owners are kept
@@ -24,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
-use http::{HeaderName, HeaderValue, Method, StatusCode};
+use http::{HeaderName, Method, StatusCode};
 use rmcp::transport::streamable_http_server::session::SessionManager as _;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use tokio_util::sync::CancellationToken;
@@ -119,9 +118,9 @@ impl SessionOwners {
         }
     }
 
-    /// The owner of session `id`: this replica's, else the store's (then cached). Notes the
-    /// session's use in the store when that is due.
-    async fn owner(&self, id: &str) -> Result<Option<Owner>, Response> {
+    /// The owner of session `id`: this replica's, else the store's (then cached); and whether
+    /// its use is due to be noted in the store (the caller notes it once the owner matches).
+    async fn owner(&self, id: &str) -> Result<Option<(Owner, bool)>, Response> {
         let now = Instant::now();
         let cached = lock(&self.owners).get_mut(id).map(|known| {
             let due = now.duration_since(known.touched) >= TOUCH_EVERY;
@@ -130,35 +129,27 @@ impl SessionOwners {
             }
             (known.owner.clone(), due)
         });
-        match cached {
-            Some((owner, due)) => {
-                if due {
-                    self.touch(id.to_owned());
-                }
-                Ok(Some(owner))
-            }
-            None => {
-                let Some(stored) = self
-                    .store
-                    .mcp_session(id)
-                    .await
-                    .map_err(|e| unavailable(&e))?
-                else {
-                    return Ok(None);
-                };
-                let owner = Owner {
-                    credential: stored.credential,
-                    agent: stored.agent,
-                };
-                let known = Known {
-                    owner: owner.clone(),
-                    touched: now,
-                };
-                lock(&self.owners).insert(id.to_owned(), known);
-                self.touch(id.to_owned());
-                Ok(Some(owner))
-            }
+        if cached.is_some() {
+            return Ok(cached);
         }
+        let Some(stored) = self
+            .store
+            .mcp_session(id)
+            .await
+            .map_err(|e| unavailable(&e))?
+        else {
+            return Ok(None);
+        };
+        let owner = Owner {
+            credential: stored.credential,
+            agent: stored.agent,
+        };
+        let known = Known {
+            owner: owner.clone(),
+            touched: now,
+        };
+        lock(&self.owners).insert(id.to_owned(), known);
+        Ok(Some((owner, true)))
     }
 
     /// Notes the use of session `id` in the store, on a task of its own; ends this replica's
@@ -182,8 +173,9 @@ impl SessionOwners {
         });
     }
 
-    /// Before rmcp: a request on a session another credential owns is pointed at no session;
-    /// the answer to a `DELETE` of a session it does not own, or when the store cannot say.
+    /// Before rmcp: the answer to a request on a session that is unknown, or that another
+    /// credential owns — the same 404 as rmcp's for an unknown session, so that one cannot be
+    /// told from the other — or when the store cannot say.
     pub(crate) async fn screen(&self, request: &mut Request) -> Result<Screened, Response> {
         let owner = Owner::of(request);
         let session = request
@@ -193,25 +185,21 @@ impl SessionOwners {
             .map(str::to_owned);
         let delete = request.method() == Method::DELETE;
         if let Some(id) = &session {
-            let known = self.owner(id).await?;
-            if delete && known.as_ref() != owner.as_ref() {
-                return Err(not_found());
-            }
-            if known.is_some_and(|known| Some(&known) != owner.as_ref()) {
-                tracing::warn!(
-                    credential = owner.as_ref().map_or("", |o| o.credential.as_str()),
-                    "a request on another credential's session was answered as for an unknown session"
-                );
-                metrics::counter!("warden_foreign_session_requests_total").increment(1);
-                let nowhere = format!("foreign-{}", uuid::Uuid::new_v4().simple());
-                if let Ok(value) = HeaderValue::from_str(&nowhere) {
-                    request.headers_mut().insert(MCP_SESSION_ID.clone(), value);
+            match self.owner(id).await? {
+                None => return Err(not_found()),
+                Some((known, _)) if Some(&known) != owner.as_ref() => {
+                    tracing::warn!(
+                        credential = owner.as_ref().map_or("", |o| o.credential.as_str()),
+                        "a request on another credential's session was answered as for an unknown session"
+                    );
+                    metrics::counter!("warden_foreign_session_requests_total").increment(1);
+                    return Err(not_found());
                 }
-                return Ok(Screened {
-                    session: None,
-                    owner: None,
-                    delete: false,
-                });
+                Some((_, due)) => {
+                    if due {
+                        self.touch(id.clone());
+                    }
+                }
             }
         }
         Ok(Screened {
@@ -250,7 +238,7 @@ impl SessionOwners {
                 let Some(opened) = opened.as_deref() else {
                     return false;
                 };
-                if let Err(e) = self
+                match self
                     .store
                     .put_mcp_session_owner(
                         opened,
@@ -260,9 +248,21 @@ impl SessionOwners {
                     )
                     .await
                 {
-                    // The session is served here; no other replica will restore it.
-                    tracing::warn!(error = %e, "a session's owner could not be stored");
-                    metrics::counter!("warden_session_store_failures_total").increment(1);
+                    Ok(true) => {}
+                    Ok(false) => {
+                        // The store has this id with another owner: the session is not this
+                        // credential's anywhere, here neither.
+                        tracing::error!(
+                            "a new session's id is another credential's: session ended"
+                        );
+                        let _ = self.manager.close_session(&opened.into()).await;
+                        return false;
+                    }
+                    Err(e) => {
+                        // The session is served here; no other replica will restore it.
+                        tracing::warn!(error = %e, "a session's owner could not be stored");
+                        metrics::counter!("warden_session_store_failures_total").increment(1);
+                    }
                 }
                 let known = Known {
                     owner,

@@ -179,17 +179,22 @@ fn show_one(a: Value, output: Output) -> anyhow::Result<()> {
     }
 }
 
-/// A decision executes the action with the server's live catalog and upstreams, so it is the
-/// server's to make.
+/// Why a rejection or a veto is the server's to make: deciders are checked against live
+/// authority (APR-4) and a decision is made exactly once, among the server's replicas (APR-6).
+const REFUSAL_WHY: &str =
+    "the server checks the decider's authority live (APR-4) and records the decision exactly once";
+
+/// A decision is the server's to make: an approval executes the action with the server's live
+/// catalog and upstreams.
 async fn decide(args: ApprovalDecideArgs, verb: &'static str) -> anyhow::Result<()> {
-    let reach = Reach::ServerOnly(
-        match verb {
-            "approve" => "approvals approve",
-            "reject" => "approvals reject",
-            _ => "approvals veto",
-        },
-        "the server decides, executes the action with its live catalog and upstreams, and records it exactly once",
-    );
+    let reach = match verb {
+        "approve" => Reach::ServerOnly(
+            "approvals approve",
+            "the server decides, executes the action with its live catalog and upstreams, and records it exactly once",
+        ),
+        "reject" => Reach::ServerOnly("approvals reject", REFUSAL_WHY),
+        _ => Reach::ServerOnly("approvals veto", REFUSAL_WHY),
+    };
     let Target::Server(api) = resolve(&args.target, reach).await? else {
         return Err(usage("a decision needs a running server (--server)"));
     };

@@ -85,9 +85,12 @@ async fn a_session_opened_on_one_replica_is_served_by_another() {
     assert_eq!(status, 200);
     let added = added.unwrap();
     assert_eq!(added["result"]["isError"], false, "{added}");
-    // …and back on the first.
-    let (status, _) = on(&a, &a.admin, &session, list(4)).await;
+    // …and back on the first, in the same run: one session is one run on every replica.
+    let (status, again) = on(&a, &a.admin, &session, add_note(4, "from a")).await;
     assert_eq!(status, 200);
+    let run = |m: &Value| m["result"]["_meta"]["warden/decision"]["runId"].clone();
+    assert!(run(&added).is_string(), "{added}");
+    assert_eq!(run(&again.unwrap()), run(&added));
     // The session still belongs to the credential that opened it, on every replica.
     let other = a.token("admin", None, None).await;
     let c = a.replica().await;

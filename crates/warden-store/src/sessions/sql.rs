@@ -95,19 +95,17 @@ macro_rules! session_operations {
             now: i64,
         ) -> Result<bool, $crate::error::StoreError> {
             let (_guard, mut tx) = self.begin_write().await?;
-            let done = sqlx::query("UPDATE mcp_sessions SET seen_at = $2 WHERE id = $1 AND seen_at < $2")
-                .bind(id)
-                .bind(now)
-                .execute(&mut *tx)
-                .await?;
-            let found = done.rows_affected() == 1
-                || sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM mcp_sessions WHERE id = $1")
-                    .bind(id)
-                    .fetch_one(&mut *tx)
-                    .await?
-                    > 0;
+            // One statement: a row that exists is matched (and so counted) whether or not its
+            // time moves forward.
+            let done = sqlx::query(
+                "UPDATE mcp_sessions SET seen_at = CASE WHEN seen_at < $2 THEN $2 ELSE seen_at END WHERE id = $1",
+            )
+            .bind(id)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
             tx.commit().await?;
-            Ok(found)
+            Ok(done.rows_affected() == 1)
         }
 
         pub(crate) async fn delete_session(

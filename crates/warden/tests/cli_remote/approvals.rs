@@ -168,7 +168,7 @@ async fn a_staged_call_vetoed_through_the_cli_never_runs_and_reads_the_same_both
     assert_eq!(refused.code, Some(2));
     assert_eq!(
         refused.stderr,
-        "error: `warden approvals veto` works through a running server, not on a store: the server decides, executes the action with its live catalog and upstreams, and records it exactly once; give it --server URL (or WARDEN_SERVER) and a token in WARDEN_TOKEN\n"
+        "error: `warden approvals veto` works through a running server, not on a store: the server checks the decider's authority live (APR-4) and records the decision exactly once; give it --server URL (or WARDEN_SERVER) and a token in WARDEN_TOKEN\n"
     );
     let vetoed = cli
         .api(&["approvals", "veto", &id, "--reason", "not now"])
