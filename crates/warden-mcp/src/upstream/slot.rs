@@ -35,7 +35,8 @@ use crate::client::ClientContext;
 
 /// Default time an upstream call may take.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
-/// How long a read-only request (lists, prompts, resources) may take.
+/// How long a list request, a subscription or a log level may take (a prompt or a resource,
+/// which may ask the client questions, has the call's timeout).
 pub(super) const LIST_TIMEOUT: Duration = Duration::from_secs(15);
 /// How many `input_required` rounds Warden drives for a 2025-11-25 client before giving up.
 pub(super) const MAX_INPUT_ROUNDS: usize = 10;
@@ -271,12 +272,8 @@ impl UpstreamSlot {
                 .keep_listening(self.spec.name.as_str(), peer.clone(), uri, stream);
             Ok(())
         } else {
-            peer.subscribe(SubscribeRequestParams::new(uri.to_owned()))
+            self.answer(peer.subscribe(SubscribeRequestParams::new(uri.to_owned())))
                 .await
-                .map_err(|e| match e {
-                    ServiceError::McpError(e) => e,
-                    other => rmcp::ErrorData::internal_error(other.to_string(), None),
-                })
         }
     }
 

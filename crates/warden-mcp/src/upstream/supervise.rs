@@ -86,7 +86,11 @@ pub(super) async fn supervise(
                         };
                         slot.connected(connection, offer, protocol);
                         changed();
-                        slot.resubscribe().await;
+                        // Each subscription is bounded; a shutdown does not wait for them.
+                        tokio::select! {
+                            () = slot.cancel.cancelled() => return,
+                            () = slot.resubscribe() => {}
+                        }
                         let reason = run_connected(&slot, client, &peer, &changed, &exits).await;
                         if slot.cancel.is_cancelled() {
                             return;
