@@ -13,7 +13,8 @@
 #      goes on. Then every acknowledged answer has its records in the audit trail (nothing
 #      acknowledged is lost), no minute admitted more of `writer`'s writes than the budget,
 #      the other replicas answered after the kill (`bulk`'s writes went on executing), and
-#      `warden audit verify` passes;
+#      `warden audit verify` passes; and a Python SDK 2025-11-25 session reading through the
+#      kill goes on, on the replicas left;
 #   3. `warden audit verify` runs VERIFY_RUNS times while 64 writers keep the two replicas
 #      left appending: no false alarm.
 #
@@ -231,15 +232,22 @@ spread "typescript" node "$repo/tests/interop/ts/cluster.mjs"
 second=$((10#$(date +%S)))
 if [ $((second + load_seconds + 5)) -ge 60 ]; then sleep $((61 - second)); fi
 : >"$work/acks"
+"$venv/bin/python" "$repo/tests/interop/python/cluster.py" across "$work/stop" "$work/killed" >"$work/across.out" &
+session=$!
+for _ in $(seq 1 300); do [ -e "$work/stop.ready" ] && break; sleep 0.1; done
+[ -e "$work/stop.ready" ] || { cat "$work/across.out"; fail "the 2025-11-25 session did not start"; }
 "$venv/bin/python" "$here/load.py" "$base" "$work/acks" "$work/stop" "$writer" "$bulk" &
 load=$!
 sleep "$kill_after"
 killed_at="$(date +%s%3N)"
 kill -9 "${replica_pid[1]}"
 wait "${replica_pid[1]}" 2>/dev/null || true
+touch "$work/killed"
 sleep $((load_seconds - kill_after))
 touch "$work/stop"
 wait "$load" || fail "the load generator failed"
+wait "$session" || { cat "$work/across.out"; fail "the 2025-11-25 session did not go on after the kill"; }
+cat "$work/across.out"
 "$warden" audit --database-url "$url" --limit 100000000 -o json >"$work/audit.jsonl"
 python3 "$here/check.py" "$work/acks" "$work/audit.jsonl" "$budget" "$killed_at" || fail "a violation after kill -9"
 "$warden" audit verify --database-url "$url" --audit-key "$work/audit.key" >"$work/verify.out" 2>&1 ||

@@ -1,6 +1,9 @@
 """One client's session through a load balancer in front of several Warden replicas, with the
 official MCP Python SDK (`mcp` 2.3.0): run by ../../cluster/cluster.sh.
 
+`python cluster.py across STOP KILLED`: one 2025-11-25 session reading, through the kill -9 of a
+replica, until the file STOP exists; it must go on after the file KILLED appears.
+
 `python cluster.py MODE` (MODE: `legacy` — a 2025-11-25 session — or `auto`): the tools are
 listed, a read executes, an ordinary mutation executes, a dangerous mutation is parked and its
 approval id reaches the client; the approver approves it through the balancer, the client
@@ -74,9 +77,47 @@ async def run(url: str, token: str, approver: str, mode: str) -> None:
             emit(mode, "the session goes on", True)
 
 
+async def across(url: str, token: str, stop: str, killed: str) -> None:
+    """One 2025-11-25 session that reads until the file STOP exists, across a replica's kill -9
+    (announced by the file KILLED): the reads answered after the kill, on the same session.
+    STOP.ready is created after the first read."""
+    import time
+
+    timeout = httpx2.Timeout(10.0, read=30.0)
+    before = after = failed = 0
+    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=timeout) as hc:
+        async with Client(streamable_http_client(url, http_client=hc), mode="legacy") as client:
+            while not os.path.exists(stop):
+                try:
+                    result = await client.call_tool("notes__list_notes", {})
+                except Exception:  # the request was on the replica that was killed
+                    failed += 1
+                    await asyncio.sleep(0.1)
+                    continue
+                ok = decision(result).get("status") == "executed"
+                if not ok:
+                    emit("legacy", "a read across the kill", False, decision=decision(result))
+                if os.path.exists(killed):
+                    after += 1
+                else:
+                    before += 1
+                    if before == 1:
+                        open(stop + ".ready", "w").close()
+                await asyncio.sleep(0.05)
+    emit("legacy", "one session goes on across a replica's kill -9", before > 0 and after > 0 and failed <= 5,
+         reads_before=before, reads_after=after, failed=failed)
+
+
 async def main() -> int:
+    if len(sys.argv) == 4 and sys.argv[1] == "across":
+        url, token = os.environ.get("WARDEN_URL"), os.environ.get("WARDEN_TOKEN")
+        try:
+            await across(str(url), str(token), sys.argv[2], sys.argv[3])
+        except CheckFailed:
+            return 1
+        return 0
     if len(sys.argv) != 2 or sys.argv[1] not in ("legacy", "auto"):
-        print("usage: cluster.py legacy|auto", file=sys.stderr)
+        print("usage: cluster.py legacy|auto|across STOP KILLED", file=sys.stderr)
         return 2
     url, token, approver = (os.environ.get(k) for k in ("WARDEN_URL", "WARDEN_TOKEN", "APPROVER_TOKEN"))
     if not url or not token or not approver:
