@@ -55,24 +55,8 @@ impl PgBackend {
             let Some(batch) = Chained::after(records, after_seq, &after_hash) else {
                 return Ok((after_seq, after_hash));
             };
-            let inserted = sqlx::query(APPEND)
-                .bind(batch.last_seq)
-                .bind(&batch.last_hash)
-                .bind(after_seq)
-                .bind(&after_hash)
-                .bind(&batch.seq)
-                .bind(&batch.at)
-                .bind(&batch.kind)
-                .bind(&batch.run_id)
-                .bind(&batch.call_id)
-                .bind(&batch.principal)
-                .bind(&batch.agent)
-                .bind(&batch.tool)
-                .bind(&batch.decision)
-                .bind(&batch.code)
-                .bind(&batch.payload)
-                .bind(&batch.prev_hash)
-                .bind(&batch.hash)
+            let inserted = batch
+                .insert(after_seq, &after_hash)
                 .execute(&self.pool)
                 .await?
                 .rows_affected();
@@ -181,35 +165,14 @@ async fn bump_revision(tx: &mut Tx, expected: Option<u64>) -> Result<i64, StoreE
     Ok(next)
 }
 
-/// Appends chained records inside a write transaction.
+/// Appends chained records inside a write transaction, after the head it locks: the statement
+/// of the audit writer's appends, which cannot be overtaken here.
 async fn append_in(tx: &mut Tx, records: Vec<NewRecord>) -> Result<(), StoreError> {
-    let (mut seq, mut prev): (i64, String) = sqlx::query_as(LOCK_HEAD).fetch_one(&mut **tx).await?;
-    for record in records {
-        seq += 1;
-        let r = record.chain(seq, &prev);
-        sqlx::query(sql::INSERT_AUDIT)
-            .bind(r.seq)
-            .bind(r.record.at.0)
-            .bind(r.record.kind.as_str())
-            .bind(&r.record.run_id)
-            .bind(&r.record.call_id)
-            .bind(&r.record.principal)
-            .bind(&r.record.agent)
-            .bind(&r.record.tool)
-            .bind(&r.record.decision)
-            .bind(&r.record.code)
-            .bind(&r.record.payload)
-            .bind(&r.prev_hash)
-            .bind(&r.hash)
-            .execute(&mut **tx)
-            .await?;
-        prev = r.hash;
-    }
-    sqlx::query(sql::SET_HEAD)
-        .bind(seq)
-        .bind(&prev)
-        .execute(&mut **tx)
-        .await?;
+    let (seq, hash): (i64, String) = sqlx::query_as(LOCK_HEAD).fetch_one(&mut **tx).await?;
+    let Some(batch) = Chained::after(&records, seq, &hash) else {
+        return Ok(());
+    };
+    batch.insert(seq, &hash).execute(&mut **tx).await?;
     Ok(())
 }
 
@@ -252,6 +215,32 @@ struct Chained<'a> {
 }
 
 impl<'a> Chained<'a> {
+    /// [`APPEND`] of these records, chained after `seq` and `hash`.
+    fn insert<'q>(
+        &'q self,
+        seq: i64,
+        hash: &'q str,
+    ) -> sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments> {
+        sqlx::query(APPEND)
+            .bind(self.last_seq)
+            .bind(&self.last_hash)
+            .bind(seq)
+            .bind(hash)
+            .bind(&self.seq)
+            .bind(&self.at)
+            .bind(&self.kind)
+            .bind(&self.run_id)
+            .bind(&self.call_id)
+            .bind(&self.principal)
+            .bind(&self.agent)
+            .bind(&self.tool)
+            .bind(&self.decision)
+            .bind(&self.code)
+            .bind(&self.payload)
+            .bind(&self.prev_hash)
+            .bind(&self.hash)
+    }
+
     /// `records` chained after `seq` and `hash`; `None` when there are none.
     fn after(records: &'a [NewRecord], seq: i64, hash: &str) -> Option<Self> {
         let n = records.len();
