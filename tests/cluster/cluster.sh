@@ -232,7 +232,8 @@ spread "typescript" node "$repo/tests/interop/ts/cluster.mjs"
 second=$((10#$(date +%S)))
 if [ $((second + load_seconds + 5)) -ge 60 ]; then sleep $((61 - second)); fi
 : >"$work/acks"
-"$venv/bin/python" "$repo/tests/interop/python/cluster.py" across "$work/stop" "$work/killed" >"$work/across.out" &
+# A backstop: the session bounds its own waits; a hang must fail the test, not stall it.
+timeout 180 "$venv/bin/python" "$repo/tests/interop/python/cluster.py" across "$work/stop" "$work/killed" >"$work/across.out" &
 session=$!
 for _ in $(seq 1 300); do [ -e "$work/stop.ready" ] && break; sleep 0.1; done
 [ -e "$work/stop.ready" ] || { cat "$work/across.out"; fail "the 2025-11-25 session did not start"; }

@@ -22,6 +22,7 @@ import os
 import sys
 from typing import Any
 
+import anyio
 import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
@@ -80,32 +81,46 @@ async def run(url: str, token: str, approver: str, mode: str) -> None:
 async def across(url: str, token: str, stop: str, killed: str) -> None:
     """One 2025-11-25 session that reads until the file STOP exists, across a replica's kill -9
     (announced by the file KILLED): the reads answered after the kill, on the same session.
-    STOP.ready is created after the first read."""
-    import time
+    STOP.ready is created after the first read.
 
+    Every wait is bounded: a request that was in flight on the killed replica may never be
+    answered (the SDK has no default request timeout), so each read gives up after 2 s and
+    counts as failed; the verdict is printed before the session is closed, and closing it is
+    given 10 s."""
     timeout = httpx2.Timeout(10.0, read=30.0)
     before = after = failed = 0
-    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=timeout) as hc:
-        async with Client(streamable_http_client(url, http_client=hc), mode="legacy") as client:
-            while not os.path.exists(stop):
-                try:
-                    result = await client.call_tool("notes__list_notes", {})
-                except Exception:  # the request was on the replica that was killed
-                    failed += 1
-                    await asyncio.sleep(0.1)
-                    continue
-                ok = decision(result).get("status") == "executed"
-                if not ok:
-                    emit("legacy", "a read across the kill", False, decision=decision(result))
-                if os.path.exists(killed):
-                    after += 1
-                else:
-                    before += 1
-                    if before == 1:
-                        open(stop + ".ready", "w").close()
-                await asyncio.sleep(0.05)
-    emit("legacy", "one session goes on across a replica's kill -9", before > 0 and after > 0 and failed <= 5,
-         reads_before=before, reads_after=after, failed=failed)
+    verdict = False
+    # Outside the session's own scopes, so that they nest; its deadline is set once the
+    # verdict is printed, and bounds only the session's closing.
+    with anyio.CancelScope() as closing:
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=timeout) as hc:
+            async with Client(streamable_http_client(url, http_client=hc), mode="legacy") as client:
+                while not os.path.exists(stop):
+                    try:
+                        result = await client.call_tool("notes__list_notes", {}, read_timeout_seconds=2.0)
+                    except Exception:  # the request was on the replica that was killed
+                        failed += 1
+                        await asyncio.sleep(0.1)
+                        continue
+                    ok = decision(result).get("status") == "executed"
+                    if not ok:
+                        emit("legacy", "a read across the kill", False, decision=decision(result))
+                    if os.path.exists(killed):
+                        after += 1
+                    else:
+                        before += 1
+                        if before == 1:
+                            open(stop + ".ready", "w").close()
+                    await asyncio.sleep(0.05)
+                verdict = before > 0 and after > 0 and failed <= 5
+                print(json.dumps({"sdk": "python", "mode": "legacy",
+                                  "check": "one session goes on across a replica's kill -9", "ok": verdict,
+                                  "reads_before": before, "reads_after": after, "failed": failed}), flush=True)
+                closing.deadline = anyio.current_time() + 10
+    if closing.cancelled_caught:
+        print(json.dumps({"sdk": "python", "mode": "legacy", "note": "closing the session took over 10 s"}), flush=True)
+    if not verdict:
+        raise CheckFailed("one session goes on across a replica's kill -9")
 
 
 async def main() -> int:
