@@ -36,7 +36,8 @@ mkdir -p "$data"
 unset "${!WARDEN_@}"
 # A round that fails leaves its work directory for a look, never its server running.
 pid=""
-trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; true' EXIT
+# Under errexit a failing kill (its server already gone) would be the script's exit status.
+trap 'if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; fi' EXIT
 export WARDEN_LOG=error
 
 # Two upstreams, each a notes server writing its notes to a file: `ledger__add_note` is an
