@@ -374,66 +374,6 @@ async fn parameter_headers_are_checked_for_visible_tools_as_the_upstream_would()
     );
 }
 
-/// A 2025-11-25 client that passes on which lists it heard changed.
-#[derive(Clone)]
-struct ListChanges(tokio::sync::mpsc::UnboundedSender<&'static str>);
-
-impl rmcp::ClientHandler for ListChanges {
-    async fn on_tool_list_changed(
-        &self,
-        _ctx: rmcp::service::NotificationContext<rmcp::RoleClient>,
-    ) {
-        let _ = self.0.send("tools");
-    }
-
-    async fn on_prompt_list_changed(
-        &self,
-        _ctx: rmcp::service::NotificationContext<rmcp::RoleClient>,
-    ) {
-        let _ = self.0.send("prompts");
-    }
-
-    async fn on_resource_list_changed(
-        &self,
-        _ctx: rmcp::service::NotificationContext<rmcp::RoleClient>,
-    ) {
-        let _ = self.0.send("resources");
-    }
-}
-
-/// Waits until every one of `wanted` came out of `heard`.
-async fn hear_all(
-    heard: &mut tokio::sync::mpsc::UnboundedReceiver<&'static str>,
-    wanted: &[&str],
-    who: &str,
-) {
-    let mut missing: Vec<&str> = wanted.to_vec();
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
-    while !missing.is_empty() {
-        match tokio::time::timeout_at(deadline, heard.recv()).await {
-            Ok(Some(list)) => missing.retain(|m| *m != list),
-            _ => panic!("{who}: never heard that {missing:?} changed"),
-        }
-    }
-}
-
-/// The lists a 2026-07-28 listen stream heard changed, until every one of `wanted` came.
-async fn listen_for_all(listen: &mut rmcp::service::Subscription, wanted: &[&str], who: &str) {
-    use rmcp::model::ServerNotification as N;
-    let mut missing: Vec<&str> = wanted.to_vec();
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
-    while !missing.is_empty() {
-        let list = match tokio::time::timeout_at(deadline, listen.next()).await {
-            Ok(Ok(Some(N::ToolListChangedNotification(_)))) => "tools",
-            Ok(Ok(Some(N::PromptListChangedNotification(_)))) => "prompts",
-            Ok(Ok(Some(N::ResourceListChangedNotification(_)))) => "resources",
-            Ok(Ok(Some(_))) => continue,
-            other => panic!("{who}: never heard that {missing:?} changed ({other:?})"),
-        };
-        missing.retain(|m| *m != list);
-    }
-}
-
 /// The fixture's `publish`, classified (a mutation).
 const PUBLISH: &str =
     "---\nkind: ToolPolicy\nname: publish\nproject: alpha\ntool: alpha__publish\nclass: mutation\n";

@@ -1018,39 +1018,11 @@ async fn warden_stdio_bridges_to_a_remote_server_and_fails_closed_when_it_is_gon
     );
 }
 
-/// A client that passes on which lists it heard changed.
-#[derive(Clone)]
-struct ListChanges(tokio::sync::mpsc::UnboundedSender<&'static str>);
-
-impl rmcp::ClientHandler for ListChanges {
-    async fn on_tool_list_changed(
-        &self,
-        _ctx: rmcp::service::NotificationContext<rmcp::RoleClient>,
-    ) {
-        let _ = self.0.send("tools");
-    }
-
-    async fn on_prompt_list_changed(
-        &self,
-        _ctx: rmcp::service::NotificationContext<rmcp::RoleClient>,
-    ) {
-        let _ = self.0.send("prompts");
-    }
-
-    async fn on_resource_list_changed(
-        &self,
-        _ctx: rmcp::service::NotificationContext<rmcp::RoleClient>,
-    ) {
-        let _ = self.0.send("resources");
-    }
-}
-
 /// `warden stdio --remote` advertises exactly what it serves — tools, prompts, resources and
 /// resource templates, each list announced when it changes, no subscriptions, completions or
 /// logging — and passes the remote's list changes on to its client, in the client's era.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_bridge_advertises_what_it_serves_and_passes_on_list_changes() {
-    use rmcp::model::ServerNotification as N;
     use rmcp::service::{ClientLifecycleMode, ClientServiceExt as _};
     let policy = "---\nkind: ToolPolicy\nname: publish\nproject: alpha\ntool: alpha__publish\nclass: mutation\n";
     let w = TestWarden::start(&format!(
@@ -1099,27 +1071,9 @@ async fn the_bridge_advertises_what_it_serves_and_passes_on_list_changes() {
     let mut listen = modern.listen(filter).await.unwrap();
 
     call(&old, "alpha__publish", json!({"name": "bridged"})).await;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    let mut missing = vec!["tools", "prompts", "resources"];
-    while !missing.is_empty() {
-        match tokio::time::timeout_at(deadline, old_heard.recv()).await {
-            Ok(Some(list)) => missing.retain(|m| *m != list),
-            _ => panic!("the 2025-11-25 client never heard that {missing:?} changed"),
-        }
-    }
-    let mut missing = vec!["tools", "prompts", "resources"];
-    while !missing.is_empty() {
-        let list = match tokio::time::timeout_at(deadline, listen.next()).await {
-            Ok(Ok(Some(N::ToolListChangedNotification(_)))) => "tools",
-            Ok(Ok(Some(N::PromptListChangedNotification(_)))) => "prompts",
-            Ok(Ok(Some(N::ResourceListChangedNotification(_)))) => "resources",
-            Ok(Ok(Some(_))) => continue,
-            other => {
-                panic!("the 2026-07-28 client never heard that {missing:?} changed ({other:?})")
-            }
-        };
-        missing.retain(|m| *m != list);
-    }
+    let all = ["tools", "prompts", "resources"];
+    hear_all(&mut old_heard, &all, "the 2025-11-25 client").await;
+    listen_for_all(&mut listen, &all, "the 2026-07-28 client").await;
     let templates = modern.list_all_resource_templates().await.unwrap();
     assert!(
         templates

@@ -429,3 +429,63 @@ pub fn last_message(body: &str) -> Value {
         .unwrap_or(body);
     serde_json::from_str(message.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {body}"))
 }
+
+/// A client that passes on which lists it heard changed (2025-11-25 notifications).
+#[derive(Clone)]
+pub struct ListChanges(pub tokio::sync::mpsc::UnboundedSender<&'static str>);
+
+impl rmcp::ClientHandler for ListChanges {
+    async fn on_tool_list_changed(
+        &self,
+        _ctx: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        let _ = self.0.send("tools");
+    }
+
+    async fn on_prompt_list_changed(
+        &self,
+        _ctx: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        let _ = self.0.send("prompts");
+    }
+
+    async fn on_resource_list_changed(
+        &self,
+        _ctx: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        let _ = self.0.send("resources");
+    }
+}
+
+/// Waits until every one of `wanted` came out of `heard`.
+pub async fn hear_all(
+    heard: &mut tokio::sync::mpsc::UnboundedReceiver<&'static str>,
+    wanted: &[&str],
+    who: &str,
+) {
+    let mut missing: Vec<&str> = wanted.to_vec();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !missing.is_empty() {
+        match tokio::time::timeout_at(deadline, heard.recv()).await {
+            Ok(Some(list)) => missing.retain(|m| *m != list),
+            _ => panic!("{who}: never heard that {missing:?} changed"),
+        }
+    }
+}
+
+/// The lists a 2026-07-28 listen stream heard changed, until every one of `wanted` came.
+pub async fn listen_for_all(listen: &mut rmcp::service::Subscription, wanted: &[&str], who: &str) {
+    use rmcp::model::ServerNotification as N;
+    let mut missing: Vec<&str> = wanted.to_vec();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !missing.is_empty() {
+        let list = match tokio::time::timeout_at(deadline, listen.next()).await {
+            Ok(Ok(Some(N::ToolListChangedNotification(_)))) => "tools",
+            Ok(Ok(Some(N::PromptListChangedNotification(_)))) => "prompts",
+            Ok(Ok(Some(N::ResourceListChangedNotification(_)))) => "resources",
+            Ok(Ok(Some(_))) => continue,
+            other => panic!("{who}: never heard that {missing:?} changed ({other:?})"),
+        };
+        missing.retain(|m| *m != list);
+    }
+}
