@@ -15,6 +15,7 @@ use rmcp::model::{
 };
 use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use tokio_util::sync::{CancellationToken, DropGuard};
 use warden_core::authority::{Authority, AuthorityError};
 use warden_core::pipeline::{Governance, RunState};
 use warden_core::principal::Credential;
@@ -59,13 +60,23 @@ pub struct McpHandler {
     agent: Option<String>,
     run: Arc<OnceLock<Arc<RunState>>>,
     owner: Arc<OnceLock<Owner>>,
-    /// The session's `logging/setLevel` (2025-11-25).
+    session: Arc<Session>,
+    governance: Governance,
+}
+
+/// What a 2025-11-25 session keeps between its requests; dropped with the last clone of its
+/// handler, that is when the session ends (closed, deleted or idle).
+#[derive(Debug, Default)]
+struct Session {
+    /// The session's `logging/setLevel`.
     #[allow(
         deprecated,
         reason = "logging is still part of the 2025-11-25 protocol"
     )]
-    log_level: Arc<std::sync::Mutex<Option<rmcp::model::LoggingLevel>>>,
-    governance: Governance,
+    log_level: std::sync::Mutex<Option<rmcp::model::LoggingLevel>>,
+    /// Cancels, when the session ends, what it started in the background (its list-changes
+    /// follower). Set at `initialize`: a stateless request pays nothing for it.
+    ends: OnceLock<DropGuard>,
 }
 
 impl McpHandler {
@@ -77,7 +88,7 @@ impl McpHandler {
             agent,
             run: Arc::new(OnceLock::new()),
             owner: Arc::new(OnceLock::new()),
-            log_level: Arc::default(),
+            session: Arc::default(),
             governance: Governance::On,
         }
     }
@@ -242,7 +253,8 @@ impl McpHandler {
             ctx.meta.log_level()
         } else {
             Some(
-                self.log_level
+                self.session
+                    .log_level
                     .lock()
                     .ok()
                     .and_then(|l| *l)
@@ -300,14 +312,24 @@ impl ServerHandler for McpHandler {
         // Refuse early what would be refused at the first call.
         let authority = self.authority(&context)?;
         context.peer.set_peer_info(request.clone());
-        // The session hears `notifications/*/list_changed` when what it may see changes.
+        // The session hears `notifications/*/list_changed` when what it may see changes, until
+        // it ends.
         let (credential, agent) = self.credential(&context)?;
-        tokio::spawn(notify_list_changes(
+        let changes = notify_list_changes(
             self.gateway.clone(),
             ListChanged::Session(context.peer.clone()),
             credential,
             agent,
-        ));
+        );
+        let ended = CancellationToken::new();
+        if self.session.ends.set(ended.clone().drop_guard()).is_ok() {
+            tokio::spawn(async move {
+                tokio::select! {
+                    () = changes => {}
+                    () = ended.cancelled() => {}
+                }
+            });
+        }
         let info = self.negotiate_initialize(&request)?;
         Ok(info.with_instructions(self.gateway.instructions(&authority)))
     }
@@ -335,7 +357,7 @@ impl ServerHandler for McpHandler {
         // Kept for this session's calls, and forwarded to the 2025-11-25 upstreams whose
         // tools the run may use.
         let authority = self.authority(&ctx)?;
-        if let Ok(mut level) = self.log_level.lock() {
+        if let Ok(mut level) = self.session.log_level.lock() {
             *level = Some(request.level);
         }
         self.gateway.set_log_level(&authority, request).await;

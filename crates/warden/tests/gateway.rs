@@ -1218,3 +1218,34 @@ async fn stateless_calls_answered_inline_match_rmcps_answers_and_still_cancel() 
     }
     assert_eq!(cancelled, json!("{\"cancellations\":1}"));
 }
+
+/// How many clients hear list changes, once it settles at `want` (within 5 s).
+async fn followers_settle_at(w: &TestWarden, want: usize, what: &str) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while w.gateway.catalog_followers() != want {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what}: {} clients hear list changes, not {want}",
+            w.gateway.catalog_followers()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A 2025-11-25 session hears list changes while it lasts, and no longer: once it ends (its
+/// client deletes it), nothing of it is left following the catalog — a server that sees many
+/// short sessions and no change of its lists keeps none of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ended_session_no_longer_follows_list_changes() {
+    let w = TestWarden::start("").await;
+    let before = w.gateway.catalog_followers();
+    let clients = [
+        http_client(&w.mcp(), &w.admin, Era::Sessions).await,
+        http_client(&w.mcp(), &w.admin, Era::Sessions).await,
+    ];
+    followers_settle_at(&w, before + 2, "two open sessions").await;
+    for client in clients {
+        client.cancel().await.unwrap();
+    }
+    followers_settle_at(&w, before, "both sessions ended").await;
+}

@@ -104,6 +104,10 @@ impl Live {
         self.catalog_changed.subscribe()
     }
 
+    pub(super) fn catalog_followers(&self) -> usize {
+        self.catalog_changed.receiver_count()
+    }
+
     /// Waits until every upstream has connected, or failed twice in a row (a first failure
     /// is often a child still starting on a loaded machine), bounded by `timeout`; then builds
     /// the catalog, so that the first `tools/list` sees every tool known by then.

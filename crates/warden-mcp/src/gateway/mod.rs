@@ -144,6 +144,12 @@ impl Gateway {
         self.live.subscribe_catalog()
     }
 
+    /// How many clients hear list changes now: open 2025-11-25 sessions and 2026-07-28
+    /// `subscriptions/listen` streams that asked for them.
+    pub fn catalog_followers(&self) -> usize {
+        self.live.catalog_followers()
+    }
+
     /// Waits until every upstream has connected, or failed twice in a row, bounded by
     /// `timeout`; then builds the catalog, so that the first `tools/list` sees every tool
     /// known by then.
