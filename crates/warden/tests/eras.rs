@@ -498,12 +498,7 @@ async fn a_2026_upstreams_list_changes_reach_clients_of_both_eras_at_once() {
             .await
             .unwrap();
         let modern = http_client(&w.mcp(), &w.admin, Era::Stateless).await;
-        let filter = rmcp::model::SubscriptionFilter::builder()
-            .tools_list_changed()
-            .prompts_list_changed()
-            .resources_list_changed()
-            .build();
-        let mut listen = modern.listen(filter).await.unwrap();
+        let mut listen = listen_to_every_list(&modern).await;
 
         call(&modern, "alpha__publish", json!({"name": "fresh"})).await;
         let who = format!("http: {http}");

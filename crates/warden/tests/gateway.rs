@@ -1063,12 +1063,7 @@ async fn the_bridge_advertises_what_it_serves_and_passes_on_list_changes() {
         assert_eq!(resources.subscribe, None, "{c:?}");
         assert!(c.completions.is_none() && c.logging.is_none(), "{c:?}");
     }
-    let filter = rmcp::model::SubscriptionFilter::builder()
-        .tools_list_changed()
-        .prompts_list_changed()
-        .resources_list_changed()
-        .build();
-    let mut listen = modern.listen(filter).await.unwrap();
+    let mut listen = listen_to_every_list(&modern).await;
 
     call(&old, "alpha__publish", json!({"name": "bridged"})).await;
     let all = ["tools", "prompts", "resources"];

@@ -489,3 +489,16 @@ pub async fn listen_for_all(listen: &mut rmcp::service::Subscription, wanted: &[
         missing.retain(|m| *m != list);
     }
 }
+
+/// A 2026-07-28 `subscriptions/listen` stream of `client` (any client's peer) for the changes
+/// of every list.
+pub async fn listen_to_every_list(
+    client: &rmcp::service::Peer<RoleClient>,
+) -> rmcp::service::Subscription {
+    let filter = rmcp::model::SubscriptionFilter::builder()
+        .tools_list_changed()
+        .prompts_list_changed()
+        .resources_list_changed()
+        .build();
+    client.listen(filter).await.unwrap()
+}
