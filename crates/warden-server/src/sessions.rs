@@ -119,15 +119,15 @@ impl SessionOwners {
     }
 
     /// The owner of session `id`: this replica's, else the store's (then cached); and whether
-    /// its use is due to be noted in the store (the caller notes it once the owner matches).
+    /// its use is due to be noted in the store (the caller notes it once the owner matches:
+    /// another credential's request must not count as the owner's use).
     async fn owner(&self, id: &str) -> Result<Option<(Owner, bool)>, Response> {
         let now = Instant::now();
-        let cached = lock(&self.owners).get_mut(id).map(|known| {
-            let due = now.duration_since(known.touched) >= TOUCH_EVERY;
-            if due {
-                known.touched = now;
-            }
-            (known.owner.clone(), due)
+        let cached = lock(&self.owners).get(id).map(|known| {
+            (
+                known.owner.clone(),
+                now.duration_since(known.touched) >= TOUCH_EVERY,
+            )
         });
         if cached.is_some() {
             return Ok(cached);
@@ -197,6 +197,9 @@ impl SessionOwners {
                 }
                 Some((_, due)) => {
                     if due {
+                        if let Some(known) = lock(&self.owners).get_mut(id.as_str()) {
+                            known.touched = Instant::now();
+                        }
                         self.touch(id.clone());
                     }
                 }
