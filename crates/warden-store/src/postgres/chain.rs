@@ -172,7 +172,19 @@ async fn append_in(tx: &mut Tx, records: Vec<NewRecord>) -> Result<(), StoreErro
     let Some(batch) = Chained::after(&records, seq, &hash) else {
         return Ok(());
     };
-    batch.insert(seq, &hash).execute(&mut **tx).await?;
+    let inserted = batch
+        .insert(seq, &hash)
+        .execute(&mut **tx)
+        .await?
+        .rows_affected();
+    // The head is locked, so the statement's guard holds; a short count would commit the
+    // change without its record.
+    if inserted != records.len() as u64 {
+        return Err(StoreError::Corrupt(format!(
+            "an audit append inserted {inserted} of {} records",
+            records.len()
+        )));
+    }
     Ok(())
 }
 
