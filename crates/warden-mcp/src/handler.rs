@@ -698,7 +698,6 @@ impl ServerHandler for McpHandler {
     }
 }
 
-/// Whether a request is of the 2026-07-28 era (stateless: no server-to-client requests).
 /// The run id of a 2025-11-25 session, derived from its `Mcp-Session-Id` so that every replica
 /// names it alike; the id itself is not shown (the session id lets its owner use the session).
 fn session_run_id(ctx: &RequestContext<RoleServer>) -> Option<String> {
@@ -713,6 +712,7 @@ fn session_run_id(ctx: &RequestContext<RoleServer>) -> Option<String> {
     Some(format!("run_{}", hex::encode(digest.get(..16)?)))
 }
 
+/// Whether a request is of the 2026-07-28 era (stateless: no server-to-client requests).
 fn is_stateless(ctx: &RequestContext<RoleServer>) -> bool {
     ctx.protocol_version()
         .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28)

@@ -354,7 +354,7 @@ impl UpstreamSlot {
 
     /// The upstream's answer to a read-only request, bounded by the list timeout; its own
     /// protocol errors pass through, anything else names the upstream.
-    pub(super) async fn answer<T>(
+    async fn answer<T>(
         &self,
         request: impl std::future::Future<Output = Result<T, ServiceError>>,
     ) -> Result<T, rmcp::ErrorData> {
