@@ -70,6 +70,17 @@ impl PeerExit {
         let cancelled = client.map_or(&never, |c| &c.cancel);
         let answer = loop {
             tokio::select! {
+                // A cancelled call stays cancelled, even when the upstream's answer is in too
+                // (as when the question the client was asked is answered with the
+                // cancellation and the upstream finishes at once).
+                biased;
+                () = cancelled.cancelled() => {
+                    drop(response);
+                    let _ = self.peer
+                        .notify_cancelled(CancelledNotificationParam::new(Some(request_id), Some("cancelled by the client".into())))
+                        .await;
+                    return Err(CallError::Cancelled);
+                }
                 answer = &mut response => break answer,
                 Some(relay) = relays.recv() => match client {
                     // A 2026-07-28 client is asked by `input_required`: the request goes on
@@ -93,13 +104,6 @@ impl PeerExit {
                     }
                     _ => perform(client, relay).await,
                 },
-                () = cancelled.cancelled() => {
-                    drop(response);
-                    let _ = self.peer
-                        .notify_cancelled(CancelledNotificationParam::new(Some(request_id), Some("cancelled by the client".into())))
-                        .await;
-                    return Err(CallError::Cancelled);
-                }
             }
         };
         // What the upstream sent just before its answer is still the call's. rmcp hands
