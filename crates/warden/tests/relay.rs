@@ -52,6 +52,19 @@ impl Recorder {
             .collect()
     }
 
+    /// What it heard once `n` progress notifications are in: the client handles
+    /// notifications on tasks of their own, so the last may be heard just after the result.
+    async fn with_progress(&self, n: usize) -> Vec<(Instant, String)> {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let events = self.heard.lock().unwrap().clone();
+            if progress_of(&events).len() >= n || Instant::now() > deadline {
+                return events;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     fn note(&self, s: String) {
         self.heard.lock().unwrap().push((Instant::now(), s));
     }
@@ -325,7 +338,7 @@ async fn progress_arrives_in_order_while_the_call_runs() {
     let r = a.call_tool(params).await.unwrap();
     let done = Instant::now();
     assert_eq!(r.structured_content.as_ref().unwrap()["steps"], 5);
-    let events = heard.heard.lock().unwrap().clone();
+    let events = heard.with_progress(5).await;
     let progress = progress_of(&events);
     assert_eq!(
         progress.iter().map(|(_, s)| s.as_str()).collect::<Vec<_>>(),
@@ -622,7 +635,7 @@ async fn over_a_2026_http_upstream_progress_logs_input_and_cancellation_reach_th
     let r = a.call_tool(params).await.unwrap();
     let done = Instant::now();
     assert_eq!(r.structured_content.as_ref().unwrap()["steps"], 4, "{r:?}");
-    let events = heard.heard.lock().unwrap().clone();
+    let events = heard.with_progress(4).await;
     let progress = progress_of(&events);
     assert_eq!(
         progress.iter().map(|(_, s)| s.as_str()).collect::<Vec<_>>(),
