@@ -9,7 +9,7 @@
 //! client's era.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::Instant;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig,
@@ -31,12 +31,8 @@ use warden_core::decision::{Denial, DenyCode};
 
 use crate::handler::McpHandler;
 use crate::list_changes::{ListChanged, Lists, forward_list_changes};
+use crate::listening::{self, Pacing};
 use crate::wire;
-
-/// The first pause before listening to the remote again; doubled at each failure.
-const RELISTEN_AFTER: Duration = Duration::from_secs(1);
-/// The longest pause before listening again.
-const RELISTEN_AT_MOST: Duration = Duration::from_secs(30);
 
 /// The bridge's MCP client: its identity, and where the remote's list changes go.
 #[derive(Clone, Debug)]
@@ -108,44 +104,46 @@ pub async fn connect(url: &str, token: &str) -> Result<Remote, String> {
 }
 
 /// Keeps a `subscriptions/listen` stream open to a 2026-07-28 remote for its list changes,
-/// and announces them, until the connection closes. A stream that ends is opened again (after
-/// a pause, doubled at each failure) and every list announced, since changes may have been
-/// missed meanwhile.
+/// and announces them, until the connection closes. A stream that ends is opened again (paced
+/// by [`Pacing`]) and every list announced, since changes may have been missed meanwhile.
 async fn listen_to(remote: Peer<RoleClient>, client: BridgeClient) {
     let filter = SubscriptionFilter::builder()
         .tools_list_changed()
         .prompts_list_changed()
         .resources_list_changed()
         .build();
-    let mut pause = RELISTEN_AFTER;
+    let mut pacing = Pacing::default();
     let mut again = false;
     while !remote.is_transport_closed() {
-        if let Ok(Ok(mut stream)) =
-            tokio::time::timeout(Duration::from_secs(15), remote.listen(filter.clone())).await
-        {
-            pause = RELISTEN_AFTER;
-            if again {
-                client.announce(true, true, true);
-            }
-            while let Ok(Some(notification)) = stream.next().await {
-                match notification {
-                    ServerNotification::ToolListChangedNotification(_) => {
-                        client.announce(true, false, false);
-                    }
-                    ServerNotification::PromptListChangedNotification(_) => {
-                        client.announce(false, true, false);
-                    }
-                    ServerNotification::ResourceListChangedNotification(_) => {
-                        client.announce(false, false, true);
-                    }
-                    _ => {}
+        let lasted = match listening::open(&remote, filter.clone()).await {
+            Ok(mut stream) => {
+                let opened = Instant::now();
+                if again {
+                    client.announce(true, true, true);
                 }
+                while let Ok(Some(notification)) = stream.next().await {
+                    match notification {
+                        ServerNotification::ToolListChangedNotification(_) => {
+                            client.announce(true, false, false);
+                        }
+                        ServerNotification::PromptListChangedNotification(_) => {
+                            client.announce(false, true, false);
+                        }
+                        ServerNotification::ResourceListChangedNotification(_) => {
+                            client.announce(false, false, true);
+                        }
+                        _ => {}
+                    }
+                }
+                Some(opened.elapsed())
             }
-        } else {
-            pause = (pause * 2).min(RELISTEN_AT_MOST);
-        }
+            Err(e) => {
+                tracing::debug!(error = %e, "no list-change stream from the remote");
+                None
+            }
+        };
         again = true;
-        tokio::time::sleep(pause).await;
+        tokio::time::sleep(pacing.pause(lasted)).await;
     }
 }
 

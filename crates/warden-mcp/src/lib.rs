@@ -19,6 +19,7 @@ pub mod handler;
 pub mod http_client;
 pub mod knowledge;
 mod list_changes;
+mod listening;
 pub mod secrets;
 pub mod task_ids;
 pub mod tasks;

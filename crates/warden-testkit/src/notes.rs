@@ -61,6 +61,7 @@ enum Watcher {
 struct Counts {
     calls: AtomicU64,
     cancellations: AtomicU64,
+    listens: AtomicU64,
 }
 
 /// The fixture server. Cheap to clone: state is shared.
@@ -76,6 +77,8 @@ pub struct NotesServer {
     end_streams: Arc<tokio::sync::Notify>,
     only_2026: bool,
     only_2025: bool,
+    /// Ends every `subscriptions/listen` stream as soon as it opens.
+    brief_listens: bool,
 }
 
 fn schema(v: Value) -> Arc<JsonObject> {
@@ -177,6 +180,7 @@ impl NotesServer {
             end_streams: Arc::default(),
             only_2026: false,
             only_2025: false,
+            brief_listens: false,
         }
     }
 
@@ -185,6 +189,18 @@ impl NotesServer {
     pub fn only_2025(mut self, yes: bool) -> Self {
         self.only_2025 = yes;
         self
+    }
+
+    /// Ends every `subscriptions/listen` stream as soon as it opens when `yes`, as a server
+    /// that cannot keep one does.
+    pub fn brief_listens(mut self, yes: bool) -> Self {
+        self.brief_listens = yes;
+        self
+    }
+
+    /// How many `subscriptions/listen` streams were opened.
+    pub fn listens(&self) -> u64 {
+        self.counts.listens.load(Ordering::SeqCst)
     }
 
     fn published(&self) -> Vec<String> {
@@ -570,6 +586,10 @@ impl ServerHandler for NotesServer {
     }
 
     async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), McpError> {
+        self.counts.listens.fetch_add(1, Ordering::SeqCst);
+        if self.brief_listens {
+            return Ok(());
+        }
         let sink = context.sink().clone();
         let id = sink.id().clone();
         if let Ok(mut w) = self.watchers.lock() {

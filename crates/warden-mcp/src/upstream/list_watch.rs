@@ -1,11 +1,9 @@
 //! A 2026-07-28 upstream's list changes (FED-2). In 2026-07-28 a server announces them only on
 //! a `subscriptions/listen` stream (there is no session to send them on), so the supervisor
 //! keeps one open for the lists the upstream says change (`listChanged`), refreshes the offer
-//! at each announcement, and reopens the stream when it ends — refreshing then too, since
-//! changes may have been missed meanwhile. The supervisor's periodic refresh stays the
+//! at each announcement, and reopens the stream when it ends (paced by
+//! [`crate::listening`]) — refreshing then too, since changes may have been missed meanwhile. The supervisor's periodic refresh stays the
 //! fallback. A 2025-11-25 upstream announces on its session (see [`super::relays`]).
-
-use std::time::Duration;
 
 use rmcp::RoleClient;
 use rmcp::model::{ServerNotification, SubscriptionFilter};
@@ -14,12 +12,7 @@ use tokio::time::Instant;
 use warden_core::name::Name;
 
 use super::failure::short;
-use super::slot::LIST_TIMEOUT;
-
-/// The first pause before reopening an ended stream; doubled at each failure.
-const REOPEN_AFTER: Duration = Duration::from_secs(1);
-/// The longest pause before reopening.
-const REOPEN_AT_MOST: Duration = Duration::from_secs(30);
+use crate::listening::{self, Pacing};
 
 /// The list-change stream of one connection.
 #[derive(Debug)]
@@ -29,9 +22,11 @@ pub(super) struct ListWatch {
     /// What is asked for; `None` when there is nothing to listen to (a 2025-11-25 upstream, or
     /// one that announces no list changes).
     filter: Option<SubscriptionFilter>,
-    stream: Option<Subscription>,
-    /// When to try to reopen an ended stream, and the pause after that.
-    reopen: (Instant, Duration),
+    /// The open stream and when it opened.
+    stream: Option<(Subscription, Instant)>,
+    /// When to try to open a stream again, and the pauses between tries.
+    retry_at: Instant,
+    pacing: Pacing,
 }
 
 impl ListWatch {
@@ -55,23 +50,27 @@ impl ListWatch {
             peer: peer.clone(),
             filter,
             stream: None,
-            reopen: (Instant::now(), REOPEN_AFTER),
+            retry_at: Instant::now(),
+            pacing: Pacing::default(),
         };
-        watch.stream = watch.listen().await;
+        watch.try_listening().await;
         watch
     }
 
-    async fn listen(&self) -> Option<Subscription> {
-        let filter = self.filter.clone()?;
-        match tokio::time::timeout(LIST_TIMEOUT, self.peer.listen(filter)).await {
-            Ok(Ok(stream)) => Some(stream),
-            Ok(Err(e)) => {
-                tracing::debug!(upstream = %self.upstream, error = %short(&e.to_string()), "no list-change stream");
-                None
+    /// Opens the stream, or sets when to try again; `true` when it opened.
+    async fn try_listening(&mut self) -> bool {
+        let Some(filter) = self.filter.clone() else {
+            return false;
+        };
+        match listening::open(&self.peer, filter).await {
+            Ok(stream) => {
+                self.stream = Some((stream, Instant::now()));
+                true
             }
-            Err(_) => {
-                tracing::debug!(upstream = %self.upstream, "no list-change stream: no answer");
-                None
+            Err(e) => {
+                tracing::debug!(upstream = %self.upstream, error = %short(&e), "no list-change stream");
+                self.retry_at = Instant::now() + self.pacing.pause(None);
+                false
             }
         }
     }
@@ -80,7 +79,7 @@ impl ListWatch {
     /// was opened again; forever when there is nothing to listen to. Cancel-safe.
     pub(super) async fn changed(&mut self) {
         loop {
-            if let Some(stream) = self.stream.as_mut() {
+            if let Some((stream, opened)) = self.stream.as_mut() {
                 match stream.next().await {
                     Ok(Some(
                         ServerNotification::ToolListChangedNotification(_)
@@ -90,24 +89,18 @@ impl ListWatch {
                     Ok(Some(_)) => continue,
                     Ok(None) | Err(_) => {
                         tracing::debug!(upstream = %self.upstream, end = ?stream.end(), "list-change stream ended");
+                        let lasted = opened.elapsed();
                         self.stream = None;
-                        self.reopen = (Instant::now() + REOPEN_AFTER, REOPEN_AFTER);
+                        self.retry_at = Instant::now() + self.pacing.pause(Some(lasted));
                     }
                 }
             }
             if self.filter.is_none() {
                 return std::future::pending().await;
             }
-            tokio::time::sleep_until(self.reopen.0).await;
-            match self.listen().await {
-                Some(stream) => {
-                    self.stream = Some(stream);
-                    return;
-                }
-                None => {
-                    let pause = (self.reopen.1 * 2).min(REOPEN_AT_MOST);
-                    self.reopen = (Instant::now() + pause, pause);
-                }
+            tokio::time::sleep_until(self.retry_at).await;
+            if self.try_listening().await {
+                return;
             }
         }
     }

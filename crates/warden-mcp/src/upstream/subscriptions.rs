@@ -8,20 +8,14 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::Instant;
 
 use rmcp::model::{ResourceUpdatedNotificationParam, ServerNotification, SubscriptionFilter};
 use rmcp::service::{Peer, Subscription, SubscriptionSink};
 use rmcp::{RoleClient, RoleServer};
 use tokio_util::sync::CancellationToken;
 
-/// The first pause before reopening an upstream's ended listen stream; doubled at each
-/// failure.
-const REOPEN_AFTER: Duration = Duration::from_secs(1);
-/// The longest pause before reopening.
-const REOPEN_AT_MOST: Duration = Duration::from_secs(30);
-/// How long opening a listen stream may take.
-const OPEN_TIMEOUT: Duration = Duration::from_secs(15);
+use crate::listening::{self, Pacing};
 
 /// Who hears a resource's updates.
 #[derive(Clone, Debug)]
@@ -132,7 +126,7 @@ impl Subscriptions {
 
     /// Passes on the updates of `stream`, the upstream's listen stream for `uri` on `peer`,
     /// until the last subscriber leaves; when it ends while the connection lives, it is
-    /// opened again (after a pause, doubled at each failure). A new connection subscribes
+    /// opened again (paced by [`Pacing`]). A new connection subscribes
     /// anew (see `UpstreamSlot::resubscribe`).
     pub(super) fn keep_listening(
         self: &Arc<Self>,
@@ -147,14 +141,16 @@ impl Subscriptions {
         let upstream = upstream.to_owned();
         let uri = uri.to_owned();
         tokio::spawn(async move {
-            let mut stream = Some(stream);
-            let mut pause = REOPEN_AFTER;
+            let mut stream = Some((stream, Instant::now()));
+            let mut pacing = Pacing::default();
             loop {
-                if let Some(open) = stream.as_mut() {
-                    subscriptions.pass_on(open, &stop).await;
-                    stream = None;
-                    pause = REOPEN_AFTER;
-                }
+                let lasted = match stream.take() {
+                    Some((mut open, opened)) => {
+                        subscriptions.pass_on(&mut open, &stop).await;
+                        Some(opened.elapsed())
+                    }
+                    None => None,
+                };
                 let wanted = subscriptions
                     .by_uri
                     .lock()
@@ -164,16 +160,15 @@ impl Subscriptions {
                 }
                 tokio::select! {
                     () = stop.cancelled() => break,
-                    () = tokio::time::sleep(pause) => {}
+                    () = tokio::time::sleep(pacing.pause(lasted)) => {}
                 }
                 let filter = SubscriptionFilter::builder()
                     .resource_subscriptions(vec![uri.clone()])
                     .build();
-                match tokio::time::timeout(OPEN_TIMEOUT, peer.listen(filter)).await {
-                    Ok(Ok(open)) => stream = Some(open),
-                    _ => {
-                        tracing::debug!(upstream = %upstream, uri = %uri, "resource subscription not reopened yet");
-                        pause = (pause * 2).min(REOPEN_AT_MOST);
+                match listening::open(&peer, filter).await {
+                    Ok(open) => stream = Some((open, Instant::now())),
+                    Err(e) => {
+                        tracing::debug!(upstream = %upstream, uri = %uri, error = %e, "resource subscription not reopened yet");
                     }
                 }
             }
