@@ -86,11 +86,6 @@ pub(super) async fn supervise(
                         };
                         slot.connected(connection, offer, protocol);
                         changed();
-                        // Each subscription is bounded; a shutdown does not wait for them.
-                        tokio::select! {
-                            () = slot.cancel.cancelled() => return,
-                            () = slot.resubscribe() => {}
-                        }
                         let reason = run_connected(&slot, client, &peer, &changed, &exits).await;
                         if slot.cancel.is_cancelled() {
                             return;
@@ -196,8 +191,8 @@ impl Exits<'_> {
     }
 }
 
-/// Serves one connection: refreshes the offer on `list_changed` and on a timer, and returns
-/// why the connection ended.
+/// Serves one connection: subscribes again to the resources clients subscribed to, refreshes
+/// the offer on `list_changed` and on a timer, and returns why the connection ended.
 async fn run_connected(
     slot: &UpstreamSlot,
     client: Client,
@@ -213,7 +208,25 @@ async fn run_connected(
         .protocol
         .as_ref()
         .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
-    let mut lists = ListWatch::open(&slot.spec.name, peer, modern).await;
+    let ended = |ended: Result<Result<_, _>, _>| match ended {
+        Ok(Ok(reason)) => format!("the connection ended ({reason:?})"),
+        _ => "the connection ended".to_owned(),
+    };
+    // The resources clients subscribed to, again, and the list-change stream: each request is
+    // bounded, and the connection is watched meanwhile.
+    let setup = async {
+        slot.resubscribe().await;
+        ListWatch::open(&slot.spec.name, peer, modern).await
+    };
+    let mut lists = tokio::select! {
+        () = slot.cancel.cancelled() => {
+            ct.cancel();
+            let _ = (&mut waiting).await;
+            return "stopped".into();
+        }
+        end = &mut waiting => return ended(end),
+        lists = setup => lists,
+    };
     loop {
         tokio::select! {
             () = slot.cancel.cancelled() => {
@@ -221,12 +234,7 @@ async fn run_connected(
                 let _ = (&mut waiting).await;
                 return "stopped".into();
             }
-            ended = &mut waiting => {
-                return match ended {
-                    Ok(Ok(reason)) => format!("the connection ended ({reason:?})"),
-                    _ => "the connection ended".into(),
-                };
-            }
+            end = &mut waiting => return ended(end),
             () = slot.refresh.notified() => {}
             () = lists.changed() => {}
             _ = timer.tick() => {}
