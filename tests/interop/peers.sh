@@ -202,9 +202,12 @@ for era in legacy modern; do
   check "$era app" 'ui://get-time/mcp-app.html' --protocol-era "$era" --method tools/call \
     --tool-name apps__get-time --app-info
 done
-# Legacy: the parked call's approval id comes back in the result.
-check "legacy parked" 'apr_' --protocol-era legacy --method tools/call \
+# Legacy: the parked call answers the decision contract, its approval id in it — also with
+# the Inspector's default declaration of the (2026-07-28) tasks extension. Its default era too.
+check "legacy parked" '"approvalId": "apr_' --protocol-era legacy --method tools/call \
   --tool-name dual__add_note --tool-arg text=from-inspector
+check "default parked" '"approvalId": "apr_' --method tools/call \
+  --tool-name dual__add_note --tool-arg text=from-inspector-default
 
 # Modern: the Inspector declares the tasks extension, so the parked call is a task (APR-7) and
 # the Inspector waits on it; an approver approves it, and the Inspector gets the tool's result.

@@ -1,7 +1,6 @@
 //! APR-7 over URL elicitation: a 2025-11-25 client that declares URL elicitation
-//! (`elicitation: {url: {}}`) and not the tasks extension is offered, for its parked call, the
-//! console's page of the approval (`elicitation/create` in `url` mode, the approval's id as the
-//! elicitation id). When the client accepts, the call waits for the decision — while the
+//! (`elicitation: {url: {}}`) is offered, for its parked call, the console's page of the
+//! approval (`elicitation/create` in `url` mode, the approval's id as the elicitation id). When the client accepts, the call waits for the decision — while the
 //! client stays connected, until the approval expires — then Warden sends
 //! `notifications/elicitation/complete` and the call answers with what happened: the tool's
 //! recorded result when it was executed, the denial otherwise. A client that declines, cancels

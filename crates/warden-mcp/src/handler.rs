@@ -269,7 +269,15 @@ impl McpHandler {
             caller: self.caller(ctx)?,
             stateless,
             log_level,
-            capabilities: ctx.client_capabilities(),
+            capabilities: ctx.client_capabilities().map(|mut capabilities| {
+                // The tasks extension is 2026-07-28's: a 2025-11-25 client declaring it (as
+                // the MCP Inspector does by default) expects a plain result to a plain call,
+                // from Warden and from the upstream alike.
+                if !stateless && let Some(extensions) = capabilities.extensions.as_mut() {
+                    extensions.remove(rmcp::model::TASKS_EXTENSION_ID);
+                }
+                capabilities
+            }),
             retry,
         })
     }
@@ -614,7 +622,8 @@ impl ServerHandler for McpHandler {
         let retry = retry_of(request.input_responses.clone(), &request.request_state);
         let client = self.client_context(&ctx, &authority, retry)?;
         let caller = client.caller.clone();
-        // APR-7: a client that declares the tasks extension gets a parked call as a task.
+        // APR-7: a 2026-07-28 client that declares the tasks extension gets a parked call as
+        // a task (see `client_context` for a 2025-11-25 one).
         let wants_tasks = client
             .capabilities
             .as_ref()

@@ -826,3 +826,43 @@ async fn a_client_that_declares_tasks_gets_a_parked_call_as_a_task_of_its_own() 
     let r = call(&client, "ledger__add_note", json!({"text": "refund 44"})).await;
     assert_eq!(decision(&r)["status"], "pending_approval");
 }
+
+/// The tasks extension is 2026-07-28's: a 2025-11-25 client that declares it at `initialize`
+/// (as the MCP Inspector does by default) and calls without asking for a task gets the
+/// decision contract, `pending_approval` and the approval's id, as every 2025-11-25 client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2025_client_declaring_the_tasks_extension_gets_the_decision_contract() {
+    let w = TestWarden::start(&config("")).await;
+    let alice = w.token("alice", None, None).await;
+    let session = open_session_with(
+        &w,
+        &alice,
+        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}),
+    )
+    .await;
+    let body = reqwest::Client::new()
+        .post(w.mcp())
+        .bearer_auth(&alice)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25")
+        .header("mcp-session-id", &session)
+        .json(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "ledger__add_note", "arguments": {"text": "refund 45"}}}))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let answer = last_message(&body);
+    let result = &answer["result"];
+    assert!(result.get("taskId").is_none(), "{answer}");
+    let decision = &result["_meta"]["warden/decision"];
+    assert_eq!(decision["status"], "pending_approval", "{answer}");
+    assert!(
+        decision["approvalId"]
+            .as_str()
+            .is_some_and(|id| id.starts_with("apr_")),
+        "{answer}"
+    );
+}

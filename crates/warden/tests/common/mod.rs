@@ -389,6 +389,11 @@ pub fn cli(args: &[&str], store_args: &[String]) -> std::process::Output {
 /// Opens a 2025-11-25 session on `w` as `token` with raw HTTP (initialize, then initialized);
 /// its `Mcp-Session-Id`.
 pub async fn open_session(w: &TestWarden, token: &str) -> String {
+    open_session_with(w, token, serde_json::json!({})).await
+}
+
+/// Opens a 2025-11-25 session as [`open_session`] does, its client declaring `capabilities`.
+pub async fn open_session_with(w: &TestWarden, token: &str, capabilities: Value) -> String {
     warden_mcp::http_client::install_tls();
     let client = reqwest::Client::new();
     let post = |body: Value| {
@@ -401,7 +406,7 @@ pub async fn open_session(w: &TestWarden, token: &str) -> String {
     };
     let response = post(
         serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+        "params": {"protocolVersion": "2025-11-25", "capabilities": capabilities,
         "clientInfo": {"name": "warden-tests", "version": "1"}}}),
     )
     .send()
