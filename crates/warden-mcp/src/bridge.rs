@@ -74,8 +74,25 @@ impl ClientHandler for BridgeClient {
 /// A connection to the remote Warden.
 pub type Remote = RunningService<RoleClient, BridgeClient>;
 
+/// Why the remote Warden could not be used.
+#[derive(Debug)]
+pub enum ConnectError {
+    /// It answered, and refused the token (HTTP 401 or 403): no fallback helps.
+    Refused(String),
+    /// It could not be reached, or did not complete the handshake.
+    Unreachable(String),
+}
+
+impl std::fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConnectError::Refused(why) | ConnectError::Unreachable(why) => f.write_str(why),
+        }
+    }
+}
+
 /// Connects to a remote Warden's MCP endpoint with a bearer token.
-pub async fn connect(url: &str, token: &str) -> Result<Remote, String> {
+pub async fn connect(url: &str, token: &str) -> Result<Remote, ConnectError> {
     let config =
         StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(token.to_owned());
     let lifecycle = ClientLifecycleMode::Auto {
@@ -88,11 +105,21 @@ pub async fn connect(url: &str, token: &str) -> Result<Remote, String> {
     let remote = client
         .clone()
         .serve_with_lifecycle(
-            StreamableHttpClientTransport::with_client(crate::http_client::shared()?, config),
+            StreamableHttpClientTransport::with_client(
+                crate::http_client::shared().map_err(ConnectError::Unreachable)?,
+                config,
+            ),
             lifecycle,
         )
         .await
-        .map_err(|e| format!("cannot reach {url}: {e}"))?;
+        .map_err(|e| {
+            let why = crate::http_client::handshake_failure(&e);
+            if crate::http_client::credential_refused(&e) {
+                ConnectError::Refused(format!("{url} refused it: {why}"))
+            } else {
+                ConnectError::Unreachable(format!("cannot reach {url}: {why}"))
+            }
+        })?;
     // A 2026-07-28 remote announces list changes only on a listen stream.
     if remote
         .peer_info()

@@ -61,3 +61,92 @@ pub fn upstream_http_client() -> Result<reqwest::Client, String> {
         .build()
         .map_err(|e| format!("cannot build the HTTP client: {e}"))
 }
+
+/// How a failure of rmcp's Streamable HTTP client reads for people: what happened, without
+/// the transport's type names — `cannot connect (Connection refused (os error 111))`,
+/// `the server refused the credential (HTTP 401: invalid token)`.
+pub fn transport_failure(error: &rmcp::transport::DynamicTransportError) -> String {
+    use rmcp::transport::streamable_http_client::StreamableHttpError as E;
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error.error.as_ref());
+    while let Some(e) = cause {
+        if let Some(http) = e.downcast_ref::<E<reqwest::Error>>() {
+            return match http {
+                E::AuthRequired(e) => format!(
+                    "the server refused the credential (HTTP 401{})",
+                    described(&e.www_authenticate_header)
+                ),
+                E::InsufficientScope(e) => format!(
+                    "the credential's scope is not enough (HTTP 403{})",
+                    described(&e.www_authenticate_header)
+                ),
+                E::Client(e) => request(e),
+                other => other.to_string(),
+            };
+        }
+        if let Some(e) = e.downcast_ref::<reqwest::Error>() {
+            return request(e);
+        }
+        cause = e.source();
+    }
+    error.error.to_string()
+}
+
+/// How a failed HTTP request reads.
+fn request(e: &reqwest::Error) -> String {
+    if e.is_connect() {
+        format!("cannot connect ({})", root_cause(e))
+    } else if e.is_timeout() {
+        "no answer in time".to_owned()
+    } else {
+        root_cause(e)
+    }
+}
+
+/// How a failed MCP handshake reads (see [`transport_failure`]).
+pub fn handshake_failure(error: &rmcp::service::ClientInitializeError) -> String {
+    match error {
+        rmcp::service::ClientInitializeError::TransportError { error, .. } => {
+            transport_failure(error)
+        }
+        other => other.to_string(),
+    }
+}
+
+/// How a failed request reads (see [`transport_failure`]).
+pub fn request_failure(error: &rmcp::service::ServiceError) -> String {
+    match error {
+        rmcp::service::ServiceError::TransportSend(error) => transport_failure(error),
+        other => other.to_string(),
+    }
+}
+
+/// Whether a handshake failed because the server refused the credential (HTTP 401 or 403).
+pub fn credential_refused(error: &rmcp::service::ClientInitializeError) -> bool {
+    use rmcp::transport::streamable_http_client::StreamableHttpError as E;
+    matches!(
+        error,
+        rmcp::service::ClientInitializeError::TransportError { error, .. }
+            if matches!(
+                error.error.downcast_ref::<E<reqwest::Error>>(),
+                Some(E::AuthRequired(_) | E::InsufficientScope(_))
+            )
+    )
+}
+
+/// `: <error_description>` of a `WWW-Authenticate` challenge, when it has one.
+fn described(challenge: &str) -> String {
+    challenge
+        .split_once("error_description=\"")
+        .and_then(|(_, rest)| rest.split_once('"'))
+        .map(|(description, _)| format!(": {description}"))
+        .unwrap_or_default()
+}
+
+/// The innermost error of `e`'s chain: the cause people recognise.
+fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = e;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    cause.to_string()
+}

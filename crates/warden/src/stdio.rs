@@ -27,6 +27,10 @@ pub(crate) async fn run(args: StdioArgs) -> anyhow::Result<()> {
         (Some(url), mode) => {
             let remote = match bridge::connect(url, &token).await {
                 Ok(r) => Some(r),
+                // A refused token is the caller's to fix: no fallback stands in for it.
+                Err(bridge::ConnectError::Refused(why)) => {
+                    return Err(usage(format!("WARDEN_TOKEN: {why}")));
+                }
                 Err(e) => {
                     tracing::error!(error = %e, "the remote Warden cannot be reached");
                     None
@@ -69,6 +73,13 @@ async fn local_handler(
 ) -> anyhow::Result<McpHandler> {
     let location = crate::target::store(&args.store).await?;
     let store = Arc::new(open(&location).await?);
+    // A token this store never issued is refused before any upstream is started.
+    if store.credential_for_token(token).await?.is_none() {
+        return Err(usage(format!(
+            "WARDEN_TOKEN: {}",
+            warden_core::principal::CredentialRejection::Unknown
+        )));
+    }
     let secrets_dir = args.secrets_dir.clone().or_else(|| match &location {
         Location::DataDir(dir) => Some(dir.join("secrets")),
         Location::Url(_) => None,

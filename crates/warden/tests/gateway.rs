@@ -1018,6 +1018,140 @@ async fn warden_stdio_bridges_to_a_remote_server_and_fails_closed_when_it_is_gon
     );
 }
 
+/// An HTTP upstream that went away is named in plain words — the call's `UNAVAILABLE` and the
+/// upstream's state in `/readyz` say it cannot be connected to, not which Rust types failed —
+/// whichever exit its calls take (rmcp's client for a 2025-11-25 upstream, the direct path for
+/// a 2026-07-28 one).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_upstream_that_went_away_is_named_in_plain_words() {
+    for only_2025 in [true, false] {
+        let shutdown = tokio_util::sync::CancellationToken::new();
+        let addr = warden_testkit::notes::spawn_http(
+            warden_testkit::notes::NotesServer::new(None).only_2025(only_2025),
+            "127.0.0.1:0".parse().unwrap(),
+            shutdown.clone(),
+        )
+        .await
+        .unwrap();
+        let w = TestWarden::start(&format!(
+            "kind: Project\nname: alpha\n---\nkind: Upstream\nname: web\nproject: alpha\n\
+             http: {{ url: \"http://{addr}/mcp\" }}\n"
+        ))
+        .await;
+        let client = http_client(&w.mcp(), &w.admin, Era::Sessions).await;
+        let r = call(&client, "web__echo", json!({"text": "a"})).await;
+        assert_eq!(decision(&r)["status"], "executed", "{r:?}");
+        shutdown.cancel();
+        let plain = |why: &str| {
+            why.contains("cannot connect")
+                && why.contains("Connection refused")
+                && !why.contains("rmcp::")
+        };
+        let r = call(&client, "web__echo", json!({"text": "b"})).await;
+        let message = decision(&r)["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(plain(&message), "2025-only {only_2025}: {r:?}");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let ready: Value = reqwest::get(format!("{}/readyz", w.base))
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            let reason = ready.to_string();
+            if reason.contains("Connection refused") {
+                assert!(plain(&reason), "2025-only {only_2025}: {ready}");
+                break;
+            }
+            assert!(Instant::now() < deadline, "2025-only {only_2025}: {ready}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+/// An upstream pinned to an era it does not speak is down with a reason that says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_pinned_to_an_era_it_does_not_speak_says_so() {
+    let w = TestWarden::start(&format!(
+        "kind: Project\nname: alpha\n---\n{}",
+        stdio_upstream_with(
+            "alpha",
+            "alpha",
+            &["--only-2025"],
+            "protocol: \"2026-07-28\"\n"
+        )
+    ))
+    .await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let ready = reqwest::get(format!("{}/readyz", w.base))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        if ready.contains("-32601") {
+            assert!(
+                ready.contains("the upstream does not speak 2026-07-28, which its `protocol` pins"),
+                "{ready}"
+            );
+            break;
+        }
+        assert!(Instant::now() < deadline, "{ready}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A token the remote refuses is the user's to fix, not an outage: `warden stdio --remote`
+/// says so and exits 2 — with governance `auto` too, whose fallback is for a remote that
+/// cannot be reached — as the embedded `warden stdio` does, which refuses a token nobody
+/// issued before it starts any upstream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_token_ends_warden_stdio_at_once_naming_it() {
+    let w = TestWarden::start(&format!(
+        "kind: Project\nname: alpha\n---\n{}",
+        stdio_upstream("alpha", "alpha", "")
+    ))
+    .await;
+    let mcp = w.mcp();
+    let remote = ["stdio", "--remote", mcp.as_str()];
+    let auto = ["stdio", "--remote", mcp.as_str(), "--governance", "auto"];
+    let store_args = w.store_args();
+    let embedded: Vec<&str> = std::iter::once("stdio")
+        .chain(store_args.iter().map(String::as_str))
+        .collect();
+    let (remote_said, embedded_said) = (
+        "error: WARDEN_TOKEN: ".to_owned()
+            + &mcp
+            + " refused it: the server refused the credential (HTTP 401: invalid token)\n",
+        "error: WARDEN_TOKEN: invalid token\n".to_owned(),
+    );
+    for (args, said) in [
+        (&remote[..], &remote_said),
+        (&auto[..], &remote_said),
+        (&embedded[..], &embedded_said),
+    ] {
+        let out = tokio::process::Command::new(WARDEN)
+            .args(args)
+            .env("WARDEN_TOKEN", "wdn_not_issued")
+            .env("WARDEN_LOG", "warn")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .await
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.ends_with(said.as_str()), "{args:?}: {stderr}");
+        assert!(
+            !stderr.contains("upstream connected"),
+            "{args:?} started an upstream: {stderr}"
+        );
+    }
+}
+
 /// `warden stdio --remote` advertises exactly what it serves — tools, prompts, resources and
 /// resource templates, each list announced when it changes, no subscriptions, completions or
 /// logging — and passes the remote's list changes on to its client, in the client's era.

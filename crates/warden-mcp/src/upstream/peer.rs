@@ -20,6 +20,7 @@ use super::failure::CallError;
 use super::relays::{InFlight, InFlightTable};
 use super::suspend::{InFlightRequest, Owner, Suspensions, failed};
 use crate::client::{ClientContext, perform};
+use crate::http_client::request_failure;
 
 /// The rmcp client of a connected upstream, the calls in flight on it and those suspended
 /// for a client's answers.
@@ -56,7 +57,7 @@ impl PeerExit {
         let sending = self.inflight.register_sending(call.clone());
         let handle = match self.peer.send_cancellable_request(request, options).await {
             Ok(h) => h,
-            Err(e) => return Err(CallError::Unreachable(e.to_string())),
+            Err(e) => return Err(CallError::Unreachable(request_failure(&e))),
         };
         let call = InFlight {
             request: Some(handle.id.clone()),

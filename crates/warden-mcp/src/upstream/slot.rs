@@ -32,6 +32,7 @@ use super::relays::{InFlightTable, narrowed, offered};
 use super::subscriptions::{Subscriber, Subscriptions};
 use super::suspend::{Owner, Suspensions};
 use crate::client::ClientContext;
+use crate::http_client::request_failure;
 
 /// Default time an upstream call may take.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
@@ -338,7 +339,7 @@ impl UpstreamSlot {
         let handle = peer
             .send_cancellable_request(request, options)
             .await
-            .map_err(|e| rmcp::ErrorData::internal_error(short(&e.to_string()), None))?;
+            .map_err(|e| rmcp::ErrorData::internal_error(short(&request_failure(&e)), None))?;
         self.answer(handle.await_response()).await
     }
 
@@ -362,7 +363,11 @@ impl UpstreamSlot {
             Ok(Ok(r)) => Ok(r),
             Ok(Err(ServiceError::McpError(e))) => Err(e),
             Ok(Err(e)) => Err(rmcp::ErrorData::internal_error(
-                format!("upstream `{}`: {}", self.spec.name, short(&e.to_string())),
+                format!(
+                    "upstream `{}`: {}",
+                    self.spec.name,
+                    short(&request_failure(&e))
+                ),
                 None,
             )),
             Err(_) => Err(rmcp::ErrorData::internal_error(

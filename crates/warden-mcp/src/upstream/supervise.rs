@@ -8,10 +8,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rmcp::RoleClient;
-use rmcp::model::{ProtocolVersion, Tool};
+use rmcp::model::{ErrorCode, ProtocolVersion, Tool};
 use rmcp::service::{
-    ClientCacheConfig, ClientLifecycleMode, ClientServiceExt as _, Peer, RunningService,
-    ServiceError,
+    ClientCacheConfig, ClientInitializeError, ClientLifecycleMode, ClientServiceExt as _, Peer,
+    RunningService, ServiceError,
 };
 use warden_core::config::UpstreamProtocol;
 use warden_core::schema::SchemaText;
@@ -25,6 +25,7 @@ use super::list_watch::ListWatch;
 use super::relays::{UpstreamClient, client_config};
 use super::slot::{Connection, LIST_TIMEOUT, Offer, UpstreamSlot};
 use super::stdio;
+use crate::http_client::{handshake_failure, request_failure};
 use crate::secrets::Secrets;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
@@ -141,12 +142,15 @@ async fn connect(
             handler
                 .serve_with_lifecycle(transport, lifecycle)
                 .await
-                .map_err(|e| format!("MCP handshake failed: {e}"))
+                .map_err(|e| format!("MCP handshake failed: {}", handshake(&e, spec.protocol)))
         } else if let Some(http) = &spec.http {
             handler
                 .serve_with_lifecycle(rmcp_transport(http, secrets)?, lifecycle)
                 .await
-                .map_err(|e| format!("cannot connect to {}: {}", http.url, short(&e.to_string())))
+                .map_err(|e| {
+                    let why = short(&handshake(&e, spec.protocol));
+                    format!("cannot connect to {}: {why}", http.url)
+                })
         } else {
             Err("neither stdio nor http is configured".to_owned())
         }
@@ -154,6 +158,25 @@ async fn connect(
     tokio::time::timeout(CONNECT_TIMEOUT, connecting)
         .await
         .map_err(|_| format!("no MCP handshake within {}s", CONNECT_TIMEOUT.as_secs()))?
+}
+
+/// Why a handshake failed, in words: a pinned era the upstream does not know is named.
+fn handshake(e: &ClientInitializeError, pinned: Option<UpstreamProtocol>) -> String {
+    let why = handshake_failure(e);
+    let era = match pinned {
+        Some(UpstreamProtocol::V2025_11_25) => "2025-11-25",
+        Some(UpstreamProtocol::V2026_07_28) => "2026-07-28",
+        None => return why,
+    };
+    match e {
+        ClientInitializeError::JsonRpcError(error) if error.code == ErrorCode::METHOD_NOT_FOUND => {
+            format!(
+                "{why} (the upstream does not speak {era}, which its `protocol` pins; without \
+                 `protocol` Warden chooses the era)"
+            )
+        }
+        _ => why,
+    }
 }
 
 /// What choosing a connected upstream's exit takes.
@@ -265,7 +288,7 @@ async fn fetch<T>(
 ) -> Result<Vec<T>, String> {
     match tokio::time::timeout(LIST_TIMEOUT, call).await {
         Ok(Ok(items)) => Ok(items),
-        Ok(Err(e)) => Err(format!("{what} failed: {}", short(&e.to_string()))),
+        Ok(Err(e)) => Err(format!("{what} failed: {}", short(&request_failure(&e)))),
         Err(_) => Err(format!("{what} did not answer")),
     }
 }

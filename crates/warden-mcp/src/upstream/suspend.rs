@@ -33,6 +33,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::failure::CallError;
 use super::relays::Registration;
 use crate::client::{ClientContext, Relay, declares, perform};
+use crate::http_client::request_failure;
 
 /// How long after one question the upstream may send another for the same round.
 const GATHER: Duration = Duration::from_millis(25);
@@ -448,6 +449,6 @@ pub(super) fn failed(e: ServiceError) -> CallError {
     match e {
         ServiceError::McpError(e) => CallError::Refused(e),
         ServiceError::Timeout { .. } => CallError::TimedOut,
-        e => CallError::Unreachable(e.to_string()),
+        e => CallError::Unreachable(request_failure(&e)),
     }
 }
