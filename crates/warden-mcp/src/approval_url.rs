@@ -16,8 +16,10 @@ use rmcp::model::{
 use rmcp::service::Peer;
 use tokio_util::sync::CancellationToken;
 use warden_core::authority::Authority;
+use warden_core::contract::DecisionContract;
 
 use crate::gateway::Gateway;
+use crate::wire::DECISION_META;
 
 /// How often a waiting call reads its approval.
 const POLL: Duration = Duration::from_millis(500);
@@ -55,7 +57,7 @@ pub async fn offer_and_wait(
     if answer.action != ElicitationAction::Accept {
         return None;
     }
-    let decided = loop {
+    let (decided, run_id) = loop {
         tokio::select! {
             () = cancel.cancelled() => return None,
             () = tokio::time::sleep(POLL) => {}
@@ -64,7 +66,7 @@ pub async fn offer_and_wait(
         let task = crate::tasks::detailed(&approval);
         match task.payload {
             TaskPayload::Working | TaskPayload::InputRequired { .. } => continue,
-            payload => break payload,
+            payload => break (payload, approval.run_id),
         }
     };
     let complete = CustomNotification::new(
@@ -74,9 +76,20 @@ pub async fn offer_and_wait(
     let _ = peer
         .send_notification(ServerNotification::CustomNotification(complete))
         .await;
-    match decided {
+    // The outcome, with its decision in `_meta` as every governed result has it.
+    let (mut result, decision) = match decided {
         TaskPayload::Completed { result } => {
-            serde_json::from_value(serde_json::Value::Object(result)).ok()
+            let result: CallToolResult =
+                serde_json::from_value(serde_json::Value::Object(result)).ok()?;
+            let executed = DecisionContract {
+                status: "executed",
+                code: None,
+                data: None,
+                approval_id: None,
+                run_id: Some(run_id),
+                message: format!("executed `{tool}`"),
+            };
+            (result, serde_json::to_value(executed).ok()?)
         }
         TaskPayload::Failed { error } => {
             let denial = error.get("data").cloned().unwrap_or_default();
@@ -86,9 +99,14 @@ pub async fn offer_and_wait(
                 .unwrap_or("not executed")
                 .to_owned();
             let mut result = CallToolResult::error(vec![rmcp::model::ContentBlock::text(message)]);
-            result.structured_content = Some(denial);
-            Some(result)
+            result.structured_content = Some(denial.clone());
+            (result, denial)
         }
-        _ => None,
-    }
+        _ => return None,
+    };
+    result
+        .meta
+        .get_or_insert_with(Default::default)
+        .insert(DECISION_META.into(), decision);
+    Some(result)
 }

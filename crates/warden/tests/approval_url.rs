@@ -152,6 +152,14 @@ async fn a_url_elicitation_client_waits_on_the_consoles_page_and_gets_the_outcom
         1,
         "the tool's own result: {result:?}"
     );
+    // Its decision, as on every governed result.
+    assert_eq!(decision(&result)["status"], "executed", "{result:?}");
+    assert!(
+        decision(&result)["runId"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("run_")),
+        "{result:?}"
+    );
     // The completion travels on the session's own stream, not the call's, and the client
     // handles notifications on tasks of their own: it may be heard just after the answer.
     let mut completed = Vec::new();
