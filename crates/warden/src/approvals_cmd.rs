@@ -162,6 +162,14 @@ fn show_one(a: Value, output: Output) -> anyhow::Result<()> {
                 ("run", "runId"),
                 ("rule", "rule"),
                 ("args sha256", "argsHash"),
+            ] {
+                println!("{:<12} {}", format!("{label}:"), cell(a, key));
+            }
+            // What is to be approved, as the console shows it.
+            if !field(a, "arguments").is_null() {
+                println!("{:<12} {}", "arguments:", field(a, "arguments"));
+            }
+            for (label, key) in [
                 ("reason", "reason"),
                 ("outcome", "outcomeCode"),
                 ("message", "outcomeMessage"),

@@ -42,6 +42,12 @@ async fn approvals_read_the_same_both_ways_before_and_after_their_decision() {
     }
     let one = cli.same(&["approvals", "get", &full, "-o", "json"]).json();
     assert_eq!(one["arguments"], json!({"text": "refund 42"}), "{one}");
+    // The table shows them too: a decider at the CLI sees what it approves.
+    let table = cli.same(&["approvals", "get", &full]).stdout;
+    assert!(
+        table.contains("\narguments:   {\"text\":\"refund 42\"}\n"),
+        "{table}"
+    );
     assert_eq!(one["requestedBy"]["kind"], "principal", "{one}");
     let other = cli
         .same(&["approvals", "get", &hashed, "-o", "json"])
