@@ -112,23 +112,35 @@ pub(crate) fn read_config_files(paths: &[PathBuf]) -> anyhow::Result<Vec<Located
     parse_config_texts(&read_config_texts(paths)?)
 }
 
-/// The files of `paths` (directories' `.yaml`/`.yml` files, sorted by name), each with the
-/// label errors name it by.
+/// The files of `paths` (directories' `.yaml`/`.yml` files, sorted by name; `-` standard
+/// input, once), each with the label errors name it by.
 pub(crate) fn read_config_texts(paths: &[PathBuf]) -> anyhow::Result<Vec<(String, String)>> {
     let mut files = Vec::new();
+    let mut texts = Vec::new();
     for path in paths {
+        if path.as_os_str() == "-" {
+            if texts.iter().any(|(label, _)| label == STDIN) {
+                return Err(usage("-: standard input can be read once"));
+            }
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+                .map_err(|e| usage(format!("{STDIN}: cannot be read: {e}")))?;
+            texts.push((STDIN.to_owned(), text));
+            continue;
+        }
         collect_files(path, &mut files)?;
-    }
-    files
-        .into_iter()
-        .map(|file| {
+        for file in files.drain(..) {
             let label = file.display().to_string();
             let text = std::fs::read_to_string(&file)
                 .map_err(|e| usage(format!("{label}: cannot be read: {e}")))?;
-            Ok((label, text))
-        })
-        .collect()
+            texts.push((label, text));
+        }
+    }
+    Ok(texts)
 }
+
+/// How errors name standard input.
+const STDIN: &str = "<stdin>";
 
 /// The resources of labelled texts, or every problem of all of them (exit status 2).
 pub(crate) fn parse_config_texts(files: &[(String, String)]) -> anyhow::Result<Vec<Located>> {

@@ -464,7 +464,24 @@ pub(crate) fn config(cmd: ConfigCommand) -> anyhow::Result<()> {
         ConfigCommand::Validate(args) => {
             let resources = read_config_files(&args.files)?;
             let n = resources.len();
-            Config::validate(resources).map_err(|e| config_errors(&e))?;
+            Config::validate(resources).map_err(|e| {
+                if e.iter().any(ConfigError::is_missing_reference) {
+                    // What the store holds is not looked at here.
+                    let mut errors = e;
+                    errors.push(ConfigError {
+                        file: None,
+                        document: None,
+                        resource: None,
+                        field: None,
+                        message: "`warden config validate` checks the given files alone; \
+                                  `warden apply --dry-run -f …` checks them against a store"
+                            .into(),
+                    });
+                    config_errors(&errors)
+                } else {
+                    config_errors(&e)
+                }
+            })?;
             println!("{n} resources are valid");
             Ok(())
         }

@@ -72,6 +72,79 @@ async fn apply_with_a_misspelt_field_exits_2_naming_file_resource_and_field() {
     assert_eq!(stdout(&out).trim(), "[]");
 }
 
+/// `warden config validate` checks files without a store: a reference to a resource only a
+/// store holds is named, and so is where to check against a store.
+#[test]
+fn config_validate_says_it_reads_the_files_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = write(
+        dir.path(),
+        "up.yaml",
+        "kind: Upstream\nname: x\nproject: lab\nhttp: { url: \"http://127.0.0.1:1/mcp\" }\n",
+    );
+    let project = write(dir.path(), "lab.yaml", "kind: Project\nname: lab\n");
+    let validate = |files: &[&str]| {
+        let mut cmd = Command::new(WARDEN);
+        cmd.args(["config", "validate"]);
+        for f in files {
+            cmd.args(["-f", f]);
+        }
+        cmd.output().unwrap()
+    };
+    let out = validate(&[&upstream]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "error: {upstream} (document 1): Upstream `x`: field `project`: no Project named `lab`; apply it first or fix the name\n\
+             error: `warden config validate` checks the given files alone; `warden apply --dry-run -f …` checks them against a store\n"
+        )
+    );
+    let out = validate(&[&upstream, &project]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "2 resources are valid\n");
+}
+
+/// `-f -` reads standard input (`warden get … -o yaml | warden apply -f -`); its errors name
+/// `<stdin>`.
+#[tokio::test]
+async fn apply_reads_standard_input_for_a_dash() {
+    use std::io::Write as _;
+    let s = warden_testkit::sqlite_store().await;
+    let apply = |text: &str| {
+        let mut cmd = Command::new(WARDEN);
+        cmd.args(["apply", "-f", "-"])
+            .args(store_args(&s.location))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        for (k, _) in std::env::vars() {
+            if k.starts_with("WARDEN_") {
+                cmd.env_remove(k);
+            }
+        }
+        let mut child = cmd.spawn().unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let out = apply("kind: Project\nname: payments\nkinds: 1\n");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).starts_with("error: <stdin> (document 1): Project `payments`: field `kinds`"),
+        "{}",
+        stderr(&out)
+    );
+    let out = apply(CONFIG);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = warden(&s.location, &["get", "projects", "-o", "json"]);
+    assert!(stdout(&out).contains("\"payments\""), "{}", stdout(&out));
+}
+
 #[tokio::test]
 async fn usage_errors_exit_2_and_runtime_errors_exit_1() {
     let s = warden_testkit::sqlite_store().await;

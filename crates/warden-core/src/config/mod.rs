@@ -54,6 +54,16 @@ pub struct ConfigError {
     pub message: String,
 }
 
+/// How a reference to a resource that does not exist ends its message.
+const MISSING_HINT: &str = "; apply it first or fix the name";
+
+impl ConfigError {
+    /// Whether it names a reference to a resource that does not exist.
+    pub fn is_missing_reference(&self) -> bool {
+        self.message.ends_with(MISSING_HINT)
+    }
+}
+
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut parts = Vec::new();
@@ -368,9 +378,7 @@ fn check_resource(config: &Config, located: &Located, errors: &mut Vec<ConfigErr
     let mut fail = |field: &str, message: String| {
         errors.push(error_at(located, Some(field), message));
     };
-    let missing = |kind: Kind, name: &str| {
-        format!("no {kind} named `{name}`; apply it first or fix the name")
-    };
+    let missing = |kind: Kind, name: &str| format!("no {kind} named `{name}`{MISSING_HINT}");
     let named = !matches!(
         located.resource.kind(),
         Kind::User | Kind::RoleBinding | Kind::KillSwitch

@@ -322,7 +322,7 @@ pub enum ConfigCommand {
 /// `warden config validate`.
 #[derive(Debug, Args)]
 pub struct ValidateArgs {
-    /// Files or directories.
+    /// Files or directories (`-`: standard input).
     #[arg(
         short = 'f',
         long = "filename",

@@ -9,8 +9,8 @@ use super::options::{Output, TargetArgs};
 /// `warden apply`.
 #[derive(Debug, Args)]
 pub struct ApplyArgs {
-    /// A YAML file (several documents separated by `---`) or a directory of `.yaml`/`.yml`
-    /// files. Repeatable.
+    /// A YAML file (several documents separated by `---`), a directory of `.yaml`/`.yml`
+    /// files, or `-` for standard input. Repeatable.
     #[arg(
         short = 'f',
         long = "filename",
