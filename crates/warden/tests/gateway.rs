@@ -1072,6 +1072,49 @@ async fn an_http_upstream_that_went_away_is_named_in_plain_words() {
     }
 }
 
+/// Two upstreams of one project that offer the same resource URIs: `resources/list` and
+/// `resources/templates/list` show each once — the first upstream's by name, which is the one
+/// `resources/read` asks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resource_two_upstreams_offer_is_listed_once_as_the_one_read() {
+    let policy = "---\nkind: ToolPolicy\nproject: alpha\ntool: beta__add_note\nclass: mutation\n";
+    let w = TestWarden::start(&format!(
+        "kind: Project\nname: alpha\n---\n{}---\n{}{policy}",
+        stdio_upstream("alpha", "alpha", ""),
+        stdio_upstream("beta", "alpha", "")
+    ))
+    .await;
+    let client = http_client(&w.mcp(), &w.admin, Era::Sessions).await;
+    let uris: Vec<String> = client
+        .list_all_resources()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.uri.clone())
+        .collect();
+    let unique: std::collections::BTreeSet<&String> = uris.iter().collect();
+    assert!(uris.contains(&"notes://all".to_owned()), "{uris:?}");
+    assert_eq!(unique.len(), uris.len(), "{uris:?}");
+    let templates: Vec<String> = client
+        .list_all_resource_templates()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.uri_template.clone())
+        .collect();
+    let unique: std::collections::BTreeSet<&String> = templates.iter().collect();
+    assert!(!templates.is_empty());
+    assert_eq!(unique.len(), templates.len(), "{templates:?}");
+    // A note added to `beta` is not in what a read of `notes://all` answers: `alpha`'s.
+    let r = call(&client, "beta__add_note", json!({"text": "in beta"})).await;
+    assert_eq!(decision(&r)["status"], "executed", "{r:?}");
+    let read = client
+        .read_resource(rmcp::model::ReadResourceRequestParams::new("notes://all"))
+        .await
+        .unwrap();
+    assert!(!format!("{read:?}").contains("in beta"), "{read:?}");
+}
+
 /// An upstream pinned to an era it does not speak is down with a reason that says so.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_upstream_pinned_to_an_era_it_does_not_speak_says_so() {

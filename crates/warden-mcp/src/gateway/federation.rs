@@ -7,6 +7,7 @@
     reason = "logging is still part of the 2025-11-25 protocol"
 )]
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use rmcp::model::{
@@ -89,11 +90,19 @@ impl Live {
     }
 
     /// `resources/list`: the knowledge projects' documents and the resources of readable
-    /// upstreams.
+    /// upstreams, each URI once: as the one that answers `resources/read` for it (a document,
+    /// else the first upstream by name that lists it).
     pub(super) fn resources(&self, authority: &Authority) -> Vec<Resource> {
         let mut resources = knowledge::project_documents(&self.peek().policy, authority);
+        let mut seen: HashSet<String> = resources.iter().map(|r| r.uri.clone()).collect();
         for slot in self.readable_upstreams(authority) {
-            resources.extend(slot.offer().resources.iter().cloned());
+            resources.extend(
+                slot.offer()
+                    .resources
+                    .iter()
+                    .filter(|r| seen.insert(r.uri.clone()))
+                    .cloned(),
+            );
         }
         resources
     }
@@ -132,11 +141,14 @@ impl Live {
             .cloned()
     }
 
-    /// `resources/templates/list`: the templates of readable upstreams.
+    /// `resources/templates/list`: the templates of readable upstreams, each URI template
+    /// once (the first upstream's by name, as reads of URIs no upstream lists go).
     pub(super) fn resource_templates(&self, authority: &Authority) -> Vec<ResourceTemplate> {
+        let mut seen = HashSet::new();
         self.readable_upstreams(authority)
             .iter()
             .flat_map(|s| s.offer().templates.clone())
+            .filter(|t| seen.insert(t.uri_template.clone()))
             .collect()
     }
 

@@ -7,8 +7,8 @@
 //! rebuild the catalog. When the store cannot be reached, runs keep their knowledge and get no
 //! tools (RUN-4).
 
-use std::collections::HashMap;
-use std::sync::{Arc, Weak};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
@@ -71,6 +71,9 @@ pub(super) struct Live {
     pub(super) upstreams: Upstreams,
     builtins: Vec<ToolDescriptor>,
     catalog_changed: broadcast::Sender<()>,
+    /// The catalog's problems (a tool skipped, two tools wanting one name) as last built:
+    /// each is logged when it appears, not at every rebuild.
+    problems: Mutex<Problems>,
 }
 
 impl Live {
@@ -86,6 +89,7 @@ impl Live {
             upstreams,
             builtins,
             catalog_changed: broadcast::channel(16).0,
+            problems: Mutex::default(),
         }
     }
 
@@ -209,6 +213,7 @@ impl Live {
         // The catalog being replaced: a tool whose schema text did not change keeps its
         // compiled schema (no recompilation).
         let previous = self.snapshot.load().catalog.clone();
+        let mut problems = Vec::new();
         for slot in self.upstreams.all() {
             let spec = &slot.spec;
             let prefix = prefix(spec);
@@ -225,17 +230,47 @@ impl Live {
                     previous.get(&name).map(AsRef::as_ref),
                 ) {
                     Ok(d) => tools.push(d),
-                    Err(e) => {
-                        tracing::warn!(upstream = %spec.name, tool = %name, error = %e, "tool skipped")
-                    }
+                    Err(e) => problems.push(format!(
+                        "upstream `{}`: tool `{name}` skipped: {e}",
+                        spec.name
+                    )),
                 }
             }
         }
         let (catalog, conflicts) = Catalog::new(tools);
-        for c in conflicts {
-            tracing::warn!(name = %c.name, kept = %c.kept, dropped = %c.dropped, "two tools want the same catalog name; set a `prefix` on one upstream");
-        }
+        problems.extend(conflicts.into_iter().map(|c| {
+            format!(
+                "two tools want the catalog name `{}`: `{}` kept, `{}` dropped; set a `prefix` on one upstream",
+                c.name, c.kept, c.dropped
+            )
+        }));
+        self.report(problems);
         catalog
+    }
+
+    /// Logs the catalog's problems that were not there at the last build.
+    fn report(&self, problems: Vec<String>) {
+        let Ok(mut known) = self.problems.lock() else {
+            return;
+        };
+        for problem in known.update(problems) {
+            tracing::warn!(%problem, "catalog");
+        }
+    }
+}
+
+/// The catalog's problems as last built.
+#[derive(Debug, Default)]
+struct Problems(HashSet<String>);
+
+impl Problems {
+    /// Keeps `now` as the problems; those not known before, in order.
+    fn update(&mut self, now: Vec<String>) -> Vec<String> {
+        let now: HashSet<String> = now.into_iter().collect();
+        let mut new: Vec<String> = now.difference(&self.0).cloned().collect();
+        new.sort();
+        self.0 = now;
+        new
     }
 }
 
@@ -288,5 +323,20 @@ pub(super) async fn watch(
                 live.rebuild_catalog();
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Problems;
+
+    #[test]
+    fn a_problem_is_told_once_while_it_lasts_and_again_when_it_comes_back() {
+        let mut p = Problems::default();
+        let of = |v: &[&str]| v.iter().map(ToString::to_string).collect::<Vec<_>>();
+        assert_eq!(p.update(of(&["b", "a"])), of(&["a", "b"]));
+        assert!(p.update(of(&["a", "b"])).is_empty());
+        assert!(p.update(of(&["a"])).is_empty());
+        assert_eq!(p.update(of(&["a", "b"])), of(&["b"]));
     }
 }
