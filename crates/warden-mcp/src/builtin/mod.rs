@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+mod args_schema;
 pub mod tasks;
 
 use schemars::JsonSchema;
@@ -14,7 +15,7 @@ use warden_core::contract::ToolOutput;
 use warden_core::error::ExecError;
 use warden_core::name::Name;
 use warden_core::policy::Policy;
-use warden_core::schema::{InputSchema, schema_for};
+use warden_core::schema::InputSchema;
 use warden_core::tool::{
     Catalog, ClassSource, GovernanceStatus, Risk, ToolClass, ToolDescriptor, ToolSource,
 };
@@ -110,12 +111,12 @@ pub fn descriptors() -> Vec<ToolDescriptor> {
         descriptor(
             "whoami",
             "Who this run acts as: the principal, the authority mode, the projects whose tools it may use and why, and the projects it knows without tools.",
-            schema_for::<WhoamiArgs>(),
+            args_schema::schema::<WhoamiArgs>(),
         ),
         descriptor(
             "explain",
             "Explain, without executing or recording anything, what calling a tool with these arguments would decide for this run, step by step, with the rules.",
-            schema_for::<ExplainArgs>(),
+            args_schema::schema::<ExplainArgs>(),
         ),
     ]
     .into_iter()
@@ -191,4 +192,39 @@ pub fn whoami(authority: &Authority) -> Value {
         "scopes": authority.grant.ceiling.as_ref().map(|c| c.patterns().to_vec()),
         "toolsWithheld": authority.withheld,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+
+    /// A `type` that is an array (`["object", "null"]`) is not portable to clients that take
+    /// the OpenAPI subset of JSON Schema (Gemini's among them); no built-in tool has one.
+    #[test]
+    fn every_built_in_schema_names_one_type_per_value() {
+        fn arrays_of_types(v: &Value, at: &str, found: &mut Vec<String>) {
+            match v {
+                Value::Object(map) => {
+                    if map.get("type").is_some_and(Value::is_array) {
+                        found.push(at.to_owned());
+                    }
+                    for (k, v) in map {
+                        arrays_of_types(v, &format!("{at}/{k}"), found);
+                    }
+                }
+                Value::Array(items) => {
+                    for (i, v) in items.iter().enumerate() {
+                        arrays_of_types(v, &format!("{at}/{i}"), found);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut found = Vec::new();
+        for d in super::descriptors() {
+            let schema = Value::Object(d.schema.advertised().to_object());
+            arrays_of_types(&schema, &d.name.to_string(), &mut found);
+        }
+        assert!(found.is_empty(), "{found:?}");
+    }
 }
