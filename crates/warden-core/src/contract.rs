@@ -67,6 +67,8 @@ pub enum Verdict {
         approval_id: String,
         /// The rule that parked it.
         rule: String,
+        /// Waiting for an approval, or staged: running when its veto window ends.
+        kind: crate::approval::ApprovalKind,
     },
     /// Refused.
     Denied(Denial),
@@ -160,12 +162,20 @@ impl CallOutcome {
                 ..
             } => (None, message.clone()),
             Verdict::Executed { .. } => (None, format!("executed `{}`", self.tool)),
-            Verdict::Pending { approval_id, .. } => (
+            Verdict::Pending {
+                approval_id, kind, ..
+            } => (
                 Some(approval_id.clone()),
-                format!(
-                    "`{}` is parked as `{approval_id}` (a human approval, or a veto window); see `warden approvals get {approval_id}`",
-                    self.tool
-                ),
+                match kind {
+                    crate::approval::ApprovalKind::Approval => format!(
+                        "`{}` is parked as `{approval_id}` until a human approves it; see `warden approvals get {approval_id}`",
+                        self.tool
+                    ),
+                    crate::approval::ApprovalKind::Staged => format!(
+                        "`{}` is staged as `{approval_id}`: it runs when its veto window ends, unless vetoed; see `warden approvals get {approval_id}`",
+                        self.tool
+                    ),
+                },
             ),
             Verdict::Denied(d) => (None, d.message.clone()),
         };
@@ -246,6 +256,7 @@ mod tests {
             Verdict::Pending {
                 approval_id: "apr_1".into(),
                 rule: "r".into(),
+                kind: crate::approval::ApprovalKind::Approval,
             },
             Verdict::Denied(Denial::new(DenyCode::KillSwitch, "kill_switch", "pulled")),
         ];
@@ -270,12 +281,22 @@ mod tests {
         let pending = outcome(Verdict::Pending {
             approval_id: "apr_1".into(),
             rule: "r".into(),
+            kind: crate::approval::ApprovalKind::Approval,
         });
         assert_eq!(
             serde_json::to_value(pending.contract()).unwrap(),
-            json!({"status":"pending_approval","approvalId":"apr_1","runId":"run_1","message":"`t` is parked as `apr_1` (a human approval, or a veto window); see `warden approvals get apr_1`"})
+            json!({"status":"pending_approval","approvalId":"apr_1","runId":"run_1","message":"`t` is parked as `apr_1` until a human approves it; see `warden approvals get apr_1`"})
         );
         assert!(!pending.is_error());
+        let staged = outcome(Verdict::Pending {
+            approval_id: "apr_2".into(),
+            rule: "r".into(),
+            kind: crate::approval::ApprovalKind::Staged,
+        });
+        assert_eq!(
+            serde_json::to_value(staged.contract()).unwrap(),
+            json!({"status":"pending_approval","approvalId":"apr_2","runId":"run_1","message":"`t` is staged as `apr_2`: it runs when its veto window ends, unless vetoed; see `warden approvals get apr_2`"})
+        );
         let denied = outcome(Verdict::Denied(Denial::new(
             DenyCode::Capability,
             "rule",

@@ -300,7 +300,11 @@ impl<A: AuditLog, C: Counters, K: Clock, X: Executor, Q: ApprovalQueue>
             outcome.verdict = Verdict::Denied(unavailable(&e));
             return outcome;
         }
-        outcome.verdict = Verdict::Pending { approval_id, rule };
+        outcome.verdict = Verdict::Pending {
+            approval_id,
+            rule,
+            kind,
+        };
         outcome
     }
 }
