@@ -223,7 +223,7 @@ mod tests {
         let mut found = Vec::new();
         for d in super::descriptors() {
             let schema = Value::Object(d.schema.advertised().to_object());
-            arrays_of_types(&schema, &d.name.to_string(), &mut found);
+            arrays_of_types(&schema, d.name.as_ref(), &mut found);
         }
         assert!(found.is_empty(), "{found:?}");
     }
