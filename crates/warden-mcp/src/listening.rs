@@ -2,8 +2,9 @@
 //! that keep one: the bridge's stream to its remote Warden ([`crate::bridge`]), an upstream's
 //! list changes and an upstream's resource subscriptions ([`crate::upstream`]). A stream that
 //! ends, or cannot be opened, is tried again after a pause that doubles each time — also when
-//! a stream ends soon after it opened, so that a peer which closes every stream at once is
-//! not asked again every second — and starts over once a stream has lasted [`STABLE_AFTER`].
+//! a stream ends sooner than the pause before it, so that a peer which closes every stream at
+//! once is not asked again every second — and starts over once a stream has lasted longer
+//! than that pause (a proxy that cuts streams after a while), or [`STABLE_AFTER`].
 
 use std::time::Duration;
 
@@ -27,7 +28,7 @@ pub(crate) async fn open(
 ) -> Result<Subscription, String> {
     match tokio::time::timeout(OPEN_TIMEOUT, peer.listen(filter)).await {
         Ok(Ok(stream)) => Ok(stream),
-        Ok(Err(e)) => Err(e.to_string()),
+        Ok(Err(e)) => Err(crate::http_client::request_failure(&e)),
         Err(_) => Err(format!("no answer in {} s", OPEN_TIMEOUT.as_secs())),
     }
 }
@@ -35,12 +36,17 @@ pub(crate) async fn open(
 /// The pauses between tries to open a stream.
 #[derive(Debug)]
 pub(crate) struct Pacing {
+    /// The pause before the last try (none yet: the first pause).
+    last: Duration,
     next: Duration,
 }
 
 impl Default for Pacing {
     fn default() -> Self {
-        Self { next: FIRST_PAUSE }
+        Self {
+            last: FIRST_PAUSE,
+            next: FIRST_PAUSE,
+        }
     }
 }
 
@@ -48,10 +54,11 @@ impl Pacing {
     /// The pause before the next try, after a stream that lasted `lasted` ended (`None`: it
     /// did not open).
     pub(crate) fn pause(&mut self, lasted: Option<Duration>) -> Duration {
-        if lasted.is_some_and(|l| l >= STABLE_AFTER) {
+        if lasted.is_some_and(|l| l >= STABLE_AFTER || l > self.last) {
             self.next = FIRST_PAUSE;
         }
         let pause = self.next;
+        self.last = pause;
         self.next = (self.next * 2).min(LONGEST_PAUSE);
         pause
     }
@@ -89,5 +96,18 @@ mod tests {
         }
         assert_eq!(p.pause(Some(STABLE_AFTER)), secs(1));
         assert_eq!(p.pause(None), secs(2));
+    }
+
+    #[test]
+    fn a_stream_cut_after_a_while_is_reopened_at_once_each_time() {
+        // A proxy that ends every stream after 20 s: healthy, longer than any pause so far.
+        let mut p = Pacing::default();
+        let pauses: Vec<u64> = (0..4).map(|_| p.pause(Some(secs(20))).as_secs()).collect();
+        assert_eq!(pauses, [1, 1, 1, 1]);
+        // After failures, a stream that outlasted the last pause starts over too.
+        for _ in 0..3 {
+            p.pause(None);
+        }
+        assert_eq!(p.pause(Some(secs(9))), secs(1));
     }
 }

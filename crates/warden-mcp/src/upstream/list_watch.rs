@@ -5,6 +5,9 @@
 //! [`crate::listening`]) — refreshing then too, since changes may have been missed meanwhile. The supervisor's periodic refresh stays the
 //! fallback. A 2025-11-25 upstream announces on its session (see [`super::relays`]).
 
+use std::future::Future;
+use std::pin::Pin;
+
 use rmcp::RoleClient;
 use rmcp::model::{ServerNotification, SubscriptionFilter};
 use rmcp::service::{Peer, Subscription};
@@ -14,8 +17,10 @@ use warden_core::name::Name;
 use super::failure::short;
 use crate::listening::{self, Pacing};
 
+/// An attempt to open the stream, kept across cancellations of [`ListWatch::changed`].
+type Opening = Pin<Box<dyn Future<Output = Result<Subscription, String>> + Send>>;
+
 /// The list-change stream of one connection.
-#[derive(Debug)]
 pub(super) struct ListWatch {
     upstream: Name,
     peer: Peer<RoleClient>,
@@ -24,6 +29,8 @@ pub(super) struct ListWatch {
     filter: Option<SubscriptionFilter>,
     /// The open stream and when it opened.
     stream: Option<(Subscription, Instant)>,
+    /// An attempt to open it under way.
+    opening: Option<Opening>,
     /// When to try to open a stream again, and the pauses between tries.
     retry_at: Instant,
     pacing: Pacing,
@@ -50,19 +57,20 @@ impl ListWatch {
             peer: peer.clone(),
             filter,
             stream: None,
+            opening: None,
             retry_at: Instant::now(),
             pacing: Pacing::default(),
         };
-        watch.try_listening().await;
+        if let Some(filter) = watch.filter.clone() {
+            let opened = listening::open(peer, filter).await;
+            watch.opened(opened);
+        }
         watch
     }
 
-    /// Opens the stream, or sets when to try again; `true` when it opened.
-    async fn try_listening(&mut self) -> bool {
-        let Some(filter) = self.filter.clone() else {
-            return false;
-        };
-        match listening::open(&self.peer, filter).await {
+    /// Keeps the stream that opened, or sets when to try again; `true` when it opened.
+    fn opened(&mut self, opened: Result<Subscription, String>) -> bool {
+        match opened {
             Ok(stream) => {
                 self.stream = Some((stream, Instant::now()));
                 true
@@ -76,7 +84,8 @@ impl ListWatch {
     }
 
     /// Waits until the upstream announces that a list changed, or a stream that had ended
-    /// was opened again; forever when there is nothing to listen to. Cancel-safe.
+    /// was opened again; forever when there is nothing to listen to. Cancel-safe: an attempt
+    /// to open the stream goes on at the next call.
     pub(super) async fn changed(&mut self) {
         loop {
             if let Some((stream, opened)) = self.stream.as_mut() {
@@ -95,11 +104,22 @@ impl ListWatch {
                     }
                 }
             }
-            if self.filter.is_none() {
+            let Some(filter) = self.filter.clone() else {
                 return std::future::pending().await;
-            }
-            tokio::time::sleep_until(self.retry_at).await;
-            if self.try_listening().await {
+            };
+            let opening = match &mut self.opening {
+                Some(opening) => opening,
+                None => {
+                    tokio::time::sleep_until(self.retry_at).await;
+                    let peer = self.peer.clone();
+                    self.opening.insert(Box::pin(
+                        async move { listening::open(&peer, filter).await },
+                    ))
+                }
+            };
+            let opened = opening.await;
+            self.opening = None;
+            if self.opened(opened) {
                 return;
             }
         }

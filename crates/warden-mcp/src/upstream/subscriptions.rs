@@ -126,7 +126,8 @@ impl Subscriptions {
 
     /// Passes on the updates of `stream`, the upstream's listen stream for `uri` on `peer`,
     /// until the last subscriber leaves; when it ends while the connection lives, it is
-    /// opened again (paced by [`Pacing`]). A new connection subscribes
+    /// opened again (paced by [`Pacing`]) and the subscribers told that the resource was
+    /// updated, since an update may have been missed meanwhile. A new connection subscribes
     /// anew (see `UpstreamSlot::resubscribe`).
     pub(super) fn keep_listening(
         self: &Arc<Self>,
@@ -166,7 +167,14 @@ impl Subscriptions {
                     .resource_subscriptions(vec![uri.clone()])
                     .build();
                 match listening::open(&peer, filter).await {
-                    Ok(open) => stream = Some((open, Instant::now())),
+                    Ok(open) => {
+                        stream = Some((open, Instant::now()));
+                        // An update may have come while there was no stream: subscribers
+                        // read the resource again.
+                        subscriptions
+                            .updated(&ResourceUpdatedNotificationParam::new(uri.clone()))
+                            .await;
+                    }
                     Err(e) => {
                         tracing::debug!(upstream = %upstream, uri = %uri, error = %e, "resource subscription not reopened yet");
                     }

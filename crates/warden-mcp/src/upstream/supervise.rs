@@ -250,6 +250,8 @@ async fn run_connected(
         end = &mut waiting => return ended(end),
         lists = setup => lists,
     };
+    // The setup may have taken longer than a refresh period: no burst of refreshes after it.
+    timer.reset();
     loop {
         tokio::select! {
             () = slot.cancel.cancelled() => {
