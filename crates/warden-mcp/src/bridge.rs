@@ -30,6 +30,7 @@ use warden_core::contract::{CallOutcome, Verdict};
 use warden_core::decision::{Denial, DenyCode};
 
 use crate::handler::McpHandler;
+use crate::http_client::{request_failure, request_refused};
 use crate::list_changes::{ListChanged, Lists, forward_list_changes};
 use crate::listening::{self, Pacing};
 use crate::wire;
@@ -174,6 +175,17 @@ async fn listen_to(remote: Peer<RoleClient>, client: BridgeClient) {
     }
 }
 
+/// A remote's failure to answer, for the bridge's client: its own JSON-RPC error as it sent it.
+fn remote_error(e: ServiceError) -> McpError {
+    match e {
+        ServiceError::McpError(e) => e,
+        other => McpError::internal_error(
+            format!("the remote Warden: {}", request_failure(&other)),
+            None,
+        ),
+    }
+}
+
 /// The bridge handler.
 #[derive(Clone, Debug)]
 pub struct Bridge {
@@ -291,11 +303,13 @@ impl ServerHandler for Bridge {
                 Ok(tools) => return Ok(ListToolsResult::with_all_items(tools)),
                 Err(ServiceError::McpError(e)) => return Err(e),
                 Err(e) => {
-                    if self.fallback.is_none() {
-                        tracing::error!(remote = %self.url, error = %e, "the remote Warden does not answer");
+                    let why = request_failure(&e);
+                    // A refused token gets no fallback: it is not an outage.
+                    if self.fallback.is_none() || request_refused(&e) {
+                        tracing::error!(remote = %self.url, error = %why, "the remote Warden does not answer");
                         return Ok(ListToolsResult::with_all_items(Vec::new()));
                     }
-                    self.warn_fallback(&e.to_string());
+                    self.warn_fallback(&why);
                 }
             },
             None if self.fallback.is_none() => {
@@ -319,7 +333,7 @@ impl ServerHandler for Bridge {
                 .list_all_prompts()
                 .await
                 .map(ListPromptsResult::with_all_items)
-                .map_err(|e| McpError::internal_error(format!("the remote Warden: {e}"), None)),
+                .map_err(remote_error),
             (None, Some(f)) => f.list_prompts(request, ctx).await,
             (None, None) => Ok(ListPromptsResult::with_all_items(Vec::new())),
         }
@@ -331,10 +345,7 @@ impl ServerHandler for Bridge {
         ctx: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
         match (self.remote(), &self.fallback) {
-            (Some(peer), _) => peer.get_prompt_once(request).await.map_err(|e| match e {
-                ServiceError::McpError(e) => e,
-                other => McpError::internal_error(format!("the remote Warden: {other}"), None),
-            }),
+            (Some(peer), _) => peer.get_prompt_once(request).await.map_err(remote_error),
             (None, Some(f)) => f.get_prompt(request, ctx).await,
             (None, None) => Err(McpError::internal_error(
                 format!("{} cannot be reached", self.url),
@@ -353,7 +364,7 @@ impl ServerHandler for Bridge {
                 .list_all_resources()
                 .await
                 .map(ListResourcesResult::with_all_items)
-                .map_err(|e| McpError::internal_error(format!("the remote Warden: {e}"), None)),
+                .map_err(remote_error),
             (None, Some(f)) => f.list_resources(request, ctx).await,
             (None, None) => Ok(ListResourcesResult::with_all_items(Vec::new())),
         }
@@ -369,7 +380,7 @@ impl ServerHandler for Bridge {
                 .list_all_resource_templates()
                 .await
                 .map(ListResourceTemplatesResult::with_all_items)
-                .map_err(|e| McpError::internal_error(format!("the remote Warden: {e}"), None)),
+                .map_err(remote_error),
             (None, Some(f)) => f.list_resource_templates(request, ctx).await,
             (None, None) => Ok(ListResourceTemplatesResult::with_all_items(Vec::new())),
         }
@@ -381,10 +392,7 @@ impl ServerHandler for Bridge {
         ctx: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
         match (self.remote(), &self.fallback) {
-            (Some(peer), _) => peer.read_resource_once(request).await.map_err(|e| match e {
-                ServiceError::McpError(e) => e,
-                other => McpError::internal_error(format!("the remote Warden: {other}"), None),
-            }),
+            (Some(peer), _) => peer.read_resource_once(request).await.map_err(remote_error),
             (None, Some(f)) => f.read_resource(request, ctx).await,
             (None, None) => Err(McpError::internal_error(
                 format!("{} cannot be reached", self.url),
@@ -402,7 +410,12 @@ impl ServerHandler for Bridge {
             Some(peer) => match peer.call_tool(request.clone()).await {
                 Ok(result) => return Ok(result.into()),
                 Err(ServiceError::McpError(e)) => return Err(e),
-                Err(e) => e.to_string(),
+                // A token refused meanwhile (revoked, say) gets no fallback: not an outage.
+                Err(e) if request_refused(&e) => {
+                    let why = format!("{} refused the token: {}", self.url, request_failure(&e));
+                    return Ok(self.unavailable(&request.name, &why));
+                }
+                Err(e) => request_failure(&e),
             },
             None => format!("{} cannot be reached", self.url),
         };

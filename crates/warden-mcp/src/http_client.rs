@@ -122,15 +122,36 @@ pub fn request_failure(error: &rmcp::service::ServiceError) -> String {
 
 /// Whether a handshake failed because the server refused the credential (HTTP 401 or 403).
 pub fn credential_refused(error: &rmcp::service::ClientInitializeError) -> bool {
-    use rmcp::transport::streamable_http_client::StreamableHttpError as E;
     matches!(
         error,
-        rmcp::service::ClientInitializeError::TransportError { error, .. }
-            if matches!(
-                error.error.downcast_ref::<E<reqwest::Error>>(),
-                Some(E::AuthRequired(_) | E::InsufficientScope(_))
-            )
+        rmcp::service::ClientInitializeError::TransportError { error, .. } if refused(error)
     )
+}
+
+/// Whether a request failed because the server refused the credential (HTTP 401 or 403): a
+/// token revoked meanwhile, say.
+pub fn request_refused(error: &rmcp::service::ServiceError) -> bool {
+    matches!(error, rmcp::service::ServiceError::TransportSend(error) if refused(error))
+}
+
+/// Whether the server answered 401 or 403 — with a challenge, or (a bare 403) without.
+fn refused(error: &rmcp::transport::DynamicTransportError) -> bool {
+    use rmcp::transport::streamable_http_client::StreamableHttpError as E;
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error.error.as_ref());
+    while let Some(e) = cause {
+        if let Some(http) = e.downcast_ref::<E<reqwest::Error>>() {
+            return match http {
+                E::AuthRequired(_) | E::InsufficientScope(_) => true,
+                E::HttpStatus(s) => matches!(s.status, 401 | 403),
+                E::UnexpectedServerResponse(m) => {
+                    m.starts_with("HTTP 401") || m.starts_with("HTTP 403")
+                }
+                _ => false,
+            };
+        }
+        cause = e.source();
+    }
+    false
 }
 
 /// `: <error_description>` of a `WWW-Authenticate` challenge, when it has one.

@@ -73,12 +73,15 @@ async fn local_handler(
 ) -> anyhow::Result<McpHandler> {
     let location = crate::target::store(&args.store).await?;
     let store = Arc::new(open(&location).await?);
-    // A token this store never issued is refused before any upstream is started.
-    if store.credential_for_token(token).await?.is_none() {
-        return Err(usage(format!(
-            "WARDEN_TOKEN: {}",
-            warden_core::principal::CredentialRejection::Unknown
-        )));
+    // A token this store never issued, revoked or expired is refused before any upstream
+    // is started (what else the gateway checks, it checks below).
+    let known = store
+        .credential_for_token(token)
+        .await?
+        .ok_or(warden_core::principal::CredentialRejection::Unknown)
+        .and_then(|c| c.check_usable(crate::common::now()));
+    if let Err(e) = known {
+        return Err(usage(format!("WARDEN_TOKEN: {e}")));
     }
     let secrets_dir = args.secrets_dir.clone().or_else(|| match &location {
         Location::DataDir(dir) => Some(dir.join("secrets")),

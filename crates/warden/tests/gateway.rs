@@ -1195,6 +1195,58 @@ async fn a_refused_token_ends_warden_stdio_at_once_naming_it() {
     }
 }
 
+/// A token revoked while `warden stdio --remote --governance auto` runs: its calls are refused
+/// naming the refusal, and never fall back to direct execution — a refused token is not an
+/// outage.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_revoked_under_the_bridge_gets_no_fallback() {
+    let w = TestWarden::start(&format!(
+        "kind: Project\nname: alpha\n---\n{}",
+        stdio_upstream("alpha", "alpha", "")
+    ))
+    .await;
+    let token = w.token("admin", None, None).await;
+    let bridge = stdio_client(
+        &w.store_args(),
+        &token,
+        &["--remote", &w.mcp(), "--governance", "auto"],
+    )
+    .await;
+    let r = call(&bridge, "alpha__echo", json!({"text": "a"})).await;
+    assert_eq!(decision(&r)["status"], "executed", "{r:?}");
+    let id = w
+        .store
+        .store
+        .credential_for_token(&token)
+        .await
+        .unwrap()
+        .unwrap()
+        .id;
+    assert!(
+        cli(&["token", "revoke", &id], &w.store_args())
+            .status
+            .success()
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = call(&bridge, "alpha__echo", json!({"text": "b"})).await;
+        let d = decision(&r);
+        if d["code"] == "UNAVAILABLE" {
+            let message = d["message"].as_str().unwrap();
+            assert!(message.contains("refused the token"), "{r:?}");
+            assert!(message.contains("HTTP 401"), "{r:?}");
+            break;
+        }
+        // Executed: by the remote, until it saw the revocation — or by a fallback.
+        assert_eq!(d["status"], "executed", "{r:?}");
+        assert!(
+            Instant::now() < deadline,
+            "the revoked token was still served (or fell back)"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// `warden stdio --remote` advertises exactly what it serves — tools, prompts, resources and
 /// resource templates, each list announced when it changes, no subscriptions, completions or
 /// logging — and passes the remote's list changes on to its client, in the client's era.
