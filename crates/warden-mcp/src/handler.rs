@@ -338,7 +338,15 @@ impl ServerHandler for McpHandler {
                 }
             });
         }
-        let info = self.negotiate_initialize(&request)?;
+        let mut info = self.negotiate_initialize(&request)?;
+        // The tasks extension is 2026-07-28's (see `client_context`): a session is not
+        // offered it.
+        if let Some(extensions) = info.capabilities.extensions.as_mut() {
+            extensions.remove(rmcp::model::TASKS_EXTENSION_ID);
+            if extensions.is_empty() {
+                info.capabilities.extensions = None;
+            }
+        }
         Ok(info.with_instructions(self.gateway.instructions(&authority)))
     }
 

@@ -857,6 +857,31 @@ async fn a_2025_client_declaring_the_tasks_extension_gets_the_decision_contract(
     let answer = last_message(&body);
     let result = &answer["result"];
     assert!(result.get("taskId").is_none(), "{answer}");
+    // Nor is a session offered the extension.
+    let offered = reqwest::Client::new()
+        .post(w.mcp())
+        .bearer_auth(&alice)
+        .header("accept", "application/json, text/event-stream")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "clientInfo": {"name": "x", "version": "1"},
+            "capabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}}))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let offered = last_message(&offered);
+    assert!(
+        offered["result"]["protocolVersion"].is_string(),
+        "{offered}"
+    );
+    assert!(
+        offered["result"]["capabilities"]["extensions"]
+            .get("io.modelcontextprotocol/tasks")
+            .is_none(),
+        "{offered}"
+    );
     let decision = &result["_meta"]["warden/decision"];
     assert_eq!(decision["status"], "pending_approval", "{answer}");
     assert!(
