@@ -18,6 +18,21 @@ fn omit_not_null(mut value: Value) -> Value {
             if map.get("default") == Some(&Value::Null) {
                 map.remove("default");
             }
+            // `anyOf: [{…}, {type: null}]` (schemars' `Option` of a referenced type): the
+            // null branch goes, and a single branch left stands for itself.
+            for key in ["anyOf", "oneOf"] {
+                let Some(Value::Array(branches)) = map.get_mut(key) else {
+                    continue;
+                };
+                branches.retain(|b| b.get("type") != Some(&Value::String("null".into())));
+                if let [Value::Object(only)] = branches.as_slice() {
+                    let only = only.clone();
+                    map.remove(key);
+                    for (k, v) in only {
+                        map.entry(k).or_insert(v);
+                    }
+                }
+            }
             for v in map.values_mut() {
                 *v = omit_not_null(std::mem::take(v));
             }

@@ -198,14 +198,16 @@ pub fn whoami(authority: &Authority) -> Value {
 mod tests {
     use serde_json::Value;
 
-    /// A `type` that is an array (`["object", "null"]`) is not portable to clients that take
-    /// the OpenAPI subset of JSON Schema (Gemini's among them); no built-in tool has one.
+    /// A `type` that is an array (`["object", "null"]`), or a `null` one, is not portable to
+    /// clients that take the OpenAPI subset of JSON Schema (Gemini's among them): an optional
+    /// argument of a built-in tool is omitted, never `null`.
     #[test]
     fn every_built_in_schema_names_one_type_per_value() {
         fn arrays_of_types(v: &Value, at: &str, found: &mut Vec<String>) {
             match v {
                 Value::Object(map) => {
-                    if map.get("type").is_some_and(Value::is_array) {
+                    let null = Value::String("null".into());
+                    if map.get("type").is_some_and(|t| t.is_array() || *t == null) {
                         found.push(at.to_owned());
                     }
                     for (k, v) in map {
