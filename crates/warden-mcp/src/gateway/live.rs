@@ -71,7 +71,8 @@ pub(super) struct Live {
     pub(super) upstreams: Upstreams,
     builtins: Vec<ToolDescriptor>,
     catalog_changed: broadcast::Sender<()>,
-    /// The catalog's problems (a tool skipped, two tools wanting one name) as last built:
+    /// The catalog's problems (a tool skipped, two tools wanting one name, a resource two
+    /// upstreams offer) as last built:
     /// each is logged when it appears, not at every rebuild.
     problems: Mutex<Problems>,
 }
@@ -214,8 +215,26 @@ impl Live {
         // compiled schema (no recompilation).
         let previous = self.snapshot.load().catalog.clone();
         let mut problems = Vec::new();
+        // Who offers each resource URI (and template) first, by upstream name: the one listed
+        // and read (see `federation`); any other is shadowed.
+        let mut offered: HashMap<String, String> = HashMap::new();
         for slot in self.upstreams.all() {
             let spec = &slot.spec;
+            let offer = slot.offer();
+            let uris = offer.resources.iter().map(|r| r.uri.as_str());
+            let templates = offer.templates.iter().map(|t| t.uri_template.as_str());
+            for uri in uris.chain(templates) {
+                match offered.get(uri) {
+                    Some(first) if *first != spec.name.as_str() => problems.push(format!(
+                        "resource `{uri}` is offered by upstreams `{first}` and `{}`: `{first}`'s is listed and read",
+                        spec.name
+                    )),
+                    Some(_) => {}
+                    None => {
+                        offered.insert(uri.to_owned(), spec.name.to_string());
+                    }
+                }
+            }
             let prefix = prefix(spec);
             // The descriptors share the slot's schema texts and annotations (PERF-3).
             for raw in &slot.offer().tools {
