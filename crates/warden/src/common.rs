@@ -122,6 +122,11 @@ pub(crate) fn read_config_texts(paths: &[PathBuf]) -> anyhow::Result<Vec<(String
             if texts.iter().any(|(label, _)| label == STDIN) {
                 return Err(usage("-: standard input can be read once"));
             }
+            if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+                return Err(usage(
+                    "-: standard input is a terminal; pipe the configuration in (`… | warden apply -f -`)",
+                ));
+            }
             let mut text = String::new();
             std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
                 .map_err(|e| usage(format!("{STDIN}: cannot be read: {e}")))?;

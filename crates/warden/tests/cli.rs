@@ -141,6 +141,14 @@ async fn apply_reads_standard_input_for_a_dash() {
     );
     let out = apply(CONFIG);
     assert!(out.status.success(), "{}", stderr(&out));
+    let mut twice = Command::new(WARDEN);
+    twice
+        .args(["apply", "-f", "-", "-f", "-"])
+        .args(store_args(&s.location))
+        .stdin(std::process::Stdio::null());
+    let out = twice.output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(stderr(&out), "error: -: standard input can be read once\n");
     let out = warden(&s.location, &["get", "projects", "-o", "json"]);
     assert!(stdout(&out).contains("\"payments\""), "{}", stdout(&out));
 }
