@@ -117,6 +117,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Approvals(cmd) => approvals_cmd::run(cmd).await,
         Command::Context(cmd) => context_cmd::run(cmd),
         Command::Tools(cli::ToolsCommand::Inventory(args)) => remote::inventory(args).await,
+        Command::Tools(cli::ToolsCommand::Upstreams(args)) => remote::upstreams(args).await,
         Command::DemoServer(args) => {
             warden_mcp::demo::serve_stdio(warden_mcp::demo::DemoNotes::new(args.file)).await
         }

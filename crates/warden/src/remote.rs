@@ -1,6 +1,6 @@
-//! The verbs that only a running server can do, through its admin API: `explain` and
-//! `tools inventory` (they need the live catalog), `run agent` (the server's runner) and
-//! `task create` (admission by the caller's verified credential). Given a store instead, they
+//! The verbs that only a running server can do, through its admin API: `explain`, `tools
+//! inventory` and `tools upstreams` (they need the live catalog and connections), `run agent`
+//! (the server's runner) and `task create` (admission by the caller's verified credential). Given a store instead, they
 //! say why they need `--server` (docs/cli.md).
 
 use serde_json::{Value, json};
@@ -91,6 +91,49 @@ pub(crate) async fn explain(args: ExplainArgs) -> anyhow::Result<()> {
                 .unwrap_or_default();
             println!();
             output::table(&["STEP", "OUTCOME", "RULE", "DETAIL"], &rows);
+            Ok(())
+        }
+    }
+}
+
+pub(crate) async fn upstreams(args: InventoryArgs) -> anyhow::Result<()> {
+    let api = server(
+        &args.target,
+        "tools upstreams",
+        "an upstream's state is the running server's (its connections)",
+    )
+    .await?;
+    let answer = api.get(&["tools", "upstreams"], &[]).await?;
+    let upstreams = f(&answer, "upstreams")
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    match args.output {
+        Output::Json => output::json(&answer),
+        Output::Yaml => output::yaml_docs(&upstreams),
+        Output::Table => {
+            let s = |v: &Value| match v {
+                Value::String(s) => s.clone(),
+                Value::Null => "-".to_owned(),
+                other => other.to_string(),
+            };
+            let rows: Vec<Vec<String>> = upstreams
+                .iter()
+                .map(|u| {
+                    [
+                        "name", "project", "state", "protocol", "tools", "failures", "reason",
+                    ]
+                    .iter()
+                    .map(|k| s(f(u, k)))
+                    .collect()
+                })
+                .collect();
+            output::table(
+                &[
+                    "UPSTREAM", "PROJECT", "STATE", "PROTOCOL", "TOOLS", "FAILURES", "REASON",
+                ],
+                &rows,
+            );
             Ok(())
         }
     }

@@ -81,6 +81,7 @@ pub(crate) const TABLE: &[Row] = &[
         "explaining another principal, and the rules of hidden tools, need `explain:any`",
     ),
     row("toolInventory", Gate::Required(TOOLS_INVENTORY), ""),
+    row("upstreamHealth", Gate::Required(TOOLS_INVENTORY), ""),
     row("applyResources", Gate::Required(CONFIG_WRITE), ""),
     row("listResources", Gate::Required(CONFIG_READ), ""),
     row("getResource", Gate::Required(CONFIG_READ), ""),

@@ -309,6 +309,81 @@ pub(crate) async fn inventory(
     Ok(Json(body).into_response())
 }
 
+/// The upstreams of the live catalog and how each stands.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct UpstreamHealth {
+    /// Every configured upstream, by name.
+    upstreams: Vec<UpstreamRow>,
+}
+
+/// How one upstream stands.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct UpstreamRow {
+    /// The upstream.
+    name: String,
+    /// Its project.
+    project: String,
+    /// `starting` (connecting the first time), `up` or `down` (a reconnection is scheduled).
+    state: &'static str,
+    /// The protocol version it was reached in, while up.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    protocol: Option<String>,
+    /// Why it is down.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+    /// Consecutive failures to connect, while down.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    failures: Option<u32>,
+    /// The tools it offered when last listed.
+    tools: usize,
+}
+
+/// Every upstream with its state — up (and in which protocol), starting, or down and why —
+/// as `/readyz` has it, for operators.
+#[utoipa::path(get, path = "/tools/upstreams", operation_id = "upstreamHealth", tag = "identity",
+    responses(
+        (status = 200, description = "the upstreams", body = UpstreamHealth),
+        (status = 403, description = "without `tools:inventory`", body = ErrorBody),
+    ))]
+pub(crate) async fn upstreams(
+    State(state): State<Arc<AppState>>,
+    Extension(Authenticated(credential)): Extension<Authenticated>,
+) -> Result<Json<UpstreamHealth>, ApiError> {
+    use warden_mcp::upstream::UpstreamStatus;
+    caller_holding(&state, &credential, TOOLS_INVENTORY, "the upstreams' state")?;
+    let upstreams = state
+        .gateway
+        .upstreams()
+        .all()
+        .iter()
+        .map(|u| {
+            let mut row = UpstreamRow {
+                name: u.spec.name.to_string(),
+                project: u.spec.project.to_string(),
+                state: "starting",
+                protocol: None,
+                reason: None,
+                failures: None,
+                tools: u.offer().tools.len(),
+            };
+            match u.status() {
+                UpstreamStatus::Starting => {}
+                UpstreamStatus::Up { protocol } => {
+                    row.state = "up";
+                    row.protocol = Some(protocol);
+                }
+                UpstreamStatus::Down { reason, failures } => {
+                    row.state = "down";
+                    row.reason = Some(reason);
+                    row.failures = Some(failures);
+                }
+            }
+            row
+        })
+        .collect();
+    Ok(Json(UpstreamHealth { upstreams }))
+}
+
 /// One row of the mutation inventory (GOV-5). Fields in sorted order, as the JSON always had
 /// them.
 #[derive(Debug, Serialize, ToSchema)]

@@ -48,6 +48,7 @@ fn api() -> (Router<Arc<AppState>>, utoipa::openapi::OpenApi) {
         .routes(routes!(identity::whoami))
         .routes(routes!(identity::explain))
         .routes(routes!(identity::inventory))
+        .routes(routes!(identity::upstreams))
         .routes(routes!(resources::apply))
         .routes(routes!(resources::list))
         .routes(routes!(resources::get, resources::delete))

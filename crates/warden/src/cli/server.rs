@@ -99,9 +99,11 @@ pub enum ToolsCommand {
     /// Every tool of the live catalog with its class, capability, risk and governance status
     /// (GOV-5).
     Inventory(InventoryArgs),
+    /// Every upstream with its state: up (and in which protocol), starting, or down and why.
+    Upstreams(InventoryArgs),
 }
 
-/// `warden tools inventory`.
+/// `warden tools inventory` and `warden tools upstreams`.
 #[derive(Debug, Args)]
 pub struct InventoryArgs {
     /// Output format.

@@ -94,6 +94,7 @@ async fn each_one_sided_verb_refuses_the_other_side_in_one_line_naming_the_flags
             "approvals veto",
             "explain",
             "tools inventory",
+            "tools upstreams",
             "run agent",
             "task create",
             "audit checkpoint export",
@@ -147,4 +148,56 @@ async fn each_one_sided_verb_refuses_the_other_side_in_one_line_naming_the_flags
     // Their refusals are the server's: an unknown agent is a 404 (exit 1).
     let unknown = cli.api(&["run", "agent", "nobody"]);
     assert_eq!(unknown.code, Some(1), "{}", unknown.stderr);
+}
+
+/// `warden tools upstreams`: each upstream with its state — up and in which protocol, or down
+/// with why — as `/readyz` has it; refused without `tools:inventory`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_upstreams_shows_each_upstream_and_its_state() {
+    let config = format!(
+        "{}---\nkind: Upstream\nname: broken\nproject: alpha\nstdio: {{ command: \"/nonexistent/warden-test-command\" }}\n",
+        config()
+    );
+    let w = TestWarden::start(&config).await;
+    let cli = Both::new(&w);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let shown = loop {
+        let shown = cli.api(&["tools", "upstreams", "-o", "json"]).ok().json();
+        let states: Vec<&str> = shown["upstreams"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|u| u["state"].as_str().unwrap())
+            .collect();
+        if !states.contains(&"starting") {
+            break shown;
+        }
+        assert!(std::time::Instant::now() < deadline, "{shown}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    let by_name = |name: &str| {
+        shown["upstreams"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|u| u["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {name}: {shown}"))
+    };
+    let alpha = by_name("alpha");
+    assert_eq!(alpha["state"], "up", "{shown}");
+    assert!(alpha["protocol"].is_string(), "{shown}");
+    assert!(alpha["tools"].as_u64().unwrap() > 0, "{shown}");
+    let broken = by_name("broken");
+    assert_eq!(broken["state"], "down", "{shown}");
+    assert!(
+        broken["reason"]
+            .as_str()
+            .unwrap()
+            .contains("/nonexistent/warden-test-command"),
+        "{shown}"
+    );
+    let table = cli.api(&["tools", "upstreams"]).ok().stdout;
+    assert!(table.starts_with("UPSTREAM"), "{table}");
+    assert!(table.contains("down"), "{table}");
 }
