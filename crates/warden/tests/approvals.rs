@@ -250,19 +250,7 @@ async fn a_requester_revoked_or_demoted_while_waiting_executes_nothing() {
     let revoked = park(&client, "ledger__add_note", json!({"text": "a"})).await;
     let no_provenance = park(&client, "ledger__add_note", json!({"text": "b"})).await;
     // Revoke alice's token while her approval waits.
-    let id = w
-        .store
-        .store
-        .credential_for_token(&alice)
-        .await
-        .unwrap()
-        .unwrap()
-        .id;
-    assert!(
-        cli(&["token", "revoke", &id], &w.store_args())
-            .status
-            .success()
-    );
+    w.revoke_with_cli(&alice).await;
     w.settle().await;
     let (_, a) = api.decide(&bob, &revoked, "approve").await;
     assert_eq!(a["status"], "failed", "{a}");
@@ -840,38 +828,35 @@ async fn a_2025_client_declaring_the_tasks_extension_gets_the_decision_contract(
         json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}),
     )
     .await;
-    let body = reqwest::Client::new()
-        .post(w.mcp())
-        .bearer_auth(&alice)
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2025-11-25")
-        .header("mcp-session-id", &session)
-        .json(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-            "params": {"name": "ledger__add_note", "arguments": {"text": "refund 45"}}}))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let answer = last_message(&body);
+    // One raw 2025-11-25 request, on the session or before any; its answer.
+    let post = |body: Value, session: Option<&str>| {
+        let mut request = reqwest::Client::new()
+            .post(w.mcp())
+            .bearer_auth(&alice)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25")
+            .json(&body);
+        if let Some(session) = session {
+            request = request.header("mcp-session-id", session);
+        }
+        async move { last_message(&request.send().await.unwrap().text().await.unwrap()) }
+    };
+    let answer = post(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "ledger__add_note", "arguments": {"text": "refund 45"}}}),
+        Some(&session),
+    )
+    .await;
     let result = &answer["result"];
     assert!(result.get("taskId").is_none(), "{answer}");
     // Nor is a session offered the extension.
-    let offered = reqwest::Client::new()
-        .post(w.mcp())
-        .bearer_auth(&alice)
-        .header("accept", "application/json, text/event-stream")
-        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+    let offered = post(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
             "params": {"protocolVersion": "2025-11-25", "clientInfo": {"name": "x", "version": "1"},
-            "capabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}}))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let offered = last_message(&offered);
+            "capabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}}),
+        None,
+    )
+    .await;
     assert!(
         offered["result"]["protocolVersion"].is_string(),
         "{offered}"

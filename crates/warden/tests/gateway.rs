@@ -555,16 +555,7 @@ async fn a_token_created_by_the_cli_works_within_a_second_and_revoking_it_refuse
         r.structured_content.as_ref().unwrap()["data"]["principal"],
         "user:alice"
     );
-    let id = w
-        .store
-        .store
-        .credential_for_token(&token)
-        .await
-        .unwrap()
-        .unwrap()
-        .id;
-    let out = cli(&["token", "revoke", &id], &w.store_args());
-    assert!(out.status.success());
+    w.revoke_with_cli(&token).await;
     let revoked = Instant::now();
     loop {
         if w.gateway.authenticate(&token).is_err() {
@@ -1231,19 +1222,7 @@ async fn a_token_revoked_under_the_bridge_gets_no_fallback() {
     .await;
     let r = call(&bridge, "alpha__echo", json!({"text": "a"})).await;
     assert_eq!(decision(&r)["status"], "executed", "{r:?}");
-    let id = w
-        .store
-        .store
-        .credential_for_token(&token)
-        .await
-        .unwrap()
-        .unwrap()
-        .id;
-    assert!(
-        cli(&["token", "revoke", &id], &w.store_args())
-            .status
-            .success()
-    );
+    w.revoke_with_cli(&token).await;
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let r = call(&bridge, "alpha__echo", json!({"text": "b"})).await;

@@ -240,6 +240,24 @@ impl TestWarden {
         secret
     }
 
+    /// Revokes `token` as an operator does, with `warden token revoke` on the store.
+    pub async fn revoke_with_cli(&self, token: &str) {
+        let id = self
+            .store
+            .store
+            .credential_for_token(token)
+            .await
+            .unwrap()
+            .unwrap()
+            .id;
+        let out = cli(&["token", "revoke", &id], &self.store_args());
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     /// Waits until the gateway picked up the store's current revision.
     pub async fn settle(&self) {
         let target = self.store.store.revision().await.unwrap();
