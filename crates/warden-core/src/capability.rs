@@ -15,6 +15,18 @@ pub const RUN_PROJECTS: &str = "run:projects:";
 /// The capability needed to decide approvals (APR-4).
 pub const APPROVALS_DECIDE: &str = "approvals:decide";
 
+/// Listing tokens (never their secrets).
+pub const TOKENS_READ: &str = "tokens:read";
+/// Creating and revoking tokens of one's own principal (AUTH-2).
+pub const TOKENS_WRITE: &str = "tokens:write";
+/// Creating and revoking tokens of any principal (AUTH-2). Granted only by name or by `*`.
+pub const TOKENS_ANY: &str = "tokens:any";
+
+/// Capabilities that let a principal act as another one. A pattern grants one of these only
+/// when it names it exactly or is the whole `*`: `tokens:*` reads as "everything about my own
+/// tokens", and a role written before such a capability existed must not gain it silently.
+const NAMED_ONLY: &[&str] = &[TOKENS_ANY];
+
 /// A capability or capability pattern (`*` matches any run of characters).
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
@@ -37,8 +49,12 @@ impl Capability {
         &self.0
     }
 
-    /// Whether this pattern matches the concrete capability `cap`.
+    /// Whether this pattern matches the concrete capability `cap`. A capability that lets a
+    /// principal act as another (`tokens:any`) is matched only by its own name or by `*`.
     pub fn matches(&self, cap: &str) -> bool {
+        if NAMED_ONLY.contains(&cap) {
+            return self.0 == cap || self.0 == "*";
+        }
         glob_match(&self.0, cap)
     }
 }
@@ -181,6 +197,36 @@ mod tests {
 
     fn set(p: &[&str]) -> CapabilitySet {
         CapabilitySet::from_patterns(p.iter().map(|s| Capability::new(*s)))
+    }
+
+    #[test]
+    fn tokens_any_is_granted_by_its_name_or_by_star_never_by_a_narrower_glob() {
+        for (pattern, held) in [
+            ("*", true),
+            ("tokens:any", true),
+            ("tokens:*", false),
+            ("tok*", false),
+            ("*:any", false),
+        ] {
+            assert_eq!(
+                Capability::new(pattern).matches(TOKENS_ANY),
+                held,
+                "{pattern}"
+            );
+        }
+        // The same glob still grants the ordinary token capabilities.
+        assert!(Capability::new("tokens:*").matches(TOKENS_WRITE));
+        let grant = Grant {
+            owner: set(&["*"]),
+            ceiling: Some(set(&["tokens:*"])),
+        };
+        assert!(grant.holds(TOKENS_WRITE));
+        assert!(!grant.holds(TOKENS_ANY), "a scope `tokens:*` narrows `*`");
+        assert!(
+            grant.effective().iter().all(|c| c.as_str() != TOKENS_ANY),
+            "{:?}",
+            grant.effective()
+        );
     }
 
     #[test]

@@ -158,6 +158,15 @@ pub enum CredentialRejection {
 }
 
 impl Credential {
+    /// How listings show it: `revoked`, `expired` or `active`.
+    pub fn status(&self, now: Millis) -> &'static str {
+        match self.check_usable(now) {
+            Err(CredentialRejection::Revoked) => "revoked",
+            Err(_) => "expired",
+            Ok(()) => "active",
+        }
+    }
+
     /// Whether the credential may be used at `now`.
     pub fn check_usable(&self, now: Millis) -> Result<(), CredentialRejection> {
         if self.revoked_at.is_some() {

@@ -5,12 +5,12 @@
 
 use serde::Deserialize;
 use serde_json::{Value, json};
-use warden_core::capability::{Capability, CapabilitySet, validate_capability};
-use warden_core::config::Kind;
-use warden_core::name::Name;
-use warden_core::principal::{Credential, CredentialKind, Principal};
+use warden_control::tokens::{self, TokenDraft};
+use warden_control::{Caller, Refusal};
+use warden_core::policy::Policy;
+use warden_core::principal::Credential;
 use warden_core::time::Millis;
-use warden_store::{Location, TokenRequest};
+use warden_store::Location;
 
 use crate::api::Failure;
 use crate::cli::{Output, TokenCommand, TokenCreateArgs};
@@ -56,14 +56,7 @@ impl ApiToken {
             expires_at: c.expires_at.map(|m| m.0),
             revoked_at: c.revoked_at.map(|m| m.0),
             description: c.description.clone(),
-            status: if c.revoked_at.is_some() {
-                "revoked"
-            } else if c.expires_at.is_some_and(|e| e <= now) {
-                "expired"
-            } else {
-                "active"
-            }
-            .to_owned(),
+            status: c.status(now).to_owned(),
         }
     }
 }
@@ -99,11 +92,12 @@ pub(crate) async fn run(cmd: TokenCommand) -> anyhow::Result<()> {
         TokenCommand::List(args) => {
             let tokens: Vec<ApiToken> = match resolve(&args.target, REACH).await? {
                 Target::Store(location) => {
+                    let store = open_existing(&location).await?;
+                    let caller = Caller::Operator(cli_actor());
                     let now = now();
-                    open_existing(&location)
-                        .await?
-                        .credentials()
-                        .await?
+                    tokens::list(&store, &caller)
+                        .await
+                        .map_err(refused)?
                         .iter()
                         .map(|c| ApiToken::of(c, now))
                         .collect()
@@ -145,10 +139,12 @@ pub(crate) async fn run(cmd: TokenCommand) -> anyhow::Result<()> {
         TokenCommand::Revoke(args) => {
             let revoked = match resolve(&args.target, REACH).await? {
                 Target::Store(location) => {
-                    open_existing(&location)
-                        .await?
-                        .revoke_token(&args.id, &cli_actor(), now())
-                        .await?
+                    let store = open_existing(&location).await?;
+                    let caller = Caller::Operator(cli_actor());
+                    tokens::revoke(&store, &caller, &args.id, now())
+                        .await
+                        .map_err(refused)?;
+                    true
                 }
                 Target::Server(api) => match api.delete(&["tokens", &args.id]).await {
                     Ok(_) => true,
@@ -169,34 +165,42 @@ pub(crate) async fn run(cmd: TokenCommand) -> anyhow::Result<()> {
     }
 }
 
+/// The flag a field of the admin API's body comes from.
+fn flag(field: &str) -> &'static str {
+    match field {
+        "user" => "--user",
+        "serviceAccount" => "--service-account",
+        "projects" => "--project",
+        "scopes" => "--scope",
+        "ttl" => "--ttl",
+        _ => "--description",
+    }
+}
+
+/// A refusal of the token service, as the CLI says it: malformed flags by their names and
+/// usage errors (exit 2) for what the caller got wrong.
+fn refused(e: Refusal) -> anyhow::Error {
+    match e {
+        Refusal::Invalid { field, message } => usage(format!("{}: {message}", flag(field))),
+        Refusal::Malformed(_) => usage("give exactly one of --user or --service-account"),
+        Refusal::Unprocessable(_) => usage(e.to_string()),
+        Refusal::NotFound(m) => anyhow::anyhow!("{m}; see `warden token list`"),
+        other => other.into(),
+    }
+}
+
 /// `warden token create`: the flags checked here, then the token made on the store or by the
-/// server (which refuses one wider than the token that asks).
+/// server, by the one token service (`warden_control::tokens`).
 async fn create(args: &TokenCreateArgs) -> anyhow::Result<Created> {
-    let principal = match (&args.user, &args.service_account) {
-        (Some(u), None) => Principal::User {
-            name: Name::new(u).map_err(|e| usage(format!("--user: {e}")))?,
-        },
-        (None, Some(s)) => Principal::ServiceAccount {
-            name: Name::new(s).map_err(|e| usage(format!("--service-account: {e}")))?,
-        },
-        _ => return Err(usage("give exactly one of --user or --service-account")),
+    let draft = TokenDraft {
+        user: args.user.clone(),
+        service_account: args.service_account.clone(),
+        projects: args.projects.clone(),
+        scopes: args.scopes.clone(),
+        ttl: args.ttl.clone(),
+        description: args.description.clone(),
     };
-    let mut projects = Vec::new();
-    for p in &args.projects {
-        projects.push(Name::new(p).map_err(|e| usage(format!("--project: {e}")))?);
-    }
-    for s in &args.scopes {
-        validate_capability(s).map_err(|e| usage(format!("--scope: {e}")))?;
-    }
-    let ttl = args
-        .ttl
-        .as_deref()
-        .map(warden_core::time::parse_duration)
-        .transpose()
-        .map_err(|e| usage(format!("--ttl: {e}")))?;
-    if ttl.is_some_and(|t| t.is_zero()) {
-        return Err(usage("--ttl: must be greater than zero"));
-    }
+    draft.check().map_err(refused)?;
     let location: Location = match resolve(&args.target, REACH).await? {
         Target::Store(location) => location,
         Target::Server(api) => {
@@ -212,35 +216,15 @@ async fn create(args: &TokenCreateArgs) -> anyhow::Result<Created> {
         }
     };
     let store = open(&location).await?;
-    let (config, _) = store.load_config().await?;
-    let (kind, field, name) = match &principal {
-        Principal::User { name } => (Kind::User, "user", name),
-        Principal::ServiceAccount { name } => (Kind::ServiceAccount, "serviceAccount", name),
-        Principal::AgentRun { agent, .. } => (Kind::Agent, "agent", agent),
-    };
-    // The admin API's messages, so that both paths say the same.
-    if !config.contains(kind, name.as_str()) {
-        return Err(usage(format!(
-            "`{field}`: no {kind} named `{name}`; apply it first"
-        )));
-    }
-    for p in &projects {
-        if !config.contains(Kind::Project, p.as_str()) {
-            return Err(usage(format!("`projects`: no Project named `{p}`")));
-        }
-    }
-    let request = TokenRequest {
-        principal,
-        projects: (!projects.is_empty()).then_some(projects),
-        scopes: (!args.scopes.is_empty())
-            .then(|| CapabilitySet::from_patterns(args.scopes.iter().map(Capability::new))),
-        ttl,
-        description: args.description.clone(),
-        kind: CredentialKind::ApiKey,
-    };
-    let token = store.create_token(request, &cli_actor(), now()).await?;
+    let (config, revision) = store.load_config().await?;
+    let policy = Policy::compile(config, revision);
+    let caller = Caller::Operator(cli_actor());
+    let now = now();
+    let token = tokens::create(&store, &policy, &caller, &draft, now)
+        .await
+        .map_err(refused)?;
     Ok(Created {
-        token: ApiToken::of(&token.credential, now()),
+        token: ApiToken::of(&token.credential, now),
         secret: token.secret,
     })
 }

@@ -23,6 +23,10 @@ mod common;
 mod browser;
 #[path = "console/decisions.rs"]
 mod decisions;
+#[path = "console/doors.rs"]
+mod doors;
+#[path = "console/plain.rs"]
+mod plain;
 #[path = "console/sessions.rs"]
 mod sessions;
 

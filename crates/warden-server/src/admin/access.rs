@@ -19,10 +19,9 @@ use crate::state::AppState;
 pub(crate) const CONFIG_READ: &str = "config:read";
 /// Applying and deleting configuration resources.
 pub(crate) const CONFIG_WRITE: &str = "config:write";
-/// Listing tokens (never their secrets).
-pub(crate) const TOKENS_READ: &str = "tokens:read";
-/// Creating and revoking tokens.
-pub(crate) const TOKENS_WRITE: &str = "tokens:write";
+/// Listing tokens (never their secrets); creating and revoking them, of one's own principal
+/// or (`tokens:any`) of any.
+pub(crate) use warden_core::capability::{TOKENS_READ, TOKENS_WRITE};
 /// Pulling and releasing kill switches.
 pub(crate) const KILLSWITCHES_WRITE: &str = "killswitches:write";
 /// Reading, exporting and verifying the audit trail (AUD-4).
@@ -89,10 +88,18 @@ pub(crate) const TABLE: &[Row] = &[
     row(
         "createToken",
         Gate::Required(TOKENS_WRITE),
-        "and the token is never wider than the caller (AUTH-2)",
+        "and, for another principal, `tokens:any`; the token is never wider than the caller (AUTH-2)",
     ),
-    row("listTokens", Gate::Required(TOKENS_READ), ""),
-    row("revokeToken", Gate::Required(TOKENS_WRITE), ""),
+    row(
+        "listTokens",
+        Gate::Required(TOKENS_READ),
+        "(or `tokens:write`, which lists the tokens of the caller's own principal)",
+    ),
+    row(
+        "revokeToken",
+        Gate::Required(TOKENS_WRITE),
+        "and, for another principal's token, `tokens:any` (AUTH-2)",
+    ),
     row("pullKillSwitch", Gate::Required(KILLSWITCHES_WRITE), ""),
     row("listKillSwitches", Gate::Required(CONFIG_READ), ""),
     row("releaseKillSwitch", Gate::Required(KILLSWITCHES_WRITE), ""),

@@ -9,6 +9,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
+use warden_control::Refusal;
 use warden_core::config::ConfigError;
 use warden_store::StoreError;
 
@@ -139,6 +140,19 @@ impl From<StoreError> for ApiError {
         match e {
             StoreError::Conflict(m) => Self::conflict(format!("{m}; try again")),
             other => Self::unavailable(format!("the store cannot be used: {other}")),
+        }
+    }
+}
+
+impl From<Refusal> for ApiError {
+    fn from(e: Refusal) -> Self {
+        match e {
+            Refusal::Invalid { .. } | Refusal::Malformed(_) => Self::invalid(e.to_string()),
+            Refusal::Unprocessable(m) => Self::unprocessable(m),
+            Refusal::Missing { capability, what } => Self::missing(capability, &what),
+            Refusal::Forbidden(m) => Self::forbidden(m),
+            Refusal::NotFound(m) => Self::not_found(m),
+            Refusal::Store(e) => e.into(),
         }
     }
 }

@@ -15,10 +15,8 @@ pub(crate) const RUNS_READ: &str = "runs:read";
 pub(crate) const AUDIT_READ: &str = "audit:read";
 /// Pulling and releasing kill switches.
 pub(crate) const KILLSWITCHES_WRITE: &str = "killswitches:write";
-/// Listing tokens (never their secrets).
-pub(crate) const TOKENS_READ: &str = "tokens:read";
-/// Creating and revoking tokens.
-pub(crate) const TOKENS_WRITE: &str = "tokens:write";
+/// Listing tokens; creating and revoking one's own.
+pub(crate) use warden_core::capability::{TOKENS_ANY, TOKENS_READ, TOKENS_WRITE};
 /// Reading configuration: agents and their schedules, kill switches.
 pub(crate) const CONFIG_READ: &str = "config:read";
 /// Explaining calls of other principals, with the rules of hidden tools (GOV-7).

@@ -1,7 +1,8 @@
 //! Tokens (AUTH-1, AUTH-2): every credential without its secret; creating one for a user or
 //! a service account, narrowed by project bindings and capability scopes, with a time to live
 //! (its secret shown once, on the answer to the form); revoking one, which ends its sessions
-//! and runs at their next request (RUN-8).
+//! and runs at their next request (RUN-8). The rules are `warden_control::tokens`'; this page
+//! parses the form and renders the answer.
 
 use std::sync::Arc;
 
@@ -10,22 +11,16 @@ use axum::http::{StatusCode, header};
 use axum::response::Response;
 use maud::html;
 use serde::Deserialize;
-use warden_core::authority::Authority;
-use warden_core::capability::{Capability, CapabilitySet, RUN_PROJECTS, validate_capability};
+use warden_control::tokens::{self, TokenDraft};
+use warden_control::{Caller, Refusal};
 use warden_core::config::Kind;
-use warden_core::name::Name;
-use warden_core::principal::{Credential, CredentialKind, Principal};
-use warden_store::TokenRequest;
+use warden_core::principal::{CredentialKind, Principal};
 
-use super::caps::{Section, TOKENS_READ, TOKENS_WRITE};
+use super::caps::{Section, TOKENS_ANY, TOKENS_READ, TOKENS_WRITE};
 use super::fmt;
 use super::layout::{badge, closed, csrf_field, page, refusal, see_other};
 use super::session::Signed;
 use crate::state::AppState;
-
-fn actor(signed: &Signed) -> String {
-    format!("console:{}", signed.credential.principal)
-}
 
 /// `GET /tokens`.
 pub(crate) async fn list(State(state): State<Arc<AppState>>, signed: Signed) -> Response {
@@ -33,14 +28,23 @@ pub(crate) async fn list(State(state): State<Arc<AppState>>, signed: Signed) -> 
         return closed(&signed, Section::Tokens);
     }
     let writes = signed.holds(TOKENS_WRITE);
-    let credentials = match state.gateway.store().credentials().await {
+    let caller = Caller::Credential(signed.authority.clone());
+    let credentials = match tokens::list(state.gateway.store(), &caller).await {
         Ok(c) => c,
-        Err(e) => return refusal(&signed, StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
+        Err(e) => return refusal(&signed, status(&e), &e.to_string()),
     };
     let now = fmt::now();
-    let config = &state.gateway.snapshot().policy.config;
-    let mut owners: Vec<String> = config.of_kind(Kind::User).map(|r| r.key()).collect();
-    owners.extend(config.of_kind(Kind::ServiceAccount).map(|r| r.key()));
+    // The owners offered: any with `tokens:any`, else one's own (the only one allowed).
+    let mut owners: Vec<String> = Vec::new();
+    if signed.holds(TOKENS_ANY) {
+        let config = &state.gateway.snapshot().policy.config;
+        owners.extend(config.of_kind(Kind::User).map(|r| r.key()));
+        owners.extend(config.of_kind(Kind::ServiceAccount).map(|r| r.key()));
+    } else if let Principal::User { name } | Principal::ServiceAccount { name } =
+        &signed.credential.principal
+    {
+        owners.push(name.to_string());
+    }
     let body = html! {
         @if writes {
         h2 { "Create a token" }
@@ -57,7 +61,7 @@ pub(crate) async fn list(State(state): State<Arc<AppState>>, signed: Signed) -> 
             label { "Description " input type="text" name="description" maxlength="200"; }
             button type="submit" { "Create" }
         }
-        p.muted { "A token is never wider than the credential that creates it." }
+        p.muted { "A token is never wider than the credential that creates it, and is for your own principal unless you hold " code { "tokens:any" } "." }
         }
         h2 { "Tokens" }
         table.grid.compact #tokens {
@@ -102,90 +106,41 @@ pub(crate) struct CreateForm {
     description: String,
 }
 
-fn list_of(text: &str) -> Vec<&str> {
+fn list_of(text: &str) -> Vec<String> {
     text.split([',', ' '])
         .map(str::trim)
         .filter(|s| !s.is_empty())
+        .map(str::to_owned)
         .collect()
 }
 
-/// The token a form asks for, checked as `warden token create` checks it.
-fn request(state: &AppState, form: &CreateForm) -> Result<TokenRequest, String> {
-    let name = Name::new(form.owner.trim()).map_err(|e| format!("owner: {e}"))?;
-    let config = &state.gateway.snapshot().policy.config;
-    let (principal, kind) = match form.owner_kind.as_str() {
-        "user" => (Principal::User { name: name.clone() }, Kind::User),
-        "service-account" => (
-            Principal::ServiceAccount { name: name.clone() },
-            Kind::ServiceAccount,
-        ),
-        other => return Err(format!("`{}` is not an owner kind", fmt::cut(other, 32))),
+/// The token a form asks for, as the service takes it.
+fn draft(form: &CreateForm) -> TokenDraft {
+    let owner = Some(form.owner.trim().to_owned());
+    let (user, service_account) = match form.owner_kind.as_str() {
+        "service-account" => (None, owner),
+        _ => (owner, None),
     };
-    if !config.contains(kind, name.as_str()) {
-        return Err(format!("no {kind} named `{name}`; apply it first"));
+    let text = |t: &str| Some(t.trim().to_owned()).filter(|t| !t.is_empty());
+    TokenDraft {
+        user,
+        service_account,
+        projects: list_of(&form.projects),
+        scopes: list_of(&form.scopes),
+        ttl: text(&form.ttl),
+        description: text(&form.description),
     }
-    let mut projects = Vec::new();
-    for p in list_of(&form.projects) {
-        let p = Name::new(p).map_err(|e| format!("projects: {e}"))?;
-        if !config.contains(Kind::Project, p.as_str()) {
-            return Err(format!("projects: no Project named `{p}`"));
-        }
-        projects.push(p);
-    }
-    let scopes = list_of(&form.scopes);
-    for s in &scopes {
-        validate_capability(s).map_err(|e| format!("scopes: {e}"))?;
-    }
-    let ttl = match form.ttl.trim() {
-        "" => None,
-        t => Some(warden_core::time::parse_duration(t).map_err(|e| format!("time to live: {e}"))?),
-    };
-    if ttl.is_some_and(|t| t.is_zero()) {
-        return Err("time to live: must be greater than zero".into());
-    }
-    let description = form.description.trim();
-    Ok(TokenRequest {
-        principal,
-        projects: (!projects.is_empty()).then_some(projects),
-        scopes: (!scopes.is_empty())
-            .then(|| CapabilitySet::from_patterns(scopes.iter().map(|s| Capability::new(*s)))),
-        ttl,
-        description: (!description.is_empty()).then(|| fmt::cut(description, 200)),
-        kind: CredentialKind::ApiKey,
-    })
 }
 
-/// Refuses a token that would hold what `caller` does not (AUTH-2), as the API does: a
-/// capability the caller's authority does not cover, or a project whose tools it cannot use.
-fn within(state: &AppState, caller: &Authority, request: &TokenRequest) -> Result<(), String> {
-    let minted = Credential {
-        id: "token-to-create".into(),
-        kind: request.kind,
-        principal: request.principal.clone(),
-        projects: request.projects.clone().map(|p| p.into_iter().collect()),
-        scopes: request.scopes.clone(),
-        created_at: fmt::now(),
-        expires_at: None,
-        revoked_at: None,
-        description: None,
-        groups: Vec::new(),
-    };
-    let minted = state
-        .gateway
-        .authority(&minted, None)
-        .map_err(|e| e.to_string())?;
-    for held in minted.effective_capabilities() {
-        let wider = match held.as_str().strip_prefix(RUN_PROJECTS) {
-            Some(project) => !caller.projects.keys().any(|p| p.as_str() == project),
-            None => !caller.holds(held.as_str()),
-        };
-        if wider {
-            return Err(format!(
-                "the token would hold `{held}`, which you do not: a token is never wider than the credential that creates it; narrow it with scopes or project bindings"
-            ));
-        }
+/// The status a refusal is shown with.
+fn status(refusal: &Refusal) -> StatusCode {
+    match refusal {
+        Refusal::Invalid { .. } | Refusal::Malformed(_) => StatusCode::BAD_REQUEST,
+        Refusal::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
+        Refusal::Missing { .. } | Refusal::Forbidden(_) => StatusCode::FORBIDDEN,
+        Refusal::NotFound(_) => StatusCode::NOT_FOUND,
+        Refusal::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
     }
-    Ok(())
 }
 
 /// `POST /tokens`: the new token's secret, shown once on this answer (never stored).
@@ -194,28 +149,19 @@ pub(crate) async fn create(
     signed: Signed,
     axum::Form(form): axum::Form<CreateForm>,
 ) -> Response {
-    if !signed.holds(TOKENS_WRITE) {
-        return refusal(
-            &signed,
-            StatusCode::FORBIDDEN,
-            "creating a token needs the `tokens:write` capability",
-        );
-    }
-    let request = match request(&state, &form) {
-        Ok(r) => r,
-        Err(e) => return refusal(&signed, StatusCode::BAD_REQUEST, &e),
-    };
-    if let Err(e) = within(&state, &signed.authority, &request) {
-        return refusal(&signed, StatusCode::FORBIDDEN, &e);
-    }
-    let token = match state
-        .gateway
-        .store()
-        .create_token(request, &actor(&signed), fmt::now())
-        .await
-    {
+    let caller = Caller::Credential(signed.authority.clone());
+    let policy = state.gateway.snapshot().policy.clone();
+    let created = tokens::create(
+        state.gateway.store(),
+        &policy,
+        &caller,
+        &draft(&form),
+        fmt::now(),
+    )
+    .await;
+    let token = match created {
         Ok(t) => t,
-        Err(e) => return refusal(&signed, StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
+        Err(e) => return refusal(&signed, status(&e), &e.to_string()),
     };
     state.gateway.refresh().await;
     tracing::info!(token = %token.credential.id, owner = %token.credential.principal, by = %signed.credential.principal, "token created in the console");
@@ -239,20 +185,9 @@ pub(crate) async fn revoke(
     signed: Signed,
     Path(id): Path<String>,
 ) -> Response {
-    if !signed.holds(TOKENS_WRITE) {
-        return refusal(
-            &signed,
-            StatusCode::FORBIDDEN,
-            "revoking a token needs the `tokens:write` capability",
-        );
-    }
-    match state
-        .gateway
-        .store()
-        .revoke_token(&id, &actor(&signed), fmt::now())
-        .await
-    {
-        Ok(true) => {
+    let caller = Caller::Credential(signed.authority.clone());
+    match tokens::revoke(state.gateway.store(), &caller, &id, fmt::now()).await {
+        Ok(_) => {
             state.gateway.refresh().await;
             tracing::info!(token = %id, by = %signed.credential.principal, "token revoked in the console");
             if id == signed.credential.id {
@@ -261,11 +196,6 @@ pub(crate) async fn revoke(
             signed.flash(format!("Token {id} revoked."));
             see_other("/tokens")
         }
-        Ok(false) => refusal(
-            &signed,
-            StatusCode::NOT_FOUND,
-            &format!("no token `{}`", fmt::cut(&id, 64)),
-        ),
-        Err(e) => refusal(&signed, StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
+        Err(e) => refusal(&signed, status(&e), &fmt::cut(&e.to_string(), 200)),
     }
 }

@@ -1,7 +1,7 @@
 //! Tokens over the API: the secret shown once, never listed, revocation at the next use, and
 //! never wider than the credential that creates it (AUTH-1, AUTH-2).
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::common::*;
 use crate::support::*;
@@ -71,18 +71,139 @@ async fn a_created_token_shows_its_secret_once_is_listed_without_it_and_dies_whe
     );
 }
 
+/// A user, a role with `tokens:any` but not `ledger:write`, and its binding: one who may mint
+/// for others, never wider than itself.
+const TOKEN_ADMIN: &str = r#"
+kind: User
+name: tom
+---
+kind: Role
+name: token-admin
+permissions: ["tokens:write", "tokens:any", "run:projects:payments"]
+---
+kind: RoleBinding
+role: token-admin
+subject: { user: tom }
+"#;
+
+/// The ids of every token, and how many admin records name a token action.
+async fn written(api: &Api, w: &TestWarden) -> (Vec<Value>, usize) {
+    let (_, tokens) = api.get(&w.admin, "/api/v1/tokens").await;
+    let ids = tokens
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| json!([t["id"], t["status"]]))
+        .collect();
+    let (_, records) = api.get(&w.admin, "/api/v1/audit?kind=admin").await;
+    let actions = records["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["tool"].as_str().is_some_and(|t| t.starts_with("token.")))
+        .count();
+    (ids, actions)
+}
+
+/// AUTH-2: a `tokens:*` holder mints and revokes for its own principal only; `admin`'s
+/// tokens, and anyone else's, need `tokens:any` — refused with 403 naming it, nothing written.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_token_is_never_wider_than_the_credential_that_creates_it() {
+async fn a_token_creator_cannot_mint_or_revoke_for_another_principal_without_tokens_any() {
     let w = TestWarden::start(&config()).await;
     let api = Api::new(&w);
     let olivia = w.token("olivia", None, None).await;
-    // alice holds ledger:write, olivia does not: a token of alice's with all her
-    // capabilities would hold more than olivia.
-    let (status, body) = api
-        .post(&olivia, "/api/v1/tokens", json!({"user": "alice"}))
-        .await;
+    let before = written(&api, &w).await;
+    for (body, who) in [
+        (
+            json!({"user": "admin", "scopes": ["run:projects:payments"], "projects": ["payments"]}),
+            "user:admin",
+        ),
+        (
+            json!({"user": "bob", "scopes": ["run:projects:payments"]}),
+            "user:bob",
+        ),
+        // Whether the other principal exists is not told either.
+        (json!({"user": "zed"}), "user:zed"),
+        (json!({"serviceAccount": "robot"}), "serviceAccount:robot"),
+    ] {
+        assert_eq!(
+            api.post(&olivia, "/api/v1/tokens", body).await,
+            refusal(
+                403,
+                "MISSING_CAPABILITY",
+                &format!(
+                    "creating a token for `{who}`, another principal, needs the `tokens:any` capability"
+                )
+            )
+        );
+    }
+    // An admin's token cannot be revoked either; it stays active.
+    let (_, admins) = api.get(&w.admin, "/api/v1/tokens").await;
+    let admin_id = admins
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["principal"] == "user:admin")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert_eq!(
-        (status, body),
+        api.delete(&olivia, &format!("/api/v1/tokens/{admin_id}"))
+            .await,
+        refusal(
+            403,
+            "MISSING_CAPABILITY",
+            "revoking a token of `user:admin`, another principal, needs the `tokens:any` capability"
+        )
+    );
+    assert_eq!(written(&api, &w).await, before, "nothing was written");
+    assert_eq!(api.get(&w.admin, "/api/v1/whoami").await.0, 200);
+    // Its own principal's tokens it mints and revokes; with `tokens:write` alone it lists
+    // only those.
+    let (status, own) = api
+        .post(
+            &olivia,
+            "/api/v1/tokens",
+            json!({"user": "olivia", "projects": ["payments"]}),
+        )
+        .await;
+    assert_eq!(status, 201, "{own}");
+    let (status, listed) = api.get(&olivia, "/api/v1/tokens").await;
+    assert_eq!(status, 200);
+    let owners: Vec<&Value> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| &t["principal"])
+        .collect();
+    assert_eq!(owners, [&json!("user:olivia"), &json!("user:olivia")]);
+    let id = own["token"]["id"].as_str().unwrap();
+    assert_eq!(
+        api.delete(&olivia, &format!("/api/v1/tokens/{id}")).await.0,
+        200
+    );
+}
+
+/// A `tokens:any` holder mints for others, never wider than itself, and the audit record names
+/// both the creator and the owner.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_for_another_principal_is_never_wider_than_its_creator_and_the_trail_names_both() {
+    let w = TestWarden::start(&config()).await;
+    let api = Api::new(&w);
+    assert_eq!(
+        api.post_yaml(&w.admin, "/api/v1/resources", TOKEN_ADMIN)
+            .await
+            .0,
+        200
+    );
+    w.settle().await;
+    let tom = w.token("tom", None, None).await;
+    // alice holds ledger:write, tom does not: a token of alice's with all her capabilities
+    // would hold more than tom.
+    assert_eq!(
+        api.post(&tom, "/api/v1/tokens", json!({"user": "alice"}))
+            .await,
         refusal(
             403,
             "FORBIDDEN",
@@ -91,19 +212,44 @@ async fn a_token_is_never_wider_than_the_credential_that_creates_it() {
     );
     let (status, body) = api
         .post(
-            &olivia,
+            &tom,
             "/api/v1/tokens",
             json!({"user": "alice", "scopes": ["run:projects:payments"]}),
         )
         .await;
     assert_eq!(status, 201, "{body}");
+    // `tokens:any` is never handed on by a glob scope: a token of tom's scoped `tokens:*`
+    // is back to its own principal.
+    let scoped = w
+        .token("tom", None, Some(&["tokens:*", "run:projects:*"]))
+        .await;
+    let (status, body) = api
+        .post(
+            &scoped,
+            "/api/v1/tokens",
+            json!({"user": "alice", "scopes": ["run:projects:payments"]}),
+        )
+        .await;
+    assert_eq!(
+        (status, body["code"].clone()),
+        (403, json!("MISSING_CAPABILITY")),
+        "{body}"
+    );
+    let (_, records) = api.get(&w.admin, "/api/v1/audit?kind=admin").await;
+    let created = records["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["tool"] == "token.create" && r["principal"] == "user:tom")
+        .unwrap_or_else(|| panic!("{records}"));
+    assert_eq!(created["payload"]["principal"], "user:alice", "{created}");
     // A token bound to a project cannot mint one for the others of its owner.
-    let bound = w.token("olivia", Some(&["payments"]), None).await;
+    let bound = w.token("tom", Some(&["payments"]), None).await;
     let (status, _) = api
         .post(
             &bound,
             "/api/v1/tokens",
-            json!({"user": "olivia", "projects": ["payments"]}),
+            json!({"user": "tom", "projects": ["payments"]}),
         )
         .await;
     assert_eq!(status, 201);

@@ -118,3 +118,61 @@ async fn tokens_are_created_listed_and_revoked_alike_both_ways() {
         "error: listing tokens needs the `tokens:read` capability\n"
     );
 }
+
+/// AUTH-2 at the CLI's door: a `tokens:*` holder's `warden token create --user admin` and
+/// `warden token revoke <admin's token>` are refused by the server, naming `tokens:any`, and
+/// nothing is written; its own principal's tokens it makes and revokes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_creator_cannot_mint_or_revoke_for_another_principal_from_the_cli() {
+    let w = TestWarden::start(&format!(
+        "{}---\nkind: Role\nname: token-operator\npermissions: [\"tokens:*\"]\n---\n\
+         kind: RoleBinding\nrole: token-operator\nsubject: {{ user: alice }}\n",
+        config()
+    ))
+    .await;
+    let cli = Both::new(&w);
+    let alice = w.token("alice", None, None).await;
+    let as_alice = |args: &[&str]| {
+        let out = crate::support::warden(cli.home.path(), args)
+            .args(["--server", &w.base])
+            .env("WARDEN_TOKEN", &alice)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let listed = || cli.api(&["token", "list", "-o", "json"]).ok().json();
+    let before = listed();
+    assert_eq!(
+        as_alice(&["token", "create", "--user", "admin"]),
+        (
+            Some(1),
+            String::new(),
+            "error: creating a token for `user:admin`, another principal, needs the `tokens:any` capability\n".into()
+        )
+    );
+    let admins = before
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["principal"] == "user:admin")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        as_alice(&["token", "revoke", &admins]),
+        (
+            Some(1),
+            String::new(),
+            "error: revoking a token of `user:admin`, another principal, needs the `tokens:any` capability\n".into()
+        )
+    );
+    assert_eq!(listed(), before, "nothing was written");
+    let (code, secret, stderr) = as_alice(&["token", "create", "--user", "alice"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(secret.starts_with("wdn_"), "{secret}");
+}

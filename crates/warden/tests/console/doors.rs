@@ -1,0 +1,61 @@
+//! What an ordinary account could reach through the console's forms and pages, probed over
+//! plain HTTP as an attacker would (no browser needed).
+
+use crate::common::*;
+use crate::config;
+use crate::plain::Plain;
+
+/// AUTH-2 at the console's door: a `tokens:*` holder cannot create or revoke a token of
+/// another principal (`admin`); the refusal names `tokens:any` and nothing is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_creator_cannot_mint_or_revoke_for_another_principal_in_the_console() {
+    let w = TestWarden::start(&format!(
+        "{}---\nkind: Role\nname: token-operator\npermissions: [\"tokens:*\"]\n---\n\
+         kind: RoleBinding\nrole: token-operator\nsubject: {{ user: dave }}\n",
+        config()
+    ))
+    .await;
+    let dave = w.token("dave", None, None).await;
+    let console = Plain::sign_in(&w, &dave).await;
+    let tokens = || async { w.store.store.credentials().await.unwrap() };
+    let before = tokens().await;
+    let (status, page) = console
+        .post(
+            "/tokens",
+            &[
+                ("owner_kind", "user"),
+                ("owner", "admin"),
+                ("scopes", "run:projects:payments"),
+            ],
+        )
+        .await;
+    assert_eq!(status, 403, "{page}");
+    assert!(
+        page.contains("creating a token for `user:admin`, another principal, needs the `tokens:any` capability"),
+        "{page}"
+    );
+    let admins = before
+        .iter()
+        .find(|c| c.principal.to_string() == "user:admin")
+        .unwrap()
+        .id
+        .clone();
+    let (status, page) = console.post(&format!("/tokens/{admins}/revoke"), &[]).await;
+    assert_eq!(status, 403, "{page}");
+    assert!(
+        page.contains(
+            "revoking a token of `user:admin`, another principal, needs the `tokens:any` capability"
+        ),
+        "{page}"
+    );
+    assert_eq!(tokens().await, before, "nothing was written");
+    // The form offers its own principal only; a token for it is made.
+    let (_, page) = console.get("/tokens").await;
+    assert!(page.contains(r#"<option value="dave">"#), "{page}");
+    assert!(!page.contains(r#"<option value="admin">"#), "{page}");
+    let (status, page) = console
+        .post("/tokens", &[("owner_kind", "user"), ("owner", "dave")])
+        .await;
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("wdn_"), "{page}");
+}
