@@ -30,5 +30,6 @@ pub mod rbac;
 pub mod schema;
 pub mod time;
 pub mod tool;
+pub mod url_credentials;
 
 pub use name::Name;

@@ -75,6 +75,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
+use warden_core::url_credentials::redact;
 
 use sha2::{Digest as _, Sha256};
 
@@ -706,28 +707,6 @@ fn is_local_url(url: &str) -> bool {
         (Some(_), None) => false,
         (None, _) => true,
     }
-}
-
-/// `text` with the user information (`user:password@`) of every `scheme://` URL in it removed.
-fn redact(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find("://") {
-        let (head, tail) = rest.split_at(at + 3);
-        out.push_str(head);
-        let authority_len = tail
-            .find(|c: char| matches!(c, '/' | '?' | '#' | '\'' | '"' | '`') || c.is_whitespace())
-            .unwrap_or(tail.len());
-        let (authority, after) = tail.split_at(authority_len);
-        out.push_str(
-            authority
-                .rsplit_once('@')
-                .map_or(authority, |(_, host)| host),
-        );
-        rest = after;
-    }
-    out.push_str(rest);
-    out
 }
 
 /// At most `max` characters of `text`, on one line.

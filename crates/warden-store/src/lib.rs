@@ -209,9 +209,16 @@ impl Store {
         let (rows, revision) = self.backend.load_resources().await?;
         let mut located = Vec::with_capacity(rows.len());
         for (kind, key, spec) in rows {
-            let resource: Resource = serde_json::from_str(&spec).map_err(|e| {
+            let mut resource: Resource = serde_json::from_str(&spec).map_err(|e| {
                 StoreError::Corrupt(format!("stored {kind} `{key}` cannot be read: {e}"))
             })?;
+            // Stored before such URLs were refused: kept working, never shown.
+            if let Resource::Upstream(u) = &mut resource
+                && let Some(http) = &mut u.http
+                && http.lift_url_credentials()
+            {
+                tracing::warn!(upstream = %key, "the URL of this upstream carries credentials; they are sent as HTTP Basic authentication unless it has an `Authorization` header: apply it again with them in `headers` from a `${{secret:…}}`");
+            }
             located.push(Located {
                 source: Some(Source {
                     file: "store".into(),

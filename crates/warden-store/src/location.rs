@@ -24,24 +24,9 @@ impl Location {
     }
 }
 
-/// `url` without its password.
+/// `url` without its credentials.
 pub(crate) fn redact_url(url: &str) -> String {
-    // postgres://user:secret@host/db → postgres://user:***@host/db
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme_end), Some(at)) if at > scheme_end => {
-            let userinfo = url.get(scheme_end + 3..at).unwrap_or_default();
-            match userinfo.find(':') {
-                Some(colon) => format!(
-                    "{}{}:***{}",
-                    url.get(..scheme_end + 3).unwrap_or_default(),
-                    userinfo.get(..colon).unwrap_or_default(),
-                    url.get(at..).unwrap_or_default()
-                ),
-                None => url.to_owned(),
-            }
-        }
-        _ => url.to_owned(),
-    }
+    warden_core::url_credentials::redact(url)
 }
 
 #[cfg(test)]
@@ -52,9 +37,9 @@ mod tests {
     fn urls_are_printed_without_passwords() {
         assert_eq!(
             redact_url("postgres://u:secret@h:5432/db"),
-            "postgres://u:***@h:5432/db"
+            "postgres://***@h:5432/db"
         );
         assert_eq!(redact_url("postgres://h/db"), "postgres://h/db");
-        assert_eq!(redact_url("postgres://u@h/db"), "postgres://u@h/db");
+        assert_eq!(redact_url("postgres://u@h/db"), "postgres://***@h/db");
     }
 }

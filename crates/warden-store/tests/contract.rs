@@ -1150,3 +1150,58 @@ async fn two_writers_on_one_store_append_one_unbroken_chain() {
         s.cleanup().await;
     }
 }
+
+/// An upstream URL with credentials, stored before such URLs were refused: applying one now
+/// is refused naming the field, and one read back from the store keeps working with the
+/// credentials moved out of its URL, where nothing shows them (REL-4).
+#[tokio::test]
+async fn credentials_in_a_stored_upstream_url_are_moved_out_of_it_and_new_ones_refused() {
+    let upstream = |url: &str| {
+        format!(
+            "kind: Project\nname: p\n---\nkind: Upstream\nname: svc\nproject: p\nhttp: {{ url: \"{url}\" }}\n"
+        )
+    };
+    for s in stores().await {
+        let refused = s
+            .store
+            .apply(
+                docs(&upstream("http://svc:pw_777@127.0.0.1:9/mcp")),
+                "test",
+                NOW,
+            )
+            .await
+            .unwrap()
+            .unwrap_err();
+        let text = refused.iter().map(ToString::to_string).collect::<String>();
+        assert!(text.contains("http.url"), "{}: {text}", s.name);
+        assert!(
+            text.contains("`http://***@127.0.0.1:9/mcp` carries credentials"),
+            "{}: {text}",
+            s.name
+        );
+        assert!(!text.contains("pw_777"), "{}: {text}", s.name);
+        applied(&s, &upstream("http://127.0.0.1:9/mcp")).await;
+        s.store
+            .execute_raw("UPDATE resources SET spec = replace(spec, 'http://127.0.0.1', 'http://svc:pw_777@127.0.0.1') WHERE kind = 'Upstream'")
+            .await
+            .unwrap();
+        let (config, _) = s.store.load_config().await.unwrap();
+        let Some(warden_core::config::Resource::Upstream(svc)) = config.get(Kind::Upstream, "svc")
+        else {
+            panic!("{}: no upstream `svc`", s.name)
+        };
+        let http = svc.http.clone().unwrap();
+        assert_eq!(http.url, "http://127.0.0.1:9/mcp", "{}", s.name);
+        assert_eq!(
+            http.url_credentials.as_deref(),
+            Some("svc:pw_777"),
+            "{}",
+            s.name
+        );
+        let shown =
+            serde_json::to_string(&config.resources().map(|r| &r.resource).collect::<Vec<_>>())
+                .unwrap();
+        assert!(!shown.contains("pw_777"), "{}: {shown}", s.name);
+        s.cleanup().await;
+    }
+}

@@ -478,7 +478,20 @@ fn check_resource(config: &Config, located: &Located, errors: &mut Vec<ConfigErr
                     if !(h.url.starts_with("http://") || h.url.starts_with("https://")) {
                         fail(
                             "http.url",
-                            format!("`{}` is not an http:// or https:// URL", h.url),
+                            format!(
+                                "`{}` is not an http:// or https:// URL",
+                                crate::url_credentials::redact(&h.url)
+                            ),
+                        );
+                    } else if crate::url_credentials::has_credentials(&h.url) {
+                        fail(
+                            "http.url",
+                            format!(
+                                "`{}` carries credentials, which would be shown wherever the URL is; \
+                                 send them as a header whose value comes from a secret instead, e.g. \
+                                 `headers: {{ Authorization: \"${{secret:NAME}}\" }}`",
+                                crate::url_credentials::redact(&h.url)
+                            ),
                         );
                     }
                     for (k, v) in &h.headers {

@@ -372,6 +372,27 @@ pub struct HttpSpec {
     /// Headers sent with every request; values may be `${env:NAME}` or `${secret:NAME}`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub headers: BTreeMap<String, String>,
+    /// `user:password` that a configuration stored before such URLs were refused carried in
+    /// `url` ([`HttpSpec::lift_url_credentials`]): sent as HTTP Basic authentication unless
+    /// `headers` has an `Authorization`, never serialised, shown or logged.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub url_credentials: Option<String>,
+}
+
+impl HttpSpec {
+    /// Moves credentials out of `url` into [`Self::url_credentials`]; whether there were any.
+    /// Only for configuration read back from the store: applying such a URL is refused.
+    pub fn lift_url_credentials(&mut self) -> bool {
+        match crate::url_credentials::split(&self.url) {
+            Some((bare, credentials)) => {
+                self.url = bare;
+                self.url_credentials = Some(credentials);
+                true
+            }
+            None => false,
+        }
+    }
 }
 
 /// Relay policy for server-initiated requests (XPORT-4).

@@ -96,6 +96,8 @@ pub(super) async fn supervise(
                 }
             }
         };
+        // The reason is shown (API, console, logs): no credentials of a URL in it (REL-4).
+        let reason = warden_core::url_credentials::redact(&reason);
         failures += 1;
         if started.elapsed() > STABLE_AFTER {
             backoff = MIN_BACKOFF;

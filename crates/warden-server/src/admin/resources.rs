@@ -66,7 +66,8 @@ pub(crate) struct ApplyFile {
 #[derive(Debug, ToSchema)]
 #[expect(
     dead_code,
-    reason = "documents the forms the body takes; it is read as YAML"
+    clippy::large_enum_variant,
+    reason = "documents the forms the body takes; it is read as YAML, never built"
 )]
 pub(crate) enum ApplyJson {
     /// One resource.

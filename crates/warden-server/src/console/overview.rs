@@ -14,7 +14,7 @@ use warden_core::time::Millis;
 use warden_mcp::upstream::UpstreamStatus;
 use warden_store::{ApprovalFilter, AuditFilter};
 
-use super::caps::{AUDIT_READ, Section, reads_all_approvals};
+use super::caps::{AUDIT_READ, Section, TOOLS_INVENTORY, reads_all_approvals};
 use super::chart::{self, Series};
 use super::fmt;
 use super::layout::{badge, page};
@@ -111,7 +111,13 @@ pub(crate) async fn show(State(state): State<Arc<AppState>>, signed: Signed) -> 
         })
         .await
         .map(|a| a.len());
-    let upstreams = state.gateway.upstreams().all();
+    // The upstreams' state and errors are the inventory's, as `/api/v1/tools/upstreams` is.
+    let inventory = signed.holds(TOOLS_INVENTORY);
+    let upstreams = if inventory {
+        state.gateway.upstreams().all()
+    } else {
+        Vec::new()
+    };
     let up = upstreams
         .iter()
         .filter(|u| matches!(u.status(), UpstreamStatus::Up { .. }))
@@ -141,7 +147,9 @@ pub(crate) async fn show(State(state): State<Arc<AppState>>, signed: Signed) -> 
                 Ok(n) => (tile("waiting for a decision", html! { (n) }, Some("/approvals"))),
                 Err(_) => (tile("waiting for a decision", html! { "?" }, Some("/approvals"))),
             }
-            (tile("upstreams up", html! { (up) " / " (upstreams.len()) }, None))
+            @if inventory {
+                (tile("upstreams up", html! { (up) " / " (upstreams.len()) }, None))
+            }
         }
         @if let Some(d) = &decisions {
             section.panel {
@@ -163,6 +171,9 @@ pub(crate) async fn show(State(state): State<Arc<AppState>>, signed: Signed) -> 
         } @else {
             p.muted { "The charts of the audit trail need the " code { "audit:read" } " capability." }
         }
+        @if !inventory {
+            p.muted { "The upstreams' health needs the " code { "tools:inventory" } " capability." }
+        } @else {
         section.panel {
             h2 { "Upstream health" }
             table.grid.compact #upstreams {
@@ -189,6 +200,7 @@ pub(crate) async fn show(State(state): State<Arc<AppState>>, signed: Signed) -> 
                     }
                 }
             }
+        }
         }
     };
     page(&signed, Section::Overview, "Overview", body)

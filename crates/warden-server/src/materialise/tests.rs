@@ -534,19 +534,6 @@ fn mirrors_are_named_by_the_first_16_bytes_of_the_urls_sha256() {
 }
 
 #[test]
-fn credentials_in_urls_never_reach_a_reason() {
-    assert_eq!(
-        redact("fatal: unable to access 'https://user:s3cret@example.com/app.git/': refused"),
-        "fatal: unable to access 'https://example.com/app.git/': refused"
-    );
-    assert_eq!(
-        redact("`https://token@example.com` and ssh://git:pw@host:22/x"),
-        "`https://example.com` and ssh://host:22/x"
-    );
-    assert_eq!(redact("no url here"), "no url here");
-}
-
-#[test]
 fn local_paths_and_file_urls_are_told_from_transports() {
     for url in [
         "/srv/app.git",

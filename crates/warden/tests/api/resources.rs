@@ -237,3 +237,31 @@ async fn reading_and_writing_resources_need_config_read_and_config_write() {
         )
     );
 }
+
+/// An upstream URL with credentials in it is refused at apply, naming the field and pointing
+/// to `headers` and a secret, without repeating the password (REL-4); nothing is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_url_with_a_password_is_refused_with_a_pointer_to_headers() {
+    let w = TestWarden::start(&config()).await;
+    let api = Api::new(&w);
+    let before = w.store.store.revision().await.unwrap();
+    let yaml = "kind: Upstream\nname: svc\nproject: payments\nhttp: { url: \"http://svc:secretproj_pw_777@127.0.0.1:18801/mcp\" }\n";
+    let (status, body) = api
+        .post_yaml(&w.admin, "/api/v1/resources?file=svc.yaml", yaml)
+        .await;
+    assert_eq!(
+        (status, body["code"].clone()),
+        (422, json!("CONFIG_REJECTED")),
+        "{body}"
+    );
+    assert_eq!(
+        body["error"],
+        "svc.yaml (document 1): Upstream `svc`: field `http.url`: `http://***@127.0.0.1:18801/mcp` carries credentials, which would be shown wherever the URL is; send them as a header whose value comes from a secret instead, e.g. `headers: { Authorization: \"${secret:NAME}\" }`"
+    );
+    assert!(!body.to_string().contains("secretproj_pw_777"), "{body}");
+    assert_eq!(
+        w.store.store.revision().await.unwrap(),
+        before,
+        "nothing was written"
+    );
+}

@@ -59,3 +59,37 @@ async fn a_token_creator_cannot_mint_or_revoke_for_another_principal_in_the_cons
     assert_eq!(status, 200, "{page}");
     assert!(page.contains("wdn_"), "{page}");
 }
+
+/// The overview shows the upstreams' state and errors only to a credential holding
+/// `tools:inventory`, as `/api/v1/tools/upstreams` does; a token whose scopes grant nothing
+/// sees neither an upstream's name nor its URL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_overview_shows_upstream_health_only_with_tools_inventory() {
+    let w = TestWarden::start(&format!(
+        "{}---\nkind: Upstream\nname: svc\nproject: payments\nhttp: {{ url: \"http://127.0.0.1:9/mcp\" }}\n",
+        config()
+    ))
+    .await;
+    let admin = Plain::sign_in(&w, &w.admin).await;
+    let (status, page) = admin.get("/").await;
+    assert_eq!(status, 200);
+    assert!(page.contains("Upstream health"), "{page}");
+    assert!(page.contains("svc"), "{page}");
+    let nothing = w.token("alice", None, Some(&["nothing:at-all"])).await;
+    let console = Plain::sign_in(&w, &nothing).await;
+    let (status, page) = console.get("/").await;
+    assert_eq!(status, 200);
+    for hidden in [
+        "Upstream health",
+        "upstreams up",
+        "svc",
+        "127.0.0.1:9",
+        "ledger",
+    ] {
+        assert!(!page.contains(hidden), "`{hidden}` is shown: {page}");
+    }
+    assert!(
+        page.contains("The upstreams' health needs the <code>tools:inventory</code> capability."),
+        "{page}"
+    );
+}

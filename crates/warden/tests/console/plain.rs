@@ -90,7 +90,8 @@ impl Plain {
             cookie: format!("warden_session={sid}"),
             csrf: String::new(),
         };
-        let (_, home) = plain.get("/tokens").await;
+        // Every signed-in page has the session's token in its sign-out form.
+        let (_, home) = plain.get("/").await;
         plain.csrf = csrf_in(&home);
         plain
     }

@@ -99,6 +99,15 @@ pub(super) fn configured_headers(
             .map_err(|_| format!("the value of header `{k}` is not valid"))?;
         headers.insert(name, value);
     }
+    if let Some(credentials) = &http.url_credentials
+        && !headers.contains_key(&http::header::AUTHORIZATION)
+    {
+        use base64::Engine as _;
+        let basic = base64::engine::general_purpose::STANDARD.encode(credentials);
+        let value = HeaderValue::from_str(&format!("Basic {basic}"))
+            .map_err(|_| "the credentials of the URL cannot be sent".to_owned())?;
+        headers.insert(http::header::AUTHORIZATION, value);
+    }
     Ok(headers)
 }
 

@@ -231,3 +231,28 @@ mod redirects {
         assert_eq!(hits.load(Ordering::SeqCst), 1);
     }
 }
+
+/// Credentials a stored URL carried are sent as HTTP Basic authentication, never in place of
+/// a configured `Authorization` header.
+#[test]
+fn a_stored_urls_credentials_never_replace_a_configured_authorization() {
+    let mut http: HttpSpec = serde_json::from_value(serde_json::json!({
+        "url": "http://svc:p%40ss@127.0.0.1:1/mcp"
+    }))
+    .unwrap();
+    assert!(http.lift_url_credentials());
+    assert_eq!(http.url, "http://127.0.0.1:1/mcp");
+    let secrets = Secrets::new(None);
+    let headers = configured_headers(&http, &secrets).unwrap();
+    assert_eq!(
+        headers.get(&http::header::AUTHORIZATION).unwrap(),
+        "Basic c3ZjOnBAc3M="
+    );
+    http.headers
+        .insert("authorization".into(), "Bearer configured".into());
+    let headers = configured_headers(&http, &secrets).unwrap();
+    assert_eq!(
+        headers.get(&http::header::AUTHORIZATION).unwrap(),
+        "Bearer configured"
+    );
+}
