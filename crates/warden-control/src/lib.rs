@@ -7,6 +7,7 @@
 //! (`Gateway::refresh`) is the caller's business, since the CLI's store-direct mode has no
 //! server to tell.
 
+pub mod approvals;
 pub mod tokens;
 
 use std::sync::Arc;

@@ -14,6 +14,8 @@ pub const RUN_PROJECTS: &str = "run:projects:";
 
 /// The capability needed to decide approvals (APR-4).
 pub const APPROVALS_DECIDE: &str = "approvals:decide";
+/// Reading every approval, not only one's own.
+pub const APPROVALS_READ: &str = "approvals:read";
 
 /// Listing tokens (never their secrets).
 pub const TOKENS_READ: &str = "tokens:read";

@@ -149,6 +149,8 @@ pub struct ApprovalFilter {
     pub due_before: Option<i64>,
     /// Only this requester.
     pub principal: Option<String>,
+    /// Only approvals of built-in tools (no project) and of these projects.
+    pub projects: Option<Vec<String>>,
     /// At most this many (default 100).
     pub limit: Option<i64>,
 }

@@ -429,6 +429,18 @@ macro_rules! shared_operations {
             if let Some(p) = &f.principal {
                 qb.push(" AND principal = ").push_bind(p.clone());
             }
+            if let Some(projects) = &f.projects {
+                qb.push(" AND (project IS NULL");
+                if !projects.is_empty() {
+                    qb.push(" OR project IN (");
+                    let mut sep = qb.separated(", ");
+                    for p in projects {
+                        sep.push_bind(p.clone());
+                    }
+                    qb.push(")");
+                }
+                qb.push(")");
+            }
             qb.push(" ORDER BY created_at, id LIMIT ").push_bind(f.limit.unwrap_or(100).clamp(1, 100_000));
             Ok(qb.build_query_as().fetch_all(&self.pool).await?)
         }

@@ -7,12 +7,13 @@
 //! trail kept of the call that parked the approval, which the same rule made.
 
 use serde_json::{Value, json};
+use warden_control::{Caller, approvals};
 use warden_core::approval::ApprovalStatus;
 use warden_store::{Approval, AuditFilter, Store};
 
 use crate::api::Api;
 use crate::cli::{ApprovalDecideArgs, ApprovalsCommand, Output};
-use crate::common::{open_existing, usage};
+use crate::common::{cli_actor, open_existing, usage};
 use crate::output;
 use crate::target::{Reach, Side, Target, resolve};
 use crate::views::{cell, field, items, time_cell, to_value, unstring};
@@ -27,12 +28,11 @@ pub(crate) async fn run(cmd: ApprovalsCommand) -> anyhow::Result<()> {
             let list = match resolve(&args.target, READ).await? {
                 Target::Store(location) => {
                     let store = open_existing(&location).await?;
-                    let filter = warden_store::ApprovalFilter {
-                        status: status.unwrap_or_default(),
-                        ..Default::default()
-                    };
+                    let caller = Caller::Operator(cli_actor());
                     let mut list = Vec::new();
-                    for a in store.approvals(&filter).await? {
+                    for a in
+                        approvals::list(&store, &caller, status.unwrap_or_default(), None).await?
+                    {
                         list.push(view(&store, a).await?);
                     }
                     list
@@ -49,10 +49,8 @@ pub(crate) async fn run(cmd: ApprovalsCommand) -> anyhow::Result<()> {
             let a = match resolve(&args.target, READ).await? {
                 Target::Store(location) => {
                     let store = open_existing(&location).await?;
-                    let a = store
-                        .approval(&args.id)
-                        .await?
-                        .ok_or_else(|| anyhow::anyhow!("no approval `{}`", args.id))?;
+                    let caller = Caller::Operator(cli_actor());
+                    let a = approvals::get(&store, &caller, &args.id).await?;
                     view(&store, a).await?
                 }
                 Target::Server(api) => api.get(&["approvals", &args.id], &[]).await?,

@@ -28,10 +28,10 @@ pub(crate) const KILLSWITCHES_WRITE: &str = "killswitches:write";
 pub(crate) const AUDIT_READ: &str = "audit:read";
 /// Reading runs and their calls.
 pub const RUNS_READ: &str = "runs:read";
-/// Reading every approval (requesters always see their own).
-pub const APPROVALS_READ: &str = "approvals:read";
 /// Deciding approvals (APR-4), with a scope covering the action.
 pub(crate) use warden_core::capability::APPROVALS_DECIDE;
+/// Reading every approval (requesters always see their own).
+pub use warden_core::capability::APPROVALS_READ;
 /// Starting agent runs by hand.
 pub const AGENTS_RUN: &str = "agents:run";
 /// Explaining calls of other principals, with the rules of hidden tools (GOV-7).

@@ -12,16 +12,16 @@ use axum::extract::{Extension, Path, Query, State};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::{IntoParams, ToSchema};
+use warden_control::{Caller, approvals};
 use warden_core::approval::ApprovalStatus;
 use warden_core::audit::{keep, redact};
-use warden_core::authority::Authority;
 use warden_core::principal::Credential;
 use warden_core::tool::Catalog;
 use warden_mcp::Authenticated;
 use warden_mcp::gateway::{DecideError, Verb};
-use warden_store::{Approval, ApprovalFilter};
+use warden_store::Approval;
 
-use super::access::{APPROVALS_DECIDE, APPROVALS_READ, caller_holding, own_authority};
+use super::access::{APPROVALS_DECIDE, caller_holding, own_authority};
 use super::error::{ApiError, ErrorBody};
 use crate::state::AppState;
 
@@ -156,10 +156,6 @@ fn view(a: Approval, catalog: &Catalog) -> ApprovalView {
     }
 }
 
-fn can_read_all(caller: &Authority) -> bool {
-    caller.holds(APPROVALS_READ) || caller.holds(APPROVALS_DECIDE)
-}
-
 /// `?status=pending,staged&limit=N`.
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
@@ -172,7 +168,7 @@ pub(crate) struct ApprovalsQuery {
 }
 
 /// Parked calls, oldest first: every one with `approvals:read` or `approvals:decide`, else
-/// the caller's own.
+/// the caller's principal's own in the projects the credential may use (docs/approvals.md).
 #[utoipa::path(get, path = "/approvals", operation_id = "listApprovals", tag = "approvals",
     params(ApprovalsQuery),
     responses(
@@ -206,13 +202,8 @@ pub(crate) async fn list(
         })
         .transpose()?
         .unwrap_or_default();
-    let filter = ApprovalFilter {
-        status,
-        principal: (!can_read_all(&caller)).then(|| credential.principal.to_string()),
-        limit: q.limit,
-        ..Default::default()
-    };
-    let approvals = state.gateway.store().approvals(&filter).await?;
+    let caller = Caller::Credential(caller);
+    let approvals = approvals::list(state.gateway.store(), &caller, status, q.limit).await?;
     let catalog = &state.gateway.snapshot().catalog;
     Ok(Json(
         approvals.into_iter().map(|a| view(a, catalog)).collect(),
@@ -231,14 +222,9 @@ pub(crate) async fn get(
     Extension(Authenticated(credential)): Extension<Authenticated>,
     Path(id): Path<String>,
 ) -> Result<Json<ApprovalView>, ApiError> {
-    let caller = own_authority(&state, &credential)?;
-    match state.gateway.store().approval(&id).await? {
-        // Someone else's approval answers like one that does not exist.
-        Some(a) if can_read_all(&caller) || a.principal == credential.principal.to_string() => {
-            Ok(Json(view(a, &state.gateway.snapshot().catalog)))
-        }
-        _ => Err(ApiError::not_found(format!("no approval `{id}`"))),
-    }
+    let caller = Caller::Credential(own_authority(&state, &credential)?);
+    let approval = approvals::get(state.gateway.store(), &caller, &id).await?;
+    Ok(Json(view(approval, &state.gateway.snapshot().catalog)))
 }
 
 /// The optional body of a decision.

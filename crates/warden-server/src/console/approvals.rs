@@ -15,14 +15,15 @@ use futures::Stream;
 use maud::{Markup, html};
 use serde::Deserialize;
 use serde_json::{Map, Value};
+use warden_control::{Caller, Refusal, approvals};
 use warden_core::approval::{ApprovalKind, ApprovalStatus};
 use warden_core::audit::{ArgumentsAudit, keep, redact};
 use warden_core::authority::Authority;
 use warden_core::principal::Principal;
 use warden_mcp::gateway::{DecideError, Verb};
-use warden_store::{Approval, ApprovalFilter};
+use warden_store::Approval;
 
-use super::caps::{APPROVALS_DECIDE, Section, reads_all_approvals};
+use super::caps::{APPROVALS_DECIDE, Section};
 use super::fmt;
 use super::layout::{self, badge, json_block, page, refusal, see_other};
 use super::session::{Signed, resolve};
@@ -35,21 +36,14 @@ const POLL: Duration = Duration::from_millis(500);
 const STREAM_LIFETIME: Duration = Duration::from_secs(30);
 
 /// The waiting calls `authority` may see: all, or only its own.
-async fn waiting(
-    state: &AppState,
-    authority: &Authority,
-    principal: &str,
-) -> Result<Vec<Approval>, warden_store::StoreError> {
-    state
-        .gateway
-        .store()
-        .approvals(&ApprovalFilter {
-            status: vec![ApprovalStatus::Pending, ApprovalStatus::Staged],
-            principal: (!reads_all_approvals(authority)).then(|| principal.to_owned()),
-            limit: Some(500),
-            ..ApprovalFilter::default()
-        })
-        .await
+async fn waiting(state: &AppState, authority: &Arc<Authority>) -> Result<Vec<Approval>, Refusal> {
+    approvals::list(
+        state.gateway.store(),
+        &Caller::Credential(authority.clone()),
+        vec![ApprovalStatus::Pending, ApprovalStatus::Staged],
+        Some(500),
+    )
+    .await
 }
 
 /// The arguments of a parked call as a decider sees them: as given, but for the values the
@@ -124,28 +118,24 @@ fn rows(state: &AppState, authority: &Authority, csrf: &str, waiting: &[Approval
 
 /// `GET /approvals`.
 pub(crate) async fn inbox(State(state): State<Arc<AppState>>, signed: Signed) -> Response {
-    let principal = signed.credential.principal.to_string();
-    let list = match waiting(&state, &signed.authority, &principal).await {
+    let list = match waiting(&state, &signed.authority).await {
         Ok(list) => list,
         Err(e) => return refusal(&signed, StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
     };
-    let finished = state
-        .gateway
-        .store()
-        .approvals(&ApprovalFilter {
-            status: ApprovalStatus::ALL
-                .into_iter()
-                .filter(|s| !matches!(s, ApprovalStatus::Pending | ApprovalStatus::Staged))
-                .collect(),
-            principal: (!reads_all_approvals(&signed.authority)).then(|| principal.clone()),
-            limit: Some(1000),
-            ..ApprovalFilter::default()
-        })
-        .await
-        .unwrap_or_default();
+    let finished = approvals::list(
+        state.gateway.store(),
+        &Caller::Credential(signed.authority.clone()),
+        ApprovalStatus::ALL
+            .into_iter()
+            .filter(|s| !matches!(s, ApprovalStatus::Pending | ApprovalStatus::Staged))
+            .collect(),
+        Some(1000),
+    )
+    .await
+    .unwrap_or_default();
     let body = html! {
         p.lead {
-            @if reads_all_approvals(&signed.authority) { "Every parked call and staged action waiting for a decision." }
+            @if approvals::reads_all(&Caller::Credential(signed.authority.clone())) { "Every parked call and staged action waiting for a decision." }
             @else { "Your own parked calls waiting for a decision." }
             " This list updates by itself when a call parks."
             span #live.live data-state="connecting" { "●" }
@@ -195,14 +185,13 @@ pub(crate) async fn events(
             }
             // The session and its credential, checked again on every round (RUN-8).
             let live = signed.sessions.active(&signed.sid);
-            let Ok((credential, authority)) = resolve(&state, &signed.credential.id) else {
+            let Ok((_, authority)) = resolve(&state, &signed.credential.id) else {
                 return None;
             };
             if !live {
                 return None;
             }
-            let principal = credential.principal.to_string();
-            let Ok(list) = waiting(&state, &authority, &principal).await else {
+            let Ok(list) = waiting(&state, &authority).await else {
                 continue;
             };
             let print: String = list
@@ -294,20 +283,18 @@ pub(crate) async fn detail(
     signed: Signed,
     Path(id): Path<String>,
 ) -> Response {
-    let approval = match state.gateway.store().approval(&id).await {
-        Ok(a) => a,
-        Err(e) => return refusal(&signed, StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
-    };
     // Someone else's approval answers like one that does not exist (as in the API).
-    let Some(a) = approval.filter(|a| {
-        reads_all_approvals(&signed.authority)
-            || a.principal == signed.credential.principal.to_string()
-    }) else {
-        return refusal(
-            &signed,
-            StatusCode::NOT_FOUND,
-            &format!("no approval `{}`", fmt::cut(&id, 64)),
-        );
+    let caller = Caller::Credential(signed.authority.clone());
+    let a = match approvals::get(state.gateway.store(), &caller, &id).await {
+        Ok(a) => a,
+        Err(Refusal::NotFound(_)) => {
+            return refusal(
+                &signed,
+                StatusCode::NOT_FOUND,
+                &format!("no approval `{}`", fmt::cut(&id, 64)),
+            );
+        }
+        Err(e) => return refusal(&signed, StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
     };
     let waiting = matches!(a.status, ApprovalStatus::Pending | ApprovalStatus::Staged);
     let decider = a

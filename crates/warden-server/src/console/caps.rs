@@ -7,8 +7,6 @@ use warden_core::authority::Authority;
 
 pub(crate) use warden_core::capability::APPROVALS_DECIDE;
 
-/// Reading every approval (requesters always see their own).
-pub(crate) const APPROVALS_READ: &str = "approvals:read";
 /// Reading runs and their calls, unattended agent runs included.
 pub(crate) const RUNS_READ: &str = "runs:read";
 /// Reading, exporting and verifying the audit trail (AUD-4).
@@ -113,9 +111,4 @@ impl Section {
             Section::Tokens => "`tokens:read` or `tokens:write`",
         }
     }
-}
-
-/// Whether `authority` reads every approval, not only its own (as the admin API decides).
-pub(crate) fn reads_all_approvals(authority: &Authority) -> bool {
-    authority.holds(APPROVALS_READ) || authority.holds(APPROVALS_DECIDE)
 }

@@ -8,13 +8,14 @@ use std::sync::Arc;
 use axum::extract::State;
 use axum::response::Response;
 use maud::{Markup, html};
+use warden_control::{Caller, approvals};
 use warden_core::approval::ApprovalStatus;
 use warden_core::audit::AuditRecord;
 use warden_core::time::Millis;
 use warden_mcp::upstream::UpstreamStatus;
-use warden_store::{ApprovalFilter, AuditFilter};
+use warden_store::AuditFilter;
 
-use super::caps::{AUDIT_READ, Section, TOOLS_INVENTORY, reads_all_approvals};
+use super::caps::{AUDIT_READ, Section, TOOLS_INVENTORY};
 use super::chart::{self, Series};
 use super::fmt;
 use super::layout::{badge, page};
@@ -101,16 +102,14 @@ pub(crate) async fn show(State(state): State<Arc<AppState>>, signed: Signed) -> 
     } else {
         None
     };
-    let waiting = store
-        .approvals(&ApprovalFilter {
-            status: vec![ApprovalStatus::Pending, ApprovalStatus::Staged],
-            principal: (!reads_all_approvals(&signed.authority))
-                .then(|| signed.credential.principal.to_string()),
-            limit: Some(1000),
-            ..ApprovalFilter::default()
-        })
-        .await
-        .map(|a| a.len());
+    let waiting = approvals::list(
+        store,
+        &Caller::Credential(signed.authority.clone()),
+        vec![ApprovalStatus::Pending, ApprovalStatus::Staged],
+        Some(1000),
+    )
+    .await
+    .map(|a| a.len());
     // The upstreams' state and errors are the inventory's, as `/api/v1/tools/upstreams` is.
     let inventory = signed.holds(TOOLS_INVENTORY);
     let upstreams = if inventory {

@@ -138,3 +138,46 @@ async fn an_approval_shows_the_arguments_to_decide_on_masked_as_the_audit_masks_
         )
     );
 }
+
+/// "Own" approvals are the principal's, read no further than the reading credential could act
+/// (docs/approvals.md): a token of the requester whose scopes grant nothing lists none of
+/// them, nor reads one, arguments included; one bound to the approval's project does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_reads_its_owners_approvals_only_as_far_as_its_own_scopes_reach() {
+    let w = TestWarden::start(&config()).await;
+    let api = Api::new(&w);
+    let alice = w.token("alice", None, None).await;
+    let client = http_client(&w.mcp(), &alice, Era::Sessions).await;
+    let parked = call(&client, "ledger__echo", json!({"text": "refund 42"})).await;
+    let id = decision(&parked)["approvalId"].as_str().unwrap().to_owned();
+    let nothing = w.token("alice", None, Some(&["nothing:at-all"])).await;
+    assert_eq!(
+        api.get(&nothing, "/api/v1/approvals").await,
+        (200, json!([]))
+    );
+    assert_eq!(
+        api.get(&nothing, &format!("/api/v1/approvals/{id}")).await,
+        refusal(404, "NOT_FOUND", &format!("no approval `{id}`"))
+    );
+    let elsewhere = w.token("alice", None, Some(&["ledger:write"])).await;
+    assert_eq!(
+        api.get(&elsewhere, "/api/v1/approvals").await,
+        (200, json!([]))
+    );
+    for reader in [
+        w.token("alice", Some(&["payments"]), None).await,
+        w.token("alice", None, Some(&["run:projects:payments"]))
+            .await,
+    ] {
+        let (status, listed) = api.get(&reader, "/api/v1/approvals").await;
+        assert_eq!(
+            (status, listed[0]["id"].clone()),
+            (200, json!(id)),
+            "{listed}"
+        );
+        assert_eq!(
+            api.get(&reader, &format!("/api/v1/approvals/{id}")).await.0,
+            200
+        );
+    }
+}
