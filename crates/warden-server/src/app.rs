@@ -158,7 +158,7 @@ fn routes(state: Arc<AppState>, shutdown: CancellationToken) -> (Router, Endpoin
         sessions.clone(),
         config,
     );
-    let owners = Arc::new(SessionOwners::new(sessions, store));
+    let owners = Arc::new(SessionOwners::new(sessions, store, state.session_limits));
     owners.expire_until(shutdown.child_token());
     let endpoint = inline::McpEndpoint::new(state.gateway.clone(), mcp, owners);
     let routed = endpoint.clone();

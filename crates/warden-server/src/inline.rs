@@ -157,8 +157,12 @@ where
         if delete && response.status() == StatusCode::ACCEPTED {
             *response.status_mut() = StatusCode::OK;
         }
-        if self.sessions.settle(screened, &response).await {
+        let settled = self.sessions.settle(screened, &response).await;
+        if settled.prune {
             self.sessions.prune().await;
+        }
+        if let Some(refused) = settled.refused {
+            return refused;
         }
         match sent {
             // With a JSON body, rmcp's 415 means that it is no JSON-RPC message.

@@ -66,7 +66,54 @@ impl Owner {
 #[derive(Debug)]
 struct Known {
     owner: Owner,
+    /// The principal that opened it, for sessions opened on this replica (counted against
+    /// [`SessionLimits::per_principal`]).
+    principal: Option<String>,
     touched: Instant,
+}
+
+/// How many 2025-11-25 sessions a replica keeps open: in all, and per principal (sessions
+/// opened on this replica). Past either, an `initialize` is refused with 429 and the
+/// session rmcp made for it is closed at once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SessionLimits {
+    /// Open sessions on this replica.
+    pub total: usize,
+    /// Open sessions one principal opened on this replica.
+    pub per_principal: usize,
+}
+
+impl Default for SessionLimits {
+    fn default() -> Self {
+        Self {
+            total: DEFAULT_MAX_SESSIONS as usize,
+            per_principal: DEFAULT_MAX_SESSIONS_PER_PRINCIPAL as usize,
+        }
+    }
+}
+
+/// The default of [`SessionLimits::total`] (`warden serve --max-sessions`).
+pub const DEFAULT_MAX_SESSIONS: u32 = 2048;
+/// The default of [`SessionLimits::per_principal`] (`--max-sessions-per-principal`).
+pub const DEFAULT_MAX_SESSIONS_PER_PRINCIPAL: u32 = 128;
+
+/// The answer to an `initialize` past a limit: 429, with a JSON-RPC error that says which
+/// limit and what to do.
+fn too_many(message: String) -> Response {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": { "code": -32000, "message": message },
+    });
+    (
+        StatusCode::TOO_MANY_REQUESTS,
+        [
+            (http::header::CONTENT_TYPE, "application/json"),
+            (http::header::RETRY_AFTER, "60"),
+        ],
+        body.to_string(),
+    )
+        .into_response()
 }
 
 /// rmcp's answer to a request on a session it does not have.
@@ -98,6 +145,7 @@ pub(crate) struct SessionOwners {
     owners: Owners,
     manager: Arc<LocalSessionManager>,
     store: Arc<Store>,
+    limits: SessionLimits,
 }
 
 /// What [`SessionOwners::screen`] saw of a request, for [`SessionOwners::settle`].
@@ -105,16 +153,60 @@ pub(crate) struct SessionOwners {
 pub(crate) struct Screened {
     session: Option<String>,
     owner: Option<Owner>,
+    principal: Option<String>,
     delete: bool,
 }
 
+/// What [`SessionOwners::settle`] made of rmcp's answer.
+#[derive(Debug, Default)]
+pub(crate) struct Settled {
+    /// The owners should be [pruned](SessionOwners::prune).
+    pub(crate) prune: bool,
+    /// The answer to give instead of rmcp's: a session past a limit, closed.
+    pub(crate) refused: Option<Response>,
+}
+
 impl SessionOwners {
-    /// Owners of the sessions of `manager`, kept in `store`.
-    pub(crate) fn new(manager: Arc<LocalSessionManager>, store: Arc<Store>) -> Self {
+    /// Owners of the sessions of `manager`, kept in `store`, within `limits`.
+    pub(crate) fn new(
+        manager: Arc<LocalSessionManager>,
+        store: Arc<Store>,
+        limits: SessionLimits,
+    ) -> Self {
         Self {
             owners: Arc::default(),
             manager,
             store,
+            limits,
+        }
+    }
+
+    /// Why the session `opened` for `principal` is one too many, if it is: counted over the
+    /// sessions rmcp still has (idle ones it let go do not count).
+    async fn over_limit(&self, opened: &str, principal: &str) -> Option<String> {
+        let live = self.manager.sessions.read().await;
+        let total = live.len();
+        let mut owners = lock(&self.owners);
+        owners.retain(|id, _| id == opened || live.contains_key(id.as_str()));
+        let mine = owners
+            .iter()
+            .filter(|(id, k)| id.as_str() != opened && k.principal.as_deref() == Some(principal))
+            .count()
+            + 1;
+        if mine > self.limits.per_principal {
+            Some(format!(
+                "too many open sessions for `{principal}`: {} is the limit on this server; \
+                 end sessions you no longer use (DELETE with their Mcp-Session-Id) or wait \
+                 for idle ones to expire",
+                self.limits.per_principal
+            ))
+        } else if total > self.limits.total {
+            Some(format!(
+                "too many open sessions on this server: {} is the limit; try again later",
+                self.limits.total
+            ))
+        } else {
+            None
         }
     }
 
@@ -146,6 +238,7 @@ impl SessionOwners {
         };
         let known = Known {
             owner: owner.clone(),
+            principal: None,
             touched: now,
         };
         lock(&self.owners).insert(id.to_owned(), known);
@@ -178,6 +271,10 @@ impl SessionOwners {
     /// told from the other — or when the store cannot say.
     pub(crate) async fn screen(&self, request: &mut Request) -> Result<Screened, Response> {
         let owner = Owner::of(request);
+        let principal = request
+            .extensions()
+            .get::<Authenticated>()
+            .map(|a| a.0.principal.to_string());
         let session = request
             .headers()
             .get(&MCP_SESSION_ID)
@@ -208,19 +305,20 @@ impl SessionOwners {
         Ok(Screened {
             session,
             owner,
+            principal,
             delete,
         })
     }
 
-    /// After rmcp: records the owner of a session it opened (in the store, before the client
-    /// has the answer), forgets one that ended. True when the owners should be
-    /// [pruned](Self::prune).
+    /// After rmcp: refuses a session it opened past a limit (closing it), records the owner
+    /// of one it opened (in the store, before the client has the answer), forgets one that
+    /// ended.
     /// (The answer is not held across the store's write: a body is not `Sync`.)
     pub(crate) fn settle(
         &self,
         screened: Screened,
         response: &Response,
-    ) -> impl Future<Output = bool> + Send + '_ {
+    ) -> impl Future<Output = Settled> + Send + '_ {
         let status = response.status();
         let opened = response
             .headers()
@@ -235,12 +333,22 @@ impl SessionOwners {
         screened: Screened,
         status: StatusCode,
         opened: Option<String>,
-    ) -> bool {
+    ) -> Settled {
         match (&screened.session, screened.owner) {
             (None, Some(owner)) => {
                 let Some(opened) = opened.as_deref() else {
-                    return false;
+                    return Settled::default();
                 };
+                let principal = screened.principal.unwrap_or_default();
+                if let Some(why) = self.over_limit(opened, &principal).await {
+                    let _ = self.manager.close_session(&opened.into()).await;
+                    tracing::warn!(principal, "{why}");
+                    metrics::counter!("warden_sessions_refused_total").increment(1);
+                    return Settled {
+                        prune: false,
+                        refused: Some(too_many(why)),
+                    };
+                }
                 match self
                     .store
                     .put_mcp_session_owner(
@@ -259,7 +367,7 @@ impl SessionOwners {
                             "a new session's id is another credential's: session ended"
                         );
                         let _ = self.manager.close_session(&opened.into()).await;
-                        return false;
+                        return Settled::default();
                     }
                     Err(e) => {
                         // The session is served here; no other replica will restore it.
@@ -269,19 +377,23 @@ impl SessionOwners {
                 }
                 let known = Known {
                     owner,
+                    principal: Some(principal),
                     touched: Instant::now(),
                 };
                 let mut owners = lock(&self.owners);
                 owners.insert(opened.to_owned(), known);
-                owners.len() > PRUNE_ABOVE
+                Settled {
+                    prune: owners.len() > PRUNE_ABOVE,
+                    refused: None,
+                }
             }
             (Some(id), _)
                 if (screened.delete && status.is_success()) || status == StatusCode::NOT_FOUND =>
             {
                 lock(&self.owners).remove(id);
-                false
+                Settled::default()
             }
-            _ => false,
+            _ => Settled::default(),
         }
     }
 

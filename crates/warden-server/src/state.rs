@@ -11,6 +11,7 @@ use crate::hosts::HostPolicy;
 use crate::limiter::{DEFAULT_FAILURE_LIMIT, FailureLimiter};
 use crate::oauth::resource::Origins;
 use crate::oauth::verify::Oauth;
+use crate::sessions::SessionLimits;
 
 /// Largest accepted request body (REL-1).
 pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
@@ -28,6 +29,8 @@ pub struct AppState {
     /// Failed authentications a source address may have per minute before it is answered
     /// 429 (AUTH-5).
     pub auth_failure_limit: u32,
+    /// How many 2025-11-25 sessions this replica keeps open.
+    pub session_limits: SessionLimits,
     /// The URL clients reach this server at, when it is not its listener's (behind a TLS
     /// proxy).
     public_url: Option<String>,
@@ -50,6 +53,7 @@ impl AppState {
             runner,
             auth_failures: FailureLimiter::default(),
             auth_failure_limit: DEFAULT_FAILURE_LIMIT,
+            session_limits: SessionLimits::default(),
             public_url: None,
             origins: OnceLock::new(),
             oauth: Oauth::default(),
@@ -72,6 +76,13 @@ impl AppState {
     #[must_use]
     pub fn with_auth_failure_limit(mut self, limit: u32) -> Self {
         self.auth_failure_limit = limit;
+        self
+    }
+
+    /// Sets how many 2025-11-25 sessions this replica keeps open.
+    #[must_use]
+    pub fn with_session_limits(mut self, limits: SessionLimits) -> Self {
+        self.session_limits = limits;
         self
     }
 

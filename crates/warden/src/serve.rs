@@ -77,7 +77,11 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let state = Arc::new(
         AppState::new(gateway.clone(), hosts)
             .with_public_url(args.public_url.clone())
-            .with_auth_failure_limit(args.auth_failure_limit),
+            .with_auth_failure_limit(args.auth_failure_limit)
+            .with_session_limits(warden_server::SessionLimits {
+                total: args.max_sessions as usize,
+                per_principal: args.max_sessions_per_principal as usize,
+            }),
     );
     // Sessions' environments (TASK-1) live beside the store, or in the default data dir.
     let environments = match &location {

@@ -487,6 +487,11 @@ async fn a_call_allowed_before_a_crash_gets_an_interrupted_outcome_and_is_not_re
 
 /// Starts `warden serve` on `dir`; returns the child, its base URL and the admin token.
 fn serve(dir: &std::path::Path) -> (std::process::Child, String, String) {
+    serve_with(dir, &[])
+}
+
+/// [`serve`] with more arguments.
+fn serve_with(dir: &std::path::Path, args: &[&str]) -> (std::process::Child, String, String) {
     use std::io::BufRead as _;
     let mut child = std::process::Command::new(WARDEN)
         .args([
@@ -497,6 +502,7 @@ fn serve(dir: &std::path::Path) -> (std::process::Child, String, String) {
             "--data-dir",
         ])
         .arg(dir)
+        .args(args)
         .env("WARDEN_LOG", "warn")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
@@ -617,4 +623,102 @@ async fn a_truncated_chain_is_named_by_its_signed_checkpoint() {
     let stderr = String::from_utf8_lossy(&anchored.stderr).into_owned();
     assert_eq!(anchored.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains(&expected), "{stderr}");
+}
+
+/// `initialize` as `token` on `base`: the status, the session id and the body.
+async fn initialize(
+    client: &reqwest::Client,
+    base: &str,
+    token: &str,
+) -> (u16, Option<String>, String) {
+    let response = client
+        .post(format!("{base}/mcp"))
+        .bearer_auth(token)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "flood", "version": "1"}}}))
+        .send()
+        .await
+        .unwrap();
+    let session = response
+        .headers()
+        .get("mcp-session-id")
+        .map(|v| v.to_str().unwrap().to_owned());
+    (
+        response.status().as_u16(),
+        session,
+        response.text().await.unwrap(),
+    )
+}
+
+/// 2025-11-25 sessions are capped per principal and per server (`--max-sessions-per-principal`,
+/// `--max-sessions`): an `initialize` past a cap is answered 429 with a JSON-RPC error naming
+/// it, and no session is left open; an ended session frees its place.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_are_capped_per_principal_and_in_total() {
+    let dir = tempfile::tempdir().unwrap();
+    let (child, base, admin) = serve_with(
+        dir.path(),
+        &["--max-sessions-per-principal", "3", "--max-sessions", "5"],
+    );
+    let client = http();
+    let users = "kind: User\nname: bob\n";
+    let applied = client
+        .post(format!("{base}/api/v1/resources"))
+        .bearer_auth(&admin)
+        .header("content-type", "application/yaml")
+        .body(users)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(applied.status(), 200);
+    let created: Value = client
+        .post(format!("{base}/api/v1/tokens"))
+        .bearer_auth(&admin)
+        .json(&json!({"user": "bob", "scopes": ["nothing:at-all"]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let bob = created["secret"].as_str().unwrap().to_owned();
+    let mut admins = Vec::new();
+    for _ in 0..3 {
+        let (status, session, body) = initialize(&client, &base, &admin).await;
+        assert_eq!(status, 200, "{body}");
+        admins.push(session.unwrap());
+    }
+    let (status, session, body) = initialize(&client, &base, &admin).await;
+    assert_eq!((status, session), (429, None), "{body}");
+    let error: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        error["error"]["message"],
+        "too many open sessions for `user:admin`: 3 is the limit on this server; end sessions you no longer use (DELETE with their Mcp-Session-Id) or wait for idle ones to expire"
+    );
+    // Another principal, a token whose scopes grant nothing included, fills the server.
+    for _ in 0..2 {
+        assert_eq!(initialize(&client, &base, &bob).await.0, 200);
+    }
+    let (status, _, body) = initialize(&client, &base, &bob).await;
+    assert_eq!(status, 429);
+    let error: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        error["error"]["message"],
+        "too many open sessions on this server: 5 is the limit; try again later"
+    );
+    // An ended session frees its place.
+    let ended = client
+        .delete(format!("{base}/mcp"))
+        .bearer_auth(&admin)
+        .header("mcp-protocol-version", "2025-11-25")
+        .header("mcp-session-id", &admins[0])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ended.status(), 200);
+    assert_eq!(initialize(&client, &base, &admin).await.0, 200);
+    stop(child);
 }

@@ -224,6 +224,20 @@ pub struct ServeArgs {
         value_parser = clap::value_parser!(u32).range(1..))]
     pub auth_failure_limit: u32,
 
+    /// Open 2025-11-25 sessions this server keeps at most; past it, an `initialize` is
+    /// answered 429 (docs/mcp.md, "Limits").
+    #[arg(long, value_name = "N", env = "WARDEN_MAX_SESSIONS",
+        default_value_t = warden_server::DEFAULT_MAX_SESSIONS,
+        value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_sessions: u32,
+
+    /// Open 2025-11-25 sessions one principal keeps at most on this server; past it, its
+    /// `initialize` is answered 429.
+    #[arg(long, value_name = "N", env = "WARDEN_MAX_SESSIONS_PER_PRINCIPAL",
+        default_value_t = warden_server::DEFAULT_MAX_SESSIONS_PER_PRINCIPAL,
+        value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_sessions_per_principal: u32,
+
     /// Export traces of governed calls (OPS-3) over OTLP/HTTP to this collector, e.g.
     /// `http://127.0.0.1:4318` (spans go to its `/v1/traces`). Off without it.
     #[arg(long, value_name = "URL", env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
