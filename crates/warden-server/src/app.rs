@@ -209,6 +209,11 @@ impl ListenerService {
             state,
         }
     }
+
+    /// What every request handler shares.
+    pub(crate) fn state(&self) -> &AppState {
+        &self.state
+    }
 }
 
 impl tower::Service<axum::extract::Request> for ListenerService {

@@ -39,4 +39,4 @@ pub use hosts::HostPolicy;
 pub use limiter::DEFAULT_FAILURE_LIMIT;
 pub use serve::{Bound, listen, reuse_port};
 pub use sessions::{DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_PRINCIPAL, SessionLimits};
-pub use state::{AppState, MAX_BODY_BYTES};
+pub use state::{AppState, DEFAULT_HEADER_READ_TIMEOUT, MAX_BODY_BYTES};

@@ -251,24 +251,64 @@ impl Drop for Report {
     }
 }
 
-/// Serves `app` on `listener` until `shutdown` is cancelled, then waits for open connections.
+/// Serves `app` on `listener` until `shutdown` is cancelled, then waits for open connections
+/// (each finishes the request it is serving). HTTP/1.1 with keep-alive, `TCP_NODELAY`, and
+/// the state's header-read timeout on every connection ([`AppState::header_read_timeout`]).
 async fn serve_listener(
     listener: TcpListener,
     app: ListenerService,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
-    // Small answers and SSE events go out at once, not after the peer's delayed ACK.
-    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+    let connections = tokio_util::task::TaskTracker::new();
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(app.state().header_read_timeout);
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = shutdown.cancelled() => break,
+        };
+        let (tcp, peer) = match accepted {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                // Out of file descriptors or memory: wait rather than spin; a connection that
+                // failed before it was accepted is the client's business.
+                if !matches!(
+                    e.kind(),
+                    std::io::ErrorKind::ConnectionAborted
+                        | std::io::ErrorKind::ConnectionReset
+                        | std::io::ErrorKind::ConnectionRefused
+                ) {
+                    tracing::warn!(error = %e, "cannot accept a connection; retrying in a second");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+                continue;
+            }
+        };
+        // Small answers and SSE events go out at once, not after the peer's delayed ACK.
         let _ = tcp.set_nodelay(true);
-    });
-    axum::serve(
-        listener,
-        axum::ServiceExt::<axum::extract::Request>::into_make_service_with_connect_info::<
-            SocketAddr,
-        >(app),
-    )
-    .with_graceful_shutdown(async move { shutdown.cancelled().await })
-    .await?;
+        let app = app.clone();
+        let service = hyper::service::service_fn(move |request: hyper::Request<_>| {
+            let mut request = request.map(axum::body::Body::new);
+            request
+                .extensions_mut()
+                .insert(axum::extract::ConnectInfo(peer));
+            tower::ServiceExt::oneshot(app.clone(), request)
+        });
+        let connection = http.serve_connection(hyper_util::rt::TokioIo::new(tcp), service);
+        let stop = shutdown.clone();
+        connections.spawn(async move {
+            let mut connection = std::pin::pin!(connection);
+            tokio::select! {
+                _ = connection.as_mut() => return,
+                () = stop.cancelled() => {}
+            }
+            connection.as_mut().graceful_shutdown();
+            let _ = connection.await;
+        });
+    }
+    connections.close();
+    connections.wait().await;
     Ok(())
 }
 

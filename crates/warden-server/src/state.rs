@@ -3,6 +3,7 @@
 
 use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use warden_mcp::Gateway;
 
@@ -12,6 +13,10 @@ use crate::limiter::{DEFAULT_FAILURE_LIMIT, FailureLimiter};
 use crate::oauth::resource::Origins;
 use crate::oauth::verify::Oauth;
 use crate::sessions::SessionLimits;
+
+/// The default of [`AppState::header_read_timeout`] (`warden serve --header-read-timeout`):
+/// hyper's own default, which it applies only with a timer (`axum::serve` sets none).
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Largest accepted request body (REL-1).
 pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
@@ -31,6 +36,10 @@ pub struct AppState {
     pub auth_failure_limit: u32,
     /// How many 2025-11-25 sessions this replica keeps open.
     pub session_limits: SessionLimits,
+    /// How long a client has to send a request's headers, from when its connection is ready
+    /// for them — new, or kept alive after its last answer: one that sends half a request, or
+    /// nothing, is closed then, as is an idle kept-alive one.
+    pub header_read_timeout: Duration,
     /// The URL clients reach this server at, when it is not its listener's (behind a TLS
     /// proxy).
     public_url: Option<String>,
@@ -54,6 +63,7 @@ impl AppState {
             auth_failures: FailureLimiter::default(),
             auth_failure_limit: DEFAULT_FAILURE_LIMIT,
             session_limits: SessionLimits::default(),
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
             public_url: None,
             origins: OnceLock::new(),
             oauth: Oauth::default(),
@@ -76,6 +86,13 @@ impl AppState {
     #[must_use]
     pub fn with_auth_failure_limit(mut self, limit: u32) -> Self {
         self.auth_failure_limit = limit;
+        self
+    }
+
+    /// Sets how long a client has to send a request's headers.
+    #[must_use]
+    pub fn with_header_read_timeout(mut self, timeout: Duration) -> Self {
+        self.header_read_timeout = timeout;
         self
     }
 

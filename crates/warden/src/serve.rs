@@ -78,6 +78,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         AppState::new(gateway.clone(), hosts)
             .with_public_url(args.public_url.clone())
             .with_auth_failure_limit(args.auth_failure_limit)
+            .with_header_read_timeout(args.header_read_timeout)
             .with_session_limits(warden_server::SessionLimits {
                 total: args.max_sessions as usize,
                 per_principal: args.max_sessions_per_principal as usize,

@@ -722,3 +722,51 @@ async fn sessions_are_capped_per_principal_and_in_total() {
     assert_eq!(initialize(&client, &base, &admin).await.0, 200);
     stop(child);
 }
+
+/// Every connection must send its headers within `--header-read-timeout`: one that sends
+/// nothing, one that sends half a request and one that adds a header line now and then are
+/// all closed by the server then (unauthenticated, they held a connection for good).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_that_never_finish_their_headers_are_closed() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let dir = tempfile::tempdir().unwrap();
+    let (child, base, _) = serve_with(dir.path(), &["--header-read-timeout", "1s"]);
+    let addr = base.trim_start_matches("http://").to_owned();
+    let silent = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let mut half = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    half.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        .await
+        .unwrap();
+    let mut drip = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    drip.write_all(b"GET /healthz HTTP/1.1\r\n").await.unwrap();
+    let (drip_read, mut drip_write) = drip.into_split();
+    tokio::spawn(async move {
+        for i in 0.. {
+            let line = format!("X-Slow-{i}: a\r\n");
+            if drip_write.write_all(line.as_bytes()).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+    });
+    let closed = |mut reader: Box<dyn tokio::io::AsyncRead + Unpin + Send>| async move {
+        let mut buf = Vec::new();
+        // The server's answer, if any (a 408), then the end of the stream.
+        tokio::time::timeout(
+            std::time::Duration::from_secs(15),
+            reader.read_to_end(&mut buf),
+        )
+        .await
+        .is_ok()
+    };
+    let (silent, half, drip) = tokio::join!(
+        closed(Box::new(silent)),
+        closed(Box::new(half)),
+        closed(Box::new(drip_read))
+    );
+    assert_eq!((silent, half, drip), (true, true, true));
+    // A client that sends its request in time is served as ever.
+    let health = http().get(format!("{base}/healthz")).send().await.unwrap();
+    assert_eq!(health.status(), 200);
+    stop(child);
+}

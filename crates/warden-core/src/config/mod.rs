@@ -2,6 +2,7 @@
 //! the resource and the field, and validated as a whole into a [`Config`] that cannot hold
 //! dangling references.
 
+mod depth;
 mod issuer;
 mod resources;
 
@@ -91,6 +92,19 @@ fn label(kind: Kind, key: &str) -> String {
 ///
 /// Returns every error found, not only the first, so one run of `warden apply` shows them all.
 pub fn parse_documents(file: &str, text: &str) -> Result<Vec<Located>, Vec<ConfigError>> {
+    if let Some(at) = depth::too_deep(text, depth::MAX_DEPTH) {
+        let (document, line, column) = depth::position(text, at);
+        return Err(vec![ConfigError {
+            file: Some(file.to_owned()),
+            document: Some(document),
+            resource: None,
+            field: None,
+            message: format!(
+                "nested deeper than {} levels at line {line} column {column}; no configuration needs that",
+                depth::MAX_DEPTH
+            ),
+        }]);
+    }
     let mut out = Vec::new();
     let mut errors = Vec::new();
     for (i, doc) in yaml_serde::Deserializer::from_str(text).enumerate() {

@@ -238,6 +238,12 @@ pub struct ServeArgs {
         value_parser = clap::value_parser!(u32).range(1..))]
     pub max_sessions_per_principal: u32,
 
+    /// How long a client has to send a request's headers on a new or kept-alive connection;
+    /// one that sends half a request, or nothing, is closed then.
+    #[arg(long, value_name = "DURATION", env = "WARDEN_HEADER_READ_TIMEOUT", default_value = "30s",
+        value_parser = positive_duration)]
+    pub header_read_timeout: std::time::Duration,
+
     /// Export traces of governed calls (OPS-3) over OTLP/HTTP to this collector, e.g.
     /// `http://127.0.0.1:4318` (spans go to its `/v1/traces`). Off without it.
     #[arg(long, value_name = "URL", env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
@@ -358,4 +364,13 @@ fn public_url(value: &str) -> Result<String, String> {
         ));
     }
     Ok(value.trim_end_matches('/').to_owned())
+}
+
+/// A duration flag (`30s`, `2m`) that must be greater than zero.
+fn positive_duration(value: &str) -> Result<std::time::Duration, String> {
+    let d = warden_core::time::parse_duration(value)?;
+    if d.is_zero() {
+        return Err("must be greater than zero".into());
+    }
+    Ok(d)
 }
