@@ -9,7 +9,9 @@
 //!   line, appended and synced. The same checkpoints are in the store (`audit_checkpoints`), so
 //!   `warden audit verify` finds the latest one from the database too — and the file, or an
 //!   operator's copy of `warden audit checkpoint export`, shows a database whose checkpoints
-//!   were cut along with its chain.
+//!   were cut along with its chain. Several stores may share a key and its file (every
+//!   PostgreSQL store served or verified from one machine does, by default): each checkpoint
+//!   names its store, and a store reads only its own.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -103,9 +105,9 @@ impl AuditKey {
         checkpoint::public_key(&self.secret)
     }
 
-    /// Signs the head `(seq, hash)` at `at`.
-    pub fn sign(&self, seq: i64, hash: &str, at: Millis) -> Checkpoint {
-        checkpoint::sign(&self.secret, seq, hash, at)
+    /// Signs the head `(seq, hash)` of the chain of `store` at `at`.
+    pub fn sign(&self, store: &str, seq: i64, hash: &str, at: Millis) -> Checkpoint {
+        checkpoint::sign(&self.secret, store, seq, hash, at)
     }
 
     /// The checkpoint file beside the key.

@@ -100,7 +100,7 @@ impl Backend {
     pub(crate) async fn checkpoints(
         &self,
         limit: i64,
-    ) -> Result<Vec<(i64, String, i64, String, String)>, StoreError> {
+    ) -> Result<Vec<(Option<String>, i64, String, i64, String, String)>, StoreError> {
         dispatch!(self, b => b.checkpoints(limit).await)
     }
 

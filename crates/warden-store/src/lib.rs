@@ -74,6 +74,8 @@ pub struct Store {
     sink: Sink,
     /// Whether the latest audit append succeeded.
     appends: health::AppendHealth,
+    /// The store's id ([`Store::id`]), once read.
+    id: std::sync::OnceLock<String>,
 }
 
 /// A token just created: the credential and its secret, shown once.
@@ -180,11 +182,15 @@ impl Store {
                 )));
             }
         };
-        Ok(Store {
+        let store = Store {
             backend,
             sink,
             appends: health::AppendHealth::default(),
-        })
+            id: std::sync::OnceLock::new(),
+        };
+        // A new store gets its id at creation.
+        store.id().await?;
+        Ok(store)
     }
 
     /// Which backend this is: `sqlite` or `postgres`.
@@ -520,6 +526,18 @@ impl Store {
             .collect()
     }
 
+    /// The store's id (`sto_…`): made once, when the store is created (or first opened by a
+    /// binary that knows ids), kept in the store itself and the same for every process on it,
+    /// a restored backup included. Checkpoints name it (AUD-2).
+    pub async fn id(&self) -> Result<String, StoreError> {
+        if let Some(id) = self.id.get() {
+            return Ok(id.clone());
+        }
+        let fresh = format!("sto_{}", uuid::Uuid::now_v7().simple());
+        let id = self.backend.meta_get_or_set("store_id", &fresh).await?;
+        Ok(self.id.get_or_init(|| id).clone())
+    }
+
     /// Signs the chain's head with `key` and keeps the checkpoint in the store and in the
     /// checkpoint file beside the key (AUD-2); `None` when the chain is empty or has not grown
     /// since the latest checkpoint.
@@ -530,11 +548,11 @@ impl Store {
     ) -> Result<Option<Checkpoint>, StoreError> {
         self.sink.settle_for_read().await?;
         let (seq, hash) = self.backend.head().await?;
-        let latest = self.backend.checkpoints(1).await?.first().map(|c| c.0);
+        let latest = self.backend.checkpoints(1).await?.first().map(|c| c.1);
         if seq == 0 || latest.is_some_and(|l| l >= seq) {
             return Ok(None);
         }
-        let c = key.sign(seq, &hash, now);
+        let c = key.sign(&self.id().await?, seq, &hash, now);
         anchor::append_checkpoint(&key.checkpoint_file(), &c)?;
         self.backend.insert_checkpoint(&c).await?;
         Ok(Some(c))
@@ -547,7 +565,8 @@ impl Store {
             .checkpoints(limit)
             .await?
             .into_iter()
-            .map(|(seq, hash, at, key, signature)| Checkpoint {
+            .map(|(store, seq, hash, at, key, signature)| Checkpoint {
+                store,
                 seq,
                 hash,
                 at: Millis(at),

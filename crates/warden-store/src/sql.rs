@@ -234,9 +234,10 @@ macro_rules! shared_operations {
             c: &warden_core::audit::checkpoint::Checkpoint,
         ) -> Result<(), StoreError> {
             sqlx::query(
-                "INSERT INTO audit_checkpoints (seq, hash, at, key, signature) \
-                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (seq) DO NOTHING",
+                "INSERT INTO audit_checkpoints (store, seq, hash, at, key, signature) \
+                 VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (seq) DO NOTHING",
             )
+            .bind(&c.store)
             .bind(c.seq)
             .bind(&c.hash)
             .bind(c.at.0)
@@ -251,9 +252,9 @@ macro_rules! shared_operations {
         pub(crate) async fn checkpoints(
             &self,
             limit: i64,
-        ) -> Result<Vec<(i64, String, i64, String, String)>, StoreError> {
+        ) -> Result<Vec<(Option<String>, i64, String, i64, String, String)>, StoreError> {
             Ok(sqlx::query_as(
-                "SELECT seq, hash, at, key, signature FROM audit_checkpoints \
+                "SELECT store, seq, hash, at, key, signature FROM audit_checkpoints \
                  ORDER BY seq DESC LIMIT $1",
             )
             .bind(limit)

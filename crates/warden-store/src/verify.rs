@@ -9,14 +9,33 @@ use crate::error::StoreError;
 use crate::sink::AuditSink as _;
 
 impl Store {
-    /// Checks the chain's end against the latest of `candidates` signed with `trusted` (a
-    /// public key, hex): `Ok(None)` when there is none. Checkpoints of another key are not
-    /// considered; one that names the trusted key without its valid signature is forged.
+    /// This store's checkpoints: its own (the latest thousand) and those of `outside` (a
+    /// checkpoint file, an operator's copy) that name this store. The store's own are of this
+    /// store whatever they name (one taken before checkpoints named their store names none);
+    /// one of `outside` that names none could be of any store sharing the key, and is left out.
+    pub async fn checkpoints_with(
+        &self,
+        outside: Vec<Checkpoint>,
+    ) -> Result<Vec<Checkpoint>, StoreError> {
+        let id = self.id().await?;
+        let mut candidates: Vec<Checkpoint> = outside
+            .into_iter()
+            .filter(|c| c.store.as_deref() == Some(id.as_str()))
+            .collect();
+        candidates.extend(self.checkpoints(1_000).await?);
+        Ok(candidates)
+    }
+
+    /// Checks the chain's end against the latest checkpoint signed with `trusted` (a public
+    /// key, hex) of [this store's](Store::checkpoints_with). `Ok(None)` when there is none. Checkpoints of another key or another store are not considered (several
+    /// stores may share a key and its file); one that names the trusted key without its valid
+    /// signature is forged.
     pub async fn verify_anchor(
         &self,
         trusted: &str,
-        candidates: Vec<Checkpoint>,
+        outside: Vec<Checkpoint>,
     ) -> Result<Result<Option<Checkpoint>, AnchorProblem>, StoreError> {
+        let candidates = self.checkpoints_with(outside).await?;
         let mut latest: Option<Checkpoint> = None;
         for c in candidates.into_iter().filter(|c| c.key == trusted) {
             if let Err(forged) = c.verify(trusted) {

@@ -897,7 +897,7 @@ async fn a_schema_newer_than_the_binary_is_refused() {
         );
         assert_eq!(
             err.to_string(),
-            "the store's schema is at version 99999, newer than this warden knows (version 6); run a newer warden"
+            "the store's schema is at version 99999, newer than this warden knows (version 7); run a newer warden"
         );
         s.cleanup().await;
     }
@@ -1094,6 +1094,96 @@ async fn a_checkpoint_anchors_the_chain_end_on_both_backends() {
             .unwrap();
         assert_eq!(anchored, Ok(Some(c)), "{}", s.name);
         s.cleanup().await;
+    }
+}
+
+/// Two stores sharing one audit key and its checkpoint file (every PostgreSQL database verified
+/// from one machine does, by default): each checkpoint names its store, and neither store's
+/// checkpoints are held against the other's chain — a long chain's checkpoint made no false
+/// truncation alarm on a new, short one (AUD-2).
+#[tokio::test]
+async fn stores_sharing_a_key_read_only_their_own_checkpoints() {
+    use warden_core::audit::{NewRecord, RecordKind};
+    let record = |call: String| NewRecord {
+        at: NOW,
+        kind: RecordKind::Call,
+        run_id: "run_k".into(),
+        call_id: Some(call),
+        principal: None,
+        agent: None,
+        tool: Some("t".into()),
+        decision: None,
+        code: None,
+        payload: "{}".into(),
+    };
+    let mut pairs = vec![(
+        warden_testkit::sqlite_store().await,
+        warden_testkit::sqlite_store().await,
+    )];
+    if let (Some(a), Some(b)) = (
+        warden_testkit::postgres_store().await,
+        warden_testkit::postgres_store().await,
+    ) {
+        pairs.push((a, b));
+    }
+    for (long, short) in pairs {
+        let keys = tempfile::tempdir().unwrap();
+        let key = warden_store::AuditKey::load_or_create(&keys.path().join("audit.key")).unwrap();
+        assert_ne!(
+            long.store.id().await.unwrap(),
+            short.store.id().await.unwrap()
+        );
+        long.store
+            .append_audit((0..50).map(|i| record(format!("l{i}"))).collect())
+            .await
+            .unwrap();
+        let far = long.store.checkpoint(&key, NOW).await.unwrap().unwrap();
+        assert_eq!(
+            far.store,
+            Some(long.store.id().await.unwrap()),
+            "{}",
+            long.name
+        );
+        short
+            .store
+            .append_audit((0..3).map(|i| record(format!("s{i}"))).collect())
+            .await
+            .unwrap();
+        let file = warden_store::read_checkpoints(&key.checkpoint_file()).unwrap();
+        assert_eq!(
+            short
+                .store
+                .verify_anchor(&key.public_key(), file)
+                .await
+                .unwrap(),
+            Ok(None),
+            "{}: the other store's checkpoint is not this one's",
+            short.name
+        );
+        let near = short.store.checkpoint(&key, NOW).await.unwrap().unwrap();
+        let file = warden_store::read_checkpoints(&key.checkpoint_file()).unwrap();
+        assert_eq!(file.len(), 2, "one file, both stores' checkpoints");
+        assert_eq!(
+            short
+                .store
+                .verify_anchor(&key.public_key(), file.clone())
+                .await
+                .unwrap(),
+            Ok(Some(near)),
+            "{}",
+            short.name
+        );
+        assert_eq!(
+            long.store
+                .verify_anchor(&key.public_key(), file)
+                .await
+                .unwrap(),
+            Ok(Some(far)),
+            "{}",
+            long.name
+        );
+        long.cleanup().await;
+        short.cleanup().await;
     }
 }
 

@@ -378,8 +378,9 @@ async fn export(a: &VerifyKeyArgs, audit: &AuditArgs) -> anyhow::Result<()> {
         )
     })?;
     let trusted = key.public_key();
-    let mut candidates = read_checkpoints(&key.checkpoint_file())?;
-    candidates.extend(store.checkpoints(50).await?);
+    let candidates = store
+        .checkpoints_with(read_checkpoints(&key.checkpoint_file())?)
+        .await?;
     let latest: Option<Checkpoint> = candidates
         .into_iter()
         .filter(|c| c.key == trusted && c.verify(&trusted).is_ok())

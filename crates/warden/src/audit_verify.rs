@@ -105,7 +105,6 @@ async fn on_store(v: &VerifyArgs, location: &warden_store::Location) -> anyhow::
     if let Some(key) = &key {
         candidates.extend(read_checkpoints(&key.checkpoint_file())?);
     }
-    candidates.extend(store.checkpoints(1_000).await?);
     let end = match store.verify_anchor(&trusted, candidates).await? {
         Ok(Some(c)) => End::Anchored {
             seq: c.seq,

@@ -8,8 +8,13 @@
 //! its checkpoint, or whose record at the checkpoint's sequence number is another, was
 //! truncated or rewritten, and [`check`] says which and where.
 //!
-//! The signed message is the text [`message`] writes: a version line, then `seq`, `hash` and
-//! `at` (milliseconds since the epoch), one per line.
+//! A checkpoint names the store it was taken of (its id, made when the store was created), so
+//! that checkpoints of several stores kept in one file — every PostgreSQL database verified
+//! from one machine shares its default key — are never held against each other's chains.
+//!
+//! The signed message is the text [`message`] writes: a version line, then `store` (from
+//! version 2), `seq`, `hash` and `at` (milliseconds since the epoch), one per line. A
+//! checkpoint of version 1 names no store.
 
 use std::fmt;
 
@@ -19,11 +24,16 @@ use serde::{Deserialize, Serialize};
 use crate::time::Millis;
 
 /// The first line of every signed message; a new format gets a new line.
-const VERSION: &str = "warden audit checkpoint v1";
+const VERSION_1: &str = "warden audit checkpoint v1";
+/// The first line of a message that names its store.
+const VERSION_2: &str = "warden audit checkpoint v2";
 
 /// A signed head of the chain.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Checkpoint {
+    /// The store whose chain it signed (its id); none for a checkpoint of version 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<String>,
     /// The head's sequence number.
     pub seq: i64,
     /// The head's hash.
@@ -88,8 +98,14 @@ impl fmt::Display for AnchorProblem {
 }
 
 /// The text a checkpoint's signature covers.
-pub fn message(seq: i64, hash: &str, at: Millis) -> String {
-    format!("{VERSION}\nseq {seq}\nhash {hash}\nat {}\n", at.0)
+pub fn message(store: Option<&str>, seq: i64, hash: &str, at: Millis) -> String {
+    match store {
+        Some(store) => format!(
+            "{VERSION_2}\nstore {store}\nseq {seq}\nhash {hash}\nat {}\n",
+            at.0
+        ),
+        None => format!("{VERSION_1}\nseq {seq}\nhash {hash}\nat {}\n", at.0),
+    }
 }
 
 /// The public key (hex) of a secret key.
@@ -97,11 +113,12 @@ pub fn public_key(secret: &[u8; 32]) -> String {
     hex::encode(SigningKey::from_bytes(secret).verifying_key().to_bytes())
 }
 
-/// Signs the head `(seq, hash)` at `at`.
-pub fn sign(secret: &[u8; 32], seq: i64, hash: &str, at: Millis) -> Checkpoint {
+/// Signs the head `(seq, hash)` of the chain of `store` at `at`.
+pub fn sign(secret: &[u8; 32], store: &str, seq: i64, hash: &str, at: Millis) -> Checkpoint {
     let key = SigningKey::from_bytes(secret);
-    let signature = key.sign(message(seq, hash, at).as_bytes());
+    let signature = key.sign(message(Some(store), seq, hash, at).as_bytes());
     Checkpoint {
+        store: Some(store.to_owned()),
         seq,
         hash: hash.to_owned(),
         at,
@@ -121,7 +138,7 @@ impl Checkpoint {
             .map(|s| Signature::from_bytes(&s))
             .ok_or_else(|| forged.clone())?;
         key.verify_strict(
-            message(self.seq, &self.hash, self.at).as_bytes(),
+            message(self.store.as_deref(), self.seq, &self.hash, self.at).as_bytes(),
             &signature,
         )
         .map_err(|_| forged)
@@ -163,7 +180,7 @@ mod tests {
 
     #[test]
     fn a_checkpoint_verifies_with_its_key_only() {
-        let c = sign(&SECRET, 42, "abc", Millis(1_800_000_000_000));
+        let c = sign(&SECRET, "sto_a", 42, "abc", Millis(1_800_000_000_000));
         assert_eq!(c.key, public_key(&SECRET));
         assert_eq!(c.verify(&public_key(&SECRET)), Ok(()));
         assert_eq!(
@@ -178,11 +195,36 @@ mod tests {
             moved.verify(&public_key(&SECRET)),
             Err(AnchorProblem::Forged { seq: 41 })
         );
+        // Nor can it be moved to another store's chain.
+        let other = Checkpoint {
+            store: Some("sto_b".into()),
+            ..c.clone()
+        };
+        assert_eq!(
+            other.verify(&public_key(&SECRET)),
+            Err(AnchorProblem::Forged { seq: 42 })
+        );
+    }
+
+    #[test]
+    fn a_checkpoint_of_version_1_names_no_store_and_still_verifies() {
+        let key = SigningKey::from_bytes(&SECRET);
+        let at = Millis(1_800_000_000_000);
+        let signature = key.sign(message(None, 7, "h", at).as_bytes());
+        let line = format!(
+            r#"{{"seq":7,"hash":"h","at":{},"key":"{}","signature":"{}"}}"#,
+            at.0,
+            public_key(&SECRET),
+            hex::encode(signature.to_bytes())
+        );
+        let c: Checkpoint = serde_json::from_str(&line).unwrap();
+        assert_eq!(c.store, None);
+        assert_eq!(c.verify(&public_key(&SECRET)), Ok(()));
     }
 
     #[test]
     fn a_shorter_or_rewritten_chain_is_named() {
-        let c = sign(&SECRET, 42, "abc", Millis(1_800_000_000_000));
+        let c = sign(&SECRET, "sto_a", 42, "abc", Millis(1_800_000_000_000));
         assert_eq!(check(&c, 42, Some("abc")), Ok(()));
         assert_eq!(check(&c, 50, Some("abc")), Ok(()));
         let truncated = check(&c, 30, None).unwrap_err();

@@ -317,6 +317,9 @@ pub(crate) async fn export(
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct CheckpointDoc {
+    /// The store whose chain it signed (its id); checkpoints of other stores are not
+    /// considered, nor those that name none (taken before checkpoints named their store).
+    store: Option<String>,
     /// The head's sequence number.
     seq: i64,
     /// The head's hash.
@@ -409,6 +412,7 @@ pub(crate) async fn verify(
         .checkpoints
         .into_iter()
         .map(|c| Checkpoint {
+            store: c.store,
             seq: c.seq,
             hash: c.hash,
             at: Millis(c.at),
@@ -457,10 +461,8 @@ pub(crate) async fn verify(
             ),
         }));
     };
-    let mut candidates = checkpoints;
-    candidates.extend(store.checkpoints(1_000).await?);
     let (intact, anchor, anchor_problem, message) = match store
-        .verify_anchor(&trusted, candidates)
+        .verify_anchor(&trusted, checkpoints)
         .await?
     {
         Ok(Some(c)) => (
