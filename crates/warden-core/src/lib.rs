@@ -20,6 +20,7 @@ pub mod cron;
 pub mod decision;
 pub mod error;
 pub mod explain;
+pub mod git_url;
 pub mod name;
 pub mod oauth;
 pub mod param_headers;

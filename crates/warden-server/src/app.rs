@@ -158,7 +158,11 @@ fn routes(state: Arc<AppState>, shutdown: CancellationToken) -> (Router, Endpoin
         sessions.clone(),
         config,
     );
-    let owners = Arc::new(SessionOwners::new(sessions, store, state.session_limits));
+    let owners = Arc::new(SessionOwners::new(
+        sessions,
+        store.clone(),
+        state.session_limits,
+    ));
     owners.expire_until(shutdown.child_token());
     let endpoint = inline::McpEndpoint::new(state.gateway.clone(), mcp, owners);
     let routed = endpoint.clone();
@@ -172,7 +176,7 @@ fn routes(state: Arc<AppState>, shutdown: CancellationToken) -> (Router, Endpoin
             authenticate,
         ));
     let router = Router::new()
-        .merge(console::routes())
+        .merge(console::routes(store.clone()))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))

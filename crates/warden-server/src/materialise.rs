@@ -439,7 +439,9 @@ async fn materialise_one(
 
 /// Clones the mirror of `url` if it is new, fetches it otherwise. The caller holds its lock.
 async fn update_mirror(mirror: &Path, url: &str) -> Result<(), String> {
-    let local = is_local_url(url);
+    // The configuration refuses such a URL; a workspace stored before it was refused is not
+    // cloned either.
+    let local = warden_core::git_url::classify(url)? == warden_core::git_url::GitUrl::Local;
     if mirror.is_dir() {
         let mut fetch = vec![
             OsStr::new("fetch"),
@@ -690,23 +692,6 @@ fn first_error_line(stderr: &str) -> Option<&str> {
             .or_else(|| line.strip_prefix("error:"))
             .map_or(line, str::trim_start),
     )
-}
-
-/// Whether git reads `url` from the local file system (a path or `file://`), as opposed to a
-/// transport (`scheme://…`, or scp-like `host:path`).
-fn is_local_url(url: &str) -> bool {
-    if url.starts_with("file://") {
-        return true;
-    }
-    if url.contains("://") {
-        return false;
-    }
-    // Git's rule: a colon before the first slash makes it `host:path`.
-    match (url.find(':'), url.find('/')) {
-        (Some(colon), Some(slash)) => slash < colon,
-        (Some(_), None) => false,
-        (None, _) => true,
-    }
 }
 
 /// At most `max` characters of `text`, on one line.

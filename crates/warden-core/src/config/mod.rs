@@ -3,6 +3,7 @@
 //! dangling references.
 
 mod depth;
+mod input;
 mod issuer;
 mod resources;
 
@@ -127,7 +128,7 @@ pub fn parse_documents(file: &str, text: &str) -> Result<Vec<Located>, Vec<Confi
         if value.is_null() {
             continue;
         }
-        match parse_one(value) {
+        match parse_one(value).and_then(input::check) {
             Ok(resource) => out.push(Located {
                 source: Some(Source {
                     file: file.to_owned(),

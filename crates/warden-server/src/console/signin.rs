@@ -9,16 +9,17 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use axum::extract::{ConnectInfo, FromRequest, Query, Request, State};
+use axum::extract::{ConnectInfo, Extension, FromRequest, Query, Request, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use maud::html;
 use serde::Deserialize;
 use warden_core::principal::CredentialKind;
 
+use super::csrf::SignInKey;
 use super::layout;
 use super::session::{
-    COOKIE, Ended, LIFETIME, SIGN_IN_COOKIE, Sessions, Signed, over_https, random_hex, set_cookie,
+    COOKIE, Ended, LIFETIME, SIGN_IN_COOKIE, Sessions, Signed, over_https, set_cookie,
 };
 use crate::state::AppState;
 
@@ -68,9 +69,19 @@ impl Failures {
 /// How long the sign-in form stays valid.
 const FORM_LIFETIME: Duration = Duration::from_secs(3600);
 
-fn form(status: StatusCode, secure: bool, notice: Option<&str>, problem: Option<&str>) -> Response {
-    let Some(nonce) = random_hex() else {
-        return (StatusCode::SERVICE_UNAVAILABLE, "no randomness available\n").into_response();
+async fn form(
+    key: &SignInKey,
+    status: StatusCode,
+    secure: bool,
+    notice: Option<&str>,
+    problem: Option<&str>,
+) -> Response {
+    let Some(nonce) = key.issue(FORM_LIFETIME).await else {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the sign-in form cannot be made now (no randomness, or the store cannot be read)\n",
+        )
+            .into_response();
     };
     let body = html! {
         h1 { "Sign in" }
@@ -101,6 +112,7 @@ fn form(status: StatusCode, secure: bool, notice: Option<&str>, problem: Option<
 
 /// `GET /sign-in`.
 pub(crate) async fn page(
+    Extension(key): Extension<Arc<SignInKey>>,
     headers: axum::http::HeaderMap,
     uri: axum::http::Uri,
     Query(q): Query<SignInQuery>,
@@ -110,7 +122,14 @@ pub(crate) async fn page(
         .as_deref()
         .and_then(Ended::parse)
         .map(Ended::message);
-    form(StatusCode::OK, over_https(&headers, &uri), notice, None)
+    form(
+        &key,
+        StatusCode::OK,
+        over_https(&headers, &uri),
+        notice,
+        None,
+    )
+    .await
 }
 
 /// `POST /sign-in`.
@@ -118,13 +137,23 @@ pub(crate) async fn sign_in(State(state): State<Arc<AppState>>, request: Request
     let secure = over_https(request.headers(), request.uri());
     let extensions = request.extensions().clone();
     let peer = extensions.get::<ConnectInfo<SocketAddr>>().copied();
-    let Some(sessions) = extensions.get::<Arc<Sessions>>().cloned() else {
+    let (Some(sessions), Some(key)) = (
+        extensions.get::<Arc<Sessions>>().cloned(),
+        extensions.get::<Arc<SignInKey>>().cloned(),
+    ) else {
         return StatusCode::INTERNAL_SERVER_ERROR.into_response();
     };
     let token = match axum::Form::<SignInForm>::from_request(request, &state).await {
         Ok(axum::Form(f)) => f.token,
         Err(_) => {
-            return form(StatusCode::BAD_REQUEST, secure, None, Some("Give a token."));
+            return form(
+                &key,
+                StatusCode::BAD_REQUEST,
+                secure,
+                None,
+                Some("Give a token."),
+            )
+            .await;
         }
     };
     let Some(failures) = extensions.get::<Arc<Failures>>().cloned() else {
@@ -137,11 +166,13 @@ pub(crate) async fn sign_in(State(state): State<Arc<AppState>>, request: Request
         metrics::counter!("warden_auth_rate_limited_total").increment(1);
         tracing::warn!(source = %ip, "console sign-in refused: too many failures from this address");
         return form(
+            &key,
             StatusCode::TOO_MANY_REQUESTS,
             secure,
             None,
             Some("Too many failed sign-ins from this address; try again in a minute."),
-        );
+        )
+        .await;
     }
     // The gateway's own check, as the API's bearer authentication makes it: a hash lookup in
     // the live credential table, constant-time.
@@ -149,11 +180,13 @@ pub(crate) async fn sign_in(State(state): State<Arc<AppState>>, request: Request
         Ok(c) => c,
         Err(_) if !state.gateway.snapshot().loaded => {
             return form(
+                &key,
                 StatusCode::SERVICE_UNAVAILABLE,
                 secure,
                 None,
                 Some("Warden has not loaded its configuration yet; try again shortly."),
-            );
+            )
+            .await;
         }
         Err(e) => {
             if let Some(ip) = source {
@@ -162,20 +195,24 @@ pub(crate) async fn sign_in(State(state): State<Arc<AppState>>, request: Request
             metrics::counter!("warden_auth_failures_total", "reason" => e.to_string()).increment(1);
             tracing::warn!(source = ?source, reason = %e, "console sign-in failed");
             return form(
+                &key,
                 StatusCode::UNAUTHORIZED,
                 secure,
                 None,
                 Some(&format!("That token was not accepted: {e}.")),
-            );
+            )
+            .await;
         }
     };
     if credential.kind == CredentialKind::Run {
         return form(
+            &key,
             StatusCode::FORBIDDEN,
             secure,
             None,
             Some("A run credential cannot sign in to the console."),
-        );
+        )
+        .await;
     }
     let Some(sid) = sessions.open(&credential.id) else {
         return (StatusCode::SERVICE_UNAVAILABLE, "no randomness available\n").into_response();

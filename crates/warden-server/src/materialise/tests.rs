@@ -534,26 +534,6 @@ fn mirrors_are_named_by_the_first_16_bytes_of_the_urls_sha256() {
 }
 
 #[test]
-fn local_paths_and_file_urls_are_told_from_transports() {
-    for url in [
-        "/srv/app.git",
-        "./app",
-        "app",
-        "file:///srv/app.git",
-        "/a:b",
-    ] {
-        assert!(is_local_url(url), "{url}");
-    }
-    for url in [
-        "https://example.com/app.git",
-        "git@example.com:app.git",
-        "host:app",
-    ] {
-        assert!(!is_local_url(url), "{url}");
-    }
-}
-
-#[test]
 fn a_reason_is_git_s_first_error_line_without_its_severity() {
     assert_eq!(
         first_error_line("Cloning into 'x'...\nfatal: repository 'x' does not exist\n"),

@@ -305,3 +305,45 @@ async fn deeply_nested_yaml_is_refused_at_once_naming_where() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A repository URL git would read with a remote helper (`fd::3` made `git clone` wait its
+/// full timeout; `ext::` runs a command) or over a transport Warden does not use is refused at
+/// apply, naming the field; nothing is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repository_url_of_another_transport_is_refused_at_apply() {
+    let w = TestWarden::start(&config()).await;
+    let api = Api::new(&w);
+    let before = w.store.store.revision().await.unwrap();
+    for (url, problem) in [
+        (
+            "fd::3",
+            "`fd::3` names a git remote helper; give a local path or a file://, https://, ssh:// or git:// URL",
+        ),
+        (
+            "ext::sh -c id",
+            "`ext::sh -c id` names a git remote helper; give a local path or a file://, https://, ssh:// or git:// URL",
+        ),
+        (
+            "http://example.com/a.git",
+            "`http://` is not a transport Warden uses; give a local path or a file://, https://, ssh:// or git:// URL",
+        ),
+    ] {
+        let yaml = format!(
+            "kind: Workspace\nname: w2\nmode: kanban\nproject: payments\nrepositories: [ {{ name: a, url: \"{url}\" }} ]\n"
+        );
+        let (status, body) = api
+            .post_yaml(&w.admin, "/api/v1/resources?file=w.yaml", &yaml)
+            .await;
+        assert_eq!(
+            (status, body["error"].clone()),
+            (
+                400,
+                json!(format!(
+                    "w.yaml (document 1): Workspace `w2`: field `repositories[0].url`: {problem}"
+                ))
+            ),
+            "{body}"
+        );
+    }
+    assert_eq!(w.store.store.revision().await.unwrap(), before);
+}

@@ -93,3 +93,29 @@ async fn the_overview_shows_upstream_health_only_with_tools_inventory() {
         "{page}"
     );
 }
+
+/// The sign-in form's anti-forgery value must be one the server issued: a cookie a client (or
+/// a page of another site that planted it) made up, sent with the same value in the field, is
+/// refused and signs nobody in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sign_in_with_a_made_up_anti_forgery_pair_is_refused() {
+    let w = TestWarden::start(&config()).await;
+    let http = crate::plain::http();
+    let made_up = "a".repeat(64);
+    let r = http
+        .post(format!("{}/sign-in", w.base))
+        .header("cookie", format!("warden_sign_in={made_up}"))
+        .header("origin", &w.base)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(crate::plain::encode(&[
+            ("_csrf", &made_up),
+            ("token", &w.admin),
+        ]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    assert!(crate::plain::set_cookie(&r, "warden_session").is_none());
+    // The value the form was given works, once signed by the server.
+    Plain::sign_in(&w, &w.admin).await;
+}
