@@ -16,6 +16,7 @@
 )]
 
 pub mod conformance;
+pub mod hostile;
 pub mod memory;
 pub mod notes;
 

@@ -333,6 +333,39 @@ pub struct UpstreamSpec {
     )]
     #[schemars(with = "Option<String>")]
     pub timeout: Option<Duration>,
+    /// How much of the upstream's advertised metadata Warden takes (defaults below).
+    #[serde(default, skip_serializing_if = "UpstreamLimits::is_default")]
+    pub limits: UpstreamLimits,
+}
+
+/// How much of an upstream's advertised metadata Warden takes: a tool past a limit is left
+/// out of every catalog, with a warning naming it (an upstream's 5 MB description went into
+/// every client's `tools/list`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct UpstreamLimits {
+    /// Tools taken from the upstream; the rest are left out (default 1000).
+    pub tools: usize,
+    /// Bytes of one tool's description (default 65536).
+    pub description_bytes: usize,
+    /// Bytes of one tool's input or output schema, as JSON (default 262144).
+    pub schema_bytes: usize,
+}
+
+impl Default for UpstreamLimits {
+    fn default() -> Self {
+        Self {
+            tools: 1000,
+            description_bytes: 64 * 1024,
+            schema_bytes: 256 * 1024,
+        }
+    }
+}
+
+impl UpstreamLimits {
+    fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
 }
 
 /// The protocol era an upstream is spoken to in.

@@ -152,7 +152,7 @@ impl InFlightTable {
     /// the send returns the token the call is re-keyed under (measured: with pooled
     /// connections the first notification often wins that race); while that call is the only
     /// one in flight, the notification can only be its.
-    fn by_token_or_sending(&self, token: &ProgressToken) -> Option<Arc<InFlight>> {
+    pub(super) fn by_token_or_sending(&self, token: &ProgressToken) -> Option<Arc<InFlight>> {
         let calls = self.calls.lock().ok()?;
         if let Some(call) = calls.get(token) {
             return Some(call.clone());
@@ -187,6 +187,15 @@ impl InFlightTable {
         let mut sending = calls.iter().filter(|(key, _)| is_sending_key(key));
         match (sending.next(), sending.next()) {
             (Some((_, call)), None) => Some(call.clone()),
+            _ => None,
+        }
+    }
+
+    /// The call a log message of the upstream belongs to: the one call in flight. (A
+    /// 2025-11-25 log message names no call; with several in flight it is no single call's.)
+    pub(super) fn only(&self) -> Option<Arc<InFlight>> {
+        match self.all().as_slice() {
+            [call] => Some(call.clone()),
             _ => None,
         }
     }

@@ -8,12 +8,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rmcp::RoleClient;
-use rmcp::model::{ErrorCode, ProtocolVersion, Tool};
+use rmcp::model::{ErrorCode, PaginatedRequestParams, ProtocolVersion, Tool};
 use rmcp::service::{
     ClientCacheConfig, ClientInitializeError, ClientLifecycleMode, ClientServiceExt as _, Peer,
     RunningService, ServiceError,
 };
-use warden_core::config::UpstreamProtocol;
+use warden_core::config::{UpstreamLimits, UpstreamProtocol, UpstreamSpec};
+use warden_core::name::Name;
 use warden_core::schema::SchemaText;
 use warden_core::tool::UpstreamTool;
 use warden_store::Store;
@@ -36,6 +37,9 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 const STABLE_AFTER: Duration = Duration::from_secs(30);
 
 type Client = RunningService<RoleClient, UpstreamClient>;
+
+/// The shortest time between two re-fetches of an upstream's offer.
+const REFETCH_AT_MOST_EVERY: Duration = Duration::from_millis(500);
 
 /// Keeps one upstream connected until its slot is cancelled; `changed` hears every change of
 /// its offer or status.
@@ -64,7 +68,7 @@ pub(super) async fn supervise(
                     .as_ref()
                     .map(ToString::to_string)
                     .unwrap_or_default();
-                match fetch_offer(&peer).await {
+                match fetch_offer(&peer, &slot.spec).await {
                     Err(reason) => {
                         client.cancellation_token().cancel();
                         reason
@@ -140,7 +144,7 @@ async fn connect(
     };
     let connecting = async {
         if let Some(stdio) = &spec.stdio {
-            let transport = stdio::spawn(&spec.name, stdio, secrets)?;
+            let transport = stdio::spawn(&spec.name, stdio, secrets, slot.inflight.clone())?;
             handler
                 .serve_with_lifecycle(transport, lifecycle)
                 .await
@@ -254,6 +258,7 @@ async fn run_connected(
     };
     // The setup may have taken longer than a refresh period: no burst of refreshes after it.
     timer.reset();
+    let mut fetched = tokio::time::Instant::now();
     loop {
         tokio::select! {
             () = slot.cancel.cancelled() => {
@@ -266,11 +271,24 @@ async fn run_connected(
             () = lists.changed() => {}
             _ = timer.tick() => {}
         }
+        // A storm of `list_changed` is one re-fetch per [`REFETCH_AT_MOST_EVERY`]: what
+        // arrives meanwhile is taken by the next one (10,000 a second were 8,733 re-fetches in
+        // 30 s, and as many notifications to every client).
+        tokio::select! {
+            () = slot.cancel.cancelled() => {
+                ct.cancel();
+                let _ = (&mut waiting).await;
+                return "stopped".into();
+            }
+            end = &mut waiting => return ended(end),
+            () = tokio::time::sleep_until(fetched + REFETCH_AT_MOST_EVERY) => {}
+        }
+        fetched = tokio::time::Instant::now();
         if peer.is_transport_closed() {
             ct.cancel();
             return "the connection closed".into();
         }
-        match fetch_offer(peer).await {
+        match fetch_offer(peer, &slot.spec).await {
             Ok(offer) => {
                 if slot.offer_differs(&offer) {
                     tracing::info!(upstream = %slot.spec.name, tools = offer.tools.len(), "upstream offer changed");
@@ -295,6 +313,66 @@ async fn fetch<T>(
         Ok(Err(e)) => Err(format!("{what} failed: {}", short(&request_failure(&e)))),
         Err(_) => Err(format!("{what} did not answer")),
     }
+}
+
+/// The upstream's tools, page by page, until it has listed them all or more than `at_most`
+/// (its pages are not read further: an upstream listed 50,000 tools).
+async fn list_tools(peer: &Peer<RoleClient>, at_most: usize) -> Result<Vec<Tool>, ServiceError> {
+    let mut tools = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = peer
+            .list_tools(Some(PaginatedRequestParams::default().with_cursor(cursor)))
+            .await?;
+        tools.extend(page.tools);
+        cursor = page.next_cursor;
+        if cursor.is_none() || tools.len() > at_most {
+            return Ok(tools);
+        }
+    }
+}
+
+/// The tools within `limits`: each tool whose description or schema is too large is left
+/// out with a warning naming it; past the count, the rest, with one warning.
+fn within_limits(upstream: &Name, limits: &UpstreamLimits, tools: Vec<Tool>) -> Vec<Tool> {
+    let schema_bytes = |s: &serde_json::Map<String, serde_json::Value>| {
+        serde_json::to_string(s).map_or(usize::MAX, |t| t.len())
+    };
+    let mut kept = Vec::with_capacity(tools.len().min(limits.tools));
+    let (mut too_large, mut too_many) = (0usize, 0usize);
+    for tool in tools {
+        if kept.len() >= limits.tools {
+            too_many += 1;
+            continue;
+        }
+        let description = tool.description.as_deref().map_or(0, str::len);
+        let schema = schema_bytes(&tool.input_schema)
+            .max(tool.output_schema.as_deref().map_or(0, schema_bytes));
+        let why = if description > limits.description_bytes {
+            format!(
+                "its description has {description} bytes, more than {}",
+                limits.description_bytes
+            )
+        } else if schema > limits.schema_bytes {
+            format!(
+                "its schema has {schema} bytes, more than {}",
+                limits.schema_bytes
+            )
+        } else {
+            kept.push(tool);
+            continue;
+        };
+        too_large += 1;
+        tracing::warn!(upstream = %upstream, tool = %tool.name, "a tool of the upstream is left out: {why} (its `limits`)");
+    }
+    if too_many > 0 {
+        tracing::warn!(upstream = %upstream, "the upstream lists more than {} tools; {too_many} are left out (its `limits.tools`)", limits.tools);
+    }
+    if too_large + too_many > 0 {
+        metrics::counter!("warden_upstream_tools_left_out_total", "upstream" => upstream.to_string())
+            .increment((too_large + too_many) as u64);
+    }
+    kept
 }
 
 /// An upstream's tools as Warden keeps them: the schemas as text, each distinct annotation
@@ -329,9 +407,10 @@ fn upstream_tools(tools: Vec<Tool>) -> Vec<UpstreamTool> {
 }
 
 /// Tools, and prompts and resources when the upstream offers them.
-async fn fetch_offer(peer: &Peer<RoleClient>) -> Result<Offer, String> {
+async fn fetch_offer(peer: &Peer<RoleClient>, spec: &UpstreamSpec) -> Result<Offer, String> {
     let capabilities = peer.peer_info().map(|i| i.capabilities.clone());
-    let tools = upstream_tools(fetch("tools/list", peer.list_all_tools()).await?);
+    let listed = fetch("tools/list", list_tools(peer, spec.limits.tools)).await?;
+    let tools = upstream_tools(within_limits(&spec.name, &spec.limits, listed));
     let prompts = match capabilities.as_ref().and_then(|c| c.prompts.as_ref()) {
         Some(_) => fetch("prompts/list", peer.list_all_prompts()).await?,
         None => Vec::new(),

@@ -447,6 +447,14 @@ fn answer_with(relay: Relay, answer: serde_json::Value) {
 /// What a failed upstream answer means for the call.
 pub(super) fn failed(e: ServiceError) -> CallError {
     match e {
+        // The stdio transport's own answer to a message it could not take.
+        ServiceError::McpError(e)
+            if e.data
+                .as_ref()
+                .is_some_and(|d| d.get(super::stdio::TOO_LARGE).is_some()) =>
+        {
+            CallError::Unreachable(e.message.into_owned())
+        }
         ServiceError::McpError(e) => CallError::Refused(e),
         ServiceError::Timeout { .. } => CallError::TimedOut,
         e => CallError::Unreachable(request_failure(&e)),

@@ -4,6 +4,7 @@
 //! ```text
 //! warden_fixture notes [--stdio | --listen ADDR] [--file FILE]   the tests' upstream
 //! warden_fixture conformance [--stdio | --listen ADDR]          the conformance suite's server
+//! warden_fixture hostile [--huge-metadata] [--tools N]           an upstream that misbehaves (stdio)
 //! ```
 //!
 //! Over HTTP it prints `mcp: http://ADDR/mcp` on stdout once it listens, and stops on SIGINT
@@ -47,6 +48,15 @@ enum Server {
         #[command(flatten)]
         transport: Transport,
     },
+    /// An upstream that misbehaves on request, over stdio (`warden_testkit::hostile`).
+    Hostile {
+        /// List a tool with a 5 MB description and one with a 6.5 MB input schema.
+        #[arg(long)]
+        huge_metadata: bool,
+        /// List this many filler tools too.
+        #[arg(long, default_value_t = 0)]
+        tools: usize,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -59,12 +69,32 @@ struct Transport {
     listen: Option<SocketAddr>,
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    tracing_subscriber_init();
+fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    if let Server::Hostile {
+        huge_metadata,
+        tools,
+    } = cli.server
+    {
+        // Plain blocking I/O: it must write exactly what it is asked to, when asked.
+        return Ok(warden_testkit::hostile::serve_stdio(
+            warden_testkit::hostile::Options {
+                huge_metadata,
+                fillers: tools,
+            },
+        )?);
+    }
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(serve(cli))
+}
+
+async fn serve(cli: Cli) -> anyhow::Result<()> {
+    tracing_subscriber_init();
     let listen = match &cli.server {
         Server::Notes { transport, .. } | Server::Conformance { transport } => transport.listen,
+        Server::Hostile { .. } => None,
     };
     let Some(addr) = listen else {
         return match cli.server {
@@ -80,6 +110,7 @@ async fn main() -> anyhow::Result<()> {
                 notes::serve_stdio(server).await
             }
             Server::Conformance { .. } => conformance::serve_stdio().await,
+            Server::Hostile { .. } => Ok(()),
         };
     };
     let listener = tokio::net::TcpListener::bind(addr)
@@ -105,6 +136,7 @@ async fn main() -> anyhow::Result<()> {
             notes::serve_http(server, listener, shutdown).await
         }
         Server::Conformance { .. } => conformance::serve_http(listener, shutdown).await,
+        Server::Hostile { .. } => Ok(()),
     }
 }
 

@@ -525,3 +525,81 @@ pub async fn listen_to_every_list(
         .build();
     client.listen(filter).await.unwrap()
 }
+
+/// `warden serve` as a child process, as an operator starts it: on a new data directory with
+/// `config` applied at start (`--config`), JSON logs to a file.
+pub struct ServedBinary {
+    pub child: std::process::Child,
+    pub base: String,
+    pub admin: String,
+    pub log: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl ServedBinary {
+    /// Starts it with `config` and `extra` arguments.
+    pub fn start(config: &str, extra: &[&str]) -> Self {
+        use std::io::BufRead as _;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("warden.yaml");
+        std::fs::write(&file, config).unwrap();
+        let log = dir.path().join("warden.log");
+        let data = dir.path().join("data");
+        let mut child = std::process::Command::new(WARDEN)
+            .args(["serve", "--listen", "127.0.0.1:0", "--no-demo"])
+            .arg("--data-dir")
+            .arg(&data)
+            .arg("--config")
+            .arg(&file)
+            .args(["--log-format", "json"])
+            .args(extra)
+            .env("WARDEN_LOG", "info,sqlx=warn,rmcp=warn")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let (mut base, mut admin) = (String::new(), String::new());
+        for _ in 0..3 {
+            let line = lines.next().unwrap().unwrap();
+            if let Some(url) = line.trim().strip_prefix("mcp: ") {
+                base = url.trim_end_matches("/mcp").to_owned();
+            } else if let Some(token) = line.trim().strip_prefix("admin token: ") {
+                admin = token.to_owned();
+            }
+        }
+        assert!(
+            !base.is_empty() && !admin.is_empty(),
+            "warden serve started"
+        );
+        Self {
+            child,
+            base,
+            admin,
+            log,
+            _dir: dir,
+        }
+    }
+
+    /// Its resident memory now, in KiB.
+    pub fn rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap()
+    }
+
+    /// What it logged so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for ServedBinary {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

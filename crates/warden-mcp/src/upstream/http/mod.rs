@@ -42,6 +42,7 @@ use warden_core::tool::UpstreamTool;
 use crate::client::{ClientContext, Relay, perform};
 use crate::secrets::Secrets;
 
+mod budget;
 mod pool;
 
 use pool::H1Pool;
@@ -49,7 +50,7 @@ pub use pool::serving_thread;
 
 /// Largest JSON answer read (the same bound as rmcp's client).
 const MAX_JSON_RESPONSE: usize = 16 * 1024 * 1024;
-/// Largest SSE answer read, notifications included.
+/// Largest message of an SSE answer read: each event, the result or a notification it relays.
 const MAX_SSE_RESPONSE: usize = 64 * 1024 * 1024;
 /// Largest error body read for its message.
 const MAX_ERROR_RESPONSE: usize = 64 * 1024;
@@ -259,8 +260,10 @@ impl HttpExit {
         };
         let (status, content_type, answer) =
             self.post(name, &params_headers, Bytes::from(body)).await?;
+        // What this call holds of the budget of large answers, until it returns.
+        let held = budget::Held::default();
         if !status.is_success() {
-            let body = read_limited(answer, MAX_ERROR_RESPONSE)
+            let body = read_limited(answer, MAX_ERROR_RESPONSE, &held)
                 .await
                 .unwrap_or_default();
             if let Ok(Message {
@@ -273,7 +276,7 @@ impl HttpExit {
         }
         match content_type.as_str() {
             "application/json" => {
-                let body = read_limited(answer, MAX_JSON_RESPONSE)
+                let body = read_limited(answer, MAX_JSON_RESPONSE, &held)
                     .await
                     .map_err(HttpCallError::Transport)?;
                 let message: Message = serde_json::from_slice(&body).map_err(|e| {
@@ -284,23 +287,38 @@ impl HttpExit {
                 })
             }
             "text/event-stream" => {
-                let mut seen = 0usize;
-                let bytes = answer.map(move |chunk| {
-                    let chunk = chunk.map_err(std::io::Error::other)?;
-                    seen += chunk.len();
-                    if seen > MAX_SSE_RESPONSE {
-                        return Err(std::io::Error::other(format!(
-                            "the answer exceeds {} MiB",
-                            MAX_SSE_RESPONSE >> 20
-                        )));
+                // Bytes read since the last whole event: the limit is each message's (the
+                // result's), not the stream's — relayed progress does not count toward it.
+                let since_event = std::sync::Arc::new(AtomicU64::new(0));
+                let seen = since_event.clone();
+                let holding = held.clone();
+                let bytes = answer.then(move |chunk| {
+                    let (seen, holding) = (seen.clone(), holding.clone());
+                    async move {
+                        let chunk = chunk.map_err(std::io::Error::other)?;
+                        let read = seen.fetch_add(chunk.len() as u64, Ordering::Relaxed)
+                            + chunk.len() as u64;
+                        if read > MAX_SSE_RESPONSE as u64 {
+                            return Err(std::io::Error::other(format!(
+                                "a message of the answer exceeds {} MiB",
+                                MAX_SSE_RESPONSE >> 20
+                            )));
+                        }
+                        if read > budget::FREE as u64 {
+                            holding
+                                .grow(usize::try_from(read).unwrap_or(usize::MAX))
+                                .await;
+                        }
+                        Ok(chunk)
                     }
-                    Ok(chunk)
                 });
-                let mut events = sse_stream::SseStream::from_bytes_stream(bytes);
+                let events = sse_stream::SseStream::from_bytes_stream(bytes);
+                let mut events = std::pin::pin!(events);
                 while let Some(event) = events.next().await {
                     let event = event.map_err(|e| {
                         HttpCallError::Transport(format!("the answer stream failed: {e}"))
                     })?;
+                    since_event.store(0, Ordering::Relaxed);
                     let Some(data) = event.data.filter(|d| !d.trim().is_empty()) else {
                         continue;
                     };
@@ -312,6 +330,7 @@ impl HttpExit {
                         Ok(answer) => return answer,
                         Err(message) => {
                             relay_notification(*message, progress.as_ref(), client).await;
+                            held.release();
                         }
                     }
                 }
@@ -455,7 +474,12 @@ fn content_type(headers: &HeaderMap) -> String {
         .unwrap_or_default()
 }
 
-async fn read_limited(mut answer: Answer<'_>, limit: usize) -> Result<Vec<u8>, String> {
+/// The answer's body, at most `limit` bytes, within the budget of large answers (`held`).
+async fn read_limited(
+    mut answer: Answer<'_>,
+    limit: usize,
+    held: &budget::Held,
+) -> Result<Vec<u8>, String> {
     let mut body = Vec::new();
     while let Some(chunk) = answer.next().await {
         let chunk = chunk?;
@@ -463,6 +487,9 @@ async fn read_limited(mut answer: Answer<'_>, limit: usize) -> Result<Vec<u8>, S
             return Err(format!("the answer exceeds {} KiB", limit >> 10));
         }
         body.extend_from_slice(&chunk);
+        if body.len() > budget::FREE {
+            held.grow(body.len()).await;
+        }
     }
     Ok(body)
 }
