@@ -210,14 +210,10 @@ async fn an_answer_too_large_is_refused_at_once_naming_the_cause() {
             && text.contains("more than the 16777216 bytes Warden takes from an upstream"),
         "{text}"
     );
-    let echo: Value = call(&w, "hostile__echo", json!({"text": "still here"}), None)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(echo["result"]["content"][0]["text"], "still here");
+    assert_eq!(
+        text_of(&w, "hostile__echo", json!({"text": "still here"})).await,
+        "still here"
+    );
 }
 
 /// stderr: a blob without a newline is logged cut to 8 KiB with the rest's length said (1 GiB

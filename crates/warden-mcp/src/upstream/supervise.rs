@@ -260,20 +260,17 @@ async fn run_connected(
     timer.reset();
     let mut fetched = tokio::time::Instant::now();
     loop {
-        tokio::select! {
-            () = slot.cancel.cancelled() => {
-                ct.cancel();
-                let _ = (&mut waiting).await;
-                return "stopped".into();
-            }
-            end = &mut waiting => return ended(end),
-            () = slot.refresh.notified() => {}
-            () = lists.changed() => {}
-            _ = timer.tick() => {}
-        }
         // A storm of `list_changed` is one re-fetch per [`REFETCH_AT_MOST_EVERY`]: what
         // arrives meanwhile is taken by the next one (10,000 a second were 8,733 re-fetches in
         // 30 s, and as many notifications to every client).
+        let due = async {
+            tokio::select! {
+                () = slot.refresh.notified() => {}
+                () = lists.changed() => {}
+                _ = timer.tick() => {}
+            }
+            tokio::time::sleep_until(fetched + REFETCH_AT_MOST_EVERY).await;
+        };
         tokio::select! {
             () = slot.cancel.cancelled() => {
                 ct.cancel();
@@ -281,7 +278,7 @@ async fn run_connected(
                 return "stopped".into();
             }
             end = &mut waiting => return ended(end),
-            () = tokio::time::sleep_until(fetched + REFETCH_AT_MOST_EVERY) => {}
+            () = due => {}
         }
         fetched = tokio::time::Instant::now();
         if peer.is_transport_closed() {
