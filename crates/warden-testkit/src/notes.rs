@@ -143,8 +143,8 @@ fn tools() -> Vec<Tool> {
         .with_annotations(read()),
         Tool::new(
             "progress",
-            "Report `steps` progress notifications, `delay_ms` apart, and log each",
-            schema(json!({"type": "object", "properties": {"steps": {"type": "integer", "minimum": 1, "maximum": 100}, "delay_ms": {"type": "integer", "minimum": 0, "maximum": 10000}}, "required": ["steps"]})),
+            "Report `steps` progress notifications, `delay_ms` apart, each with a message of `message_bytes`, and log each",
+            schema(json!({"type": "object", "properties": {"steps": {"type": "integer", "minimum": 1, "maximum": 100}, "delay_ms": {"type": "integer", "minimum": 0, "maximum": 10000}, "message_bytes": {"type": "integer", "minimum": 0, "maximum": 1000000}}, "required": ["steps"]})),
         )
         .with_annotations(read()),
         Tool::new(
@@ -370,19 +370,21 @@ impl NotesServer {
             "progress" => {
                 let steps = args.get("steps").and_then(Value::as_u64).unwrap_or(1);
                 let delay = args.get("delay_ms").and_then(Value::as_u64).unwrap_or(0);
+                let size = args
+                    .get("message_bytes")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0);
+                let message = (size > 0).then(|| "m".repeat(size as usize));
                 let token = ctx.meta.get_progress_token();
                 for step in 1..=steps {
                     if let Some(token) = &token {
-                        let _ = ctx
-                            .peer
-                            .notify_progress(
-                                rmcp::model::ProgressNotificationParam::new(
-                                    token.clone(),
-                                    step as f64,
-                                )
-                                .with_total(steps as f64),
-                            )
-                            .await;
+                        let mut progress =
+                            rmcp::model::ProgressNotificationParam::new(token.clone(), step as f64)
+                                .with_total(steps as f64);
+                        if let Some(message) = &message {
+                            progress = progress.with_message(message.clone());
+                        }
+                        let _ = ctx.peer.notify_progress(progress).await;
                     }
                     #[allow(deprecated, reason = "logging is part of the 2025-11-25 protocol")]
                     let _ = ctx

@@ -414,3 +414,61 @@ async fn oversized_metadata_and_too_many_tools_are_left_out_naming_them() {
     }
     assert!(log.contains("\"tool\":\"wide_schema\""));
 }
+
+/// An HTTP upstream's event stream is limited per message, not in all: a call whose relayed
+/// progress adds up to 70 MB (100 messages of 700 KB) gets its result, where the progress
+/// counted toward the result's 64 MiB and the call failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn relayed_progress_does_not_count_toward_an_http_answers_limit() {
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let addr = warden_testkit::notes::spawn_http_with(
+        warden_testkit::notes::NotesServer::new(None),
+        "127.0.0.1:0".parse().unwrap(),
+        shutdown.clone(),
+        false,
+    )
+    .await
+    .unwrap();
+    let w = TestWarden::start(&format!(
+        "kind: Project\nname: p\n---\nkind: Upstream\nname: notes\nproject: p\nhttp: {{ url: \"http://{addr}/mcp\" }}\n"
+    ))
+    .await;
+    let meta = json!({
+        "progressToken": "big",
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "hostile-test", "version": "1"}
+    });
+    let text = reqwest::Client::new()
+        .post(w.mcp())
+        .bearer_auth(&w.admin)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "notes__progress")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "notes__progress",
+                "arguments": {"steps": 100, "message_bytes": 700_000}, "_meta": meta}}))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let mut buf = text;
+    buf.push('\n');
+    let heard = messages(&mut buf);
+    let progress = heard
+        .iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .count();
+    assert_eq!(progress, 100);
+    let last = heard.last().unwrap();
+    assert_eq!(
+        last["result"]["structuredContent"]["steps"],
+        100,
+        "{}",
+        &last.to_string()[..last.to_string().len().min(500)]
+    );
+    shutdown.cancel();
+}
