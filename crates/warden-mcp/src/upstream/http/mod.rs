@@ -261,9 +261,9 @@ impl HttpExit {
         let (status, content_type, answer) =
             self.post(name, &params_headers, Bytes::from(body)).await?;
         // What this call holds of the budget of large answers, until it returns.
-        let held = budget::Held::default();
+        let mut held = budget::Held::new();
         if !status.is_success() {
-            let body = read_limited(answer, MAX_ERROR_RESPONSE, &held)
+            let body = read_limited(answer, MAX_ERROR_RESPONSE, &mut held)
                 .await
                 .unwrap_or_default();
             if let Ok(Message {
@@ -276,7 +276,7 @@ impl HttpExit {
         }
         match content_type.as_str() {
             "application/json" => {
-                let body = read_limited(answer, MAX_JSON_RESPONSE, &held)
+                let body = read_limited(answer, MAX_JSON_RESPONSE, &mut held)
                     .await
                     .map_err(HttpCallError::Transport)?;
                 let message: Message = serde_json::from_slice(&body).map_err(|e| {
@@ -291,7 +291,8 @@ impl HttpExit {
                 // result's), not the stream's — relayed progress does not count toward it.
                 let since_event = std::sync::Arc::new(AtomicU64::new(0));
                 let seen = since_event.clone();
-                let holding = held.clone();
+                let holding = std::sync::Arc::new(std::sync::Mutex::new(budget::Held::new()));
+                let held = holding.clone();
                 let bytes = answer.then(move |chunk| {
                     let (seen, holding) = (seen.clone(), holding.clone());
                     async move {
@@ -305,9 +306,12 @@ impl HttpExit {
                             )));
                         }
                         if read > budget::FREE as u64 {
-                            holding
-                                .grow(usize::try_from(read).unwrap_or(usize::MAX))
-                                .await;
+                            let has = holding.lock().map_or(0, |h| h.len());
+                            let len = usize::try_from(read).unwrap_or(usize::MAX);
+                            let more = budget::more(has, len).await;
+                            if let Ok(mut h) = holding.lock() {
+                                h.extend(more);
+                            }
                         }
                         Ok(chunk)
                     }
@@ -330,7 +334,9 @@ impl HttpExit {
                         Ok(answer) => return answer,
                         Err(message) => {
                             relay_notification(*message, progress.as_ref(), client).await;
-                            held.release();
+                            if let Ok(mut h) = held.lock() {
+                                h.clear();
+                            }
                         }
                     }
                 }
@@ -474,11 +480,12 @@ fn content_type(headers: &HeaderMap) -> String {
         .unwrap_or_default()
 }
 
-/// The answer's body, at most `limit` bytes, within the budget of large answers (`held`).
+/// The answer's body, at most `limit` bytes, within the budget of large answers (`held` holds
+/// its part).
 async fn read_limited(
     mut answer: Answer<'_>,
     limit: usize,
-    held: &budget::Held,
+    held: &mut budget::Held,
 ) -> Result<Vec<u8>, String> {
     let mut body = Vec::new();
     while let Some(chunk) = answer.next().await {
@@ -488,7 +495,7 @@ async fn read_limited(
         }
         body.extend_from_slice(&chunk);
         if body.len() > budget::FREE {
-            held.grow(body.len()).await;
+            held.extend(budget::more(held.len(), body.len()).await);
         }
     }
     Ok(body)
