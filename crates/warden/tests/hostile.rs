@@ -134,7 +134,20 @@ async fn a_progress_flood_to_a_slow_client_arrives_whole_in_order_within_bounded
         .filter(|m| m["method"] == "notifications/progress")
         .map(|m| m["params"]["progress"].as_f64().unwrap() as u64)
         .collect();
-    assert_eq!(progress.len(), count, "every notification arrived");
+    let missing: Vec<u64> = (1..=count as u64)
+        .filter(|i| progress.binary_search(i).is_err())
+        .take(10)
+        .collect();
+    assert_eq!(
+        progress.len(),
+        count,
+        "every notification arrived; missing: {missing:?}; {}",
+        w.log()
+            .lines()
+            .filter(|l| l.contains("dropped") || l.contains("WARN"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
     assert!(progress.iter().zip(1..).all(|(p, i)| *p == i), "in order");
     let last = heard.last().unwrap();
     assert_eq!(
@@ -177,7 +190,20 @@ async fn a_log_flood_arrives_whole_and_in_order() {
         .filter(|m| m["method"] == "notifications/message")
         .map(|m| m["params"]["data"].as_u64().unwrap())
         .collect();
-    assert_eq!(logs.len(), count as usize, "every log message arrived");
+    let missing: Vec<u64> = (1..=count)
+        .filter(|i| logs.binary_search(i).is_err())
+        .take(10)
+        .collect();
+    assert_eq!(
+        logs.len(),
+        count as usize,
+        "every log message arrived; missing: {missing:?}; {}",
+        w.log()
+            .lines()
+            .filter(|l| l.contains("dropped") || l.contains("WARN"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
     assert!(logs.iter().zip(1..).all(|(l, i)| *l == i), "in order");
 }
 

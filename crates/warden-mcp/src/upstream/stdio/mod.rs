@@ -97,6 +97,7 @@ pub(super) fn spawn(
         stdin: Arc::new(tokio::sync::Mutex::new(Some(stdin))),
         stdout: lines::Lines::new(tokio::io::BufReader::new(stdout), MAX_MESSAGE),
         inflight,
+        pending: None,
     })
 }
 
@@ -107,6 +108,10 @@ pub(super) struct StdioTransport {
     stdin: Arc<tokio::sync::Mutex<Option<ChildStdin>>>,
     stdout: lines::Lines<tokio::io::BufReader<ChildStdout>>,
     inflight: Arc<InFlightTable>,
+    /// A message read and routed to its call, not yet on the call's queue. rmcp drops a
+    /// `receive` that is waiting when something else happens, and calls it again: the message
+    /// waits here rather than being lost (one in 50,000 of a flood was).
+    pending: Option<(Arc<InFlight>, Relay)>,
 }
 
 impl std::fmt::Debug for StdioTransport {
@@ -118,9 +123,10 @@ impl std::fmt::Debug for StdioTransport {
 }
 
 impl StdioTransport {
-    /// A message for rmcp, or `None` when the transport delivered it to its call itself.
-    async fn route(
-        &self,
+    /// A message for rmcp, or `None` when it is a call's, for the transport to deliver (it
+    /// is then pending).
+    fn route(
+        &mut self,
         message: RxJsonRpcMessage<RoleClient>,
     ) -> Option<RxJsonRpcMessage<RoleClient>> {
         let rmcp::model::JsonRpcMessage::Notification(n) = &message else {
@@ -141,15 +147,27 @@ impl StdioTransport {
         let Some(call) = call else {
             return Some(message);
         };
-        self.deliver(&call, relay).await;
+        self.pending = Some((call, relay));
         None
     }
 
-    /// Puts `relay` on the call's queue, waiting while it is full (the child waits with it).
-    async fn deliver(&self, call: &InFlight, relay: Relay) {
-        match tokio::time::timeout(RELAY_STALL, call.relay.send(relay)).await {
-            Ok(_) => {}
+    /// Puts the pending message on its call's queue, waiting while the queue is full (the
+    /// child waits with it). Cancel-safe: dropped while waiting, the message stays pending.
+    async fn deliver_pending(&mut self) {
+        let Some((call, _)) = &self.pending else {
+            return;
+        };
+        let call = call.clone();
+        match tokio::time::timeout(RELAY_STALL, call.relay.reserve()).await {
+            Ok(Ok(permit)) => {
+                if let Some((_, relay)) = self.pending.take() {
+                    permit.send(relay);
+                }
+            }
+            // The call ended: nobody to give it to.
+            Ok(Err(_)) => self.pending = None,
             Err(_) => {
+                self.pending = None;
                 metrics::counter!("warden_upstream_relays_dropped_total", "upstream" => self.upstream.to_string())
                     .increment(1);
                 tracing::warn!(
@@ -224,6 +242,7 @@ impl Transport<RoleClient> for StdioTransport {
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
         loop {
+            self.deliver_pending().await;
             match self.stdout.next().await? {
                 lines::Line::Whole(line) => {
                     let Ok(message) = serde_json::from_slice(&line) else {
@@ -231,7 +250,7 @@ impl Transport<RoleClient> for StdioTransport {
                         tracing::debug!(upstream = %self.upstream, bytes = line.len(), "a line of the upstream's stdout that is no JSON-RPC message was ignored");
                         continue;
                     };
-                    if let Some(message) = self.route(message).await {
+                    if let Some(message) = self.route(message) {
                         return Some(message);
                     }
                 }
