@@ -604,7 +604,7 @@ async fn with_relay_off_an_input_required_result_is_refused_and_recorded() {
 }
 
 /// An HTTP upstream speaking 2026-07-28 that answers with SSE streams: Warden's calls to it
-/// take the direct path (crates/warden-mcp/src/direct.rs), not rmcp's client worker (FED-1,
+/// take the HTTP exit (crates/warden-mcp/src/upstream/http/mod.rs), not rmcp's client worker (FED-1,
 /// XPORT-4).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_a_2026_http_upstream_progress_logs_input_and_cancellation_reach_their_call() {
