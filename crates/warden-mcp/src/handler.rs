@@ -617,7 +617,9 @@ impl ServerHandler for McpHandler {
     ) -> Result<CallToolResponse, McpError> {
         let authority = self.authority(&ctx)?;
         let run = self.run_state(&authority, &ctx);
-        if is_stateless(&ctx)
+        let retry = retry_of(request.input_responses.clone(), &request.request_state);
+        let client = self.client_context(&ctx, &authority, retry)?;
+        if client.stateless
             && let Some(parts) = ctx.extensions.get::<http::request::Parts>()
         {
             self.gateway.check_param_headers(
@@ -627,8 +629,6 @@ impl ServerHandler for McpHandler {
                 &parts.headers,
             )?;
         }
-        let retry = retry_of(request.input_responses.clone(), &request.request_state);
-        let client = self.client_context(&ctx, &authority, retry)?;
         let caller = client.caller.clone();
         // APR-7: a 2026-07-28 client that declares the tasks extension gets a parked call as
         // a task (see `client_context` for a 2025-11-25 one).

@@ -19,7 +19,11 @@ impl AppendHealth {
     pub(crate) fn record(&self, result: &Result<(), StoreError>) {
         match result {
             Ok(()) => {
-                if self.failing.swap(false, Ordering::AcqRel) {
+                // A load first: a write on every append would bounce the line between the
+                // serving threads.
+                if self.failing.load(Ordering::Acquire)
+                    && self.failing.swap(false, Ordering::AcqRel)
+                {
                     *self.reason() = None;
                     tracing::info!("audit appends succeed again");
                 }

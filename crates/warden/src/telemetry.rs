@@ -83,10 +83,16 @@ pub(crate) fn init(
                     .with_target(TRACE_TARGET, tracing::Level::TRACE),
             )
     });
-    let _ = tracing_subscriber::registry()
-        .with(log)
-        .with(spans)
-        .try_init();
+    // Without an exporter there is no trace layer at all: an absent (`None`) layer stacked on
+    // the filtered log layer made every disabled span and event be filtered again on every
+    // call, where alone the log layer's filter is asked once per call site.
+    let _ = match spans {
+        Some(spans) => tracing_subscriber::registry()
+            .with(log)
+            .with(spans)
+            .try_init(),
+        None => tracing_subscriber::registry().with(log).try_init(),
+    };
     if let Some(endpoint) = otlp_endpoint {
         tracing::info!(endpoint = %traces_url(endpoint), "exporting traces over OTLP/HTTP");
     }

@@ -169,6 +169,37 @@ impl Registered {
     }
 }
 
+/// `warden_calls_total{decision, code}` and `warden_call_duration_seconds{decision}` of one
+/// decision and code, registered with the recorder once (a handful of pairs): looked up by
+/// name and labels on every call they allocated the labels and took the registry's lock.
+type DecisionSeries = (metrics::Counter, metrics::Histogram);
+
+/// The series by decision and code.
+type ByDecision = HashMap<(&'static str, Option<&'static str>), DecisionSeries>;
+
+static BY_DECISION: LazyLock<ArcSwap<ByDecision>> =
+    LazyLock::new(|| ArcSwap::from_pointee(HashMap::new()));
+
+fn record_decision(status: &'static str, code: Option<&'static str>, seconds: f64) {
+    if let Some((calls, durations)) = BY_DECISION.load().get(&(status, code)) {
+        calls.increment(1);
+        durations.record(seconds);
+        return;
+    }
+    let calls = match code {
+        Some(code) => metrics::counter!("warden_calls_total", "decision" => status, "code" => code),
+        None => metrics::counter!("warden_calls_total", "decision" => status),
+    };
+    let durations = metrics::histogram!("warden_call_duration_seconds", "decision" => status);
+    calls.increment(1);
+    durations.record(seconds);
+    BY_DECISION.rcu(|table| {
+        let mut table = HashMap::clone(table);
+        table.insert((status, code), (calls.clone(), durations.clone()));
+        table
+    });
+}
+
 /// `warden_tool_call_duration_seconds{tool, upstream}`, by catalog name.
 static TOOL_DURATIONS: LazyLock<Registered> = LazyLock::new(Registered::new);
 /// `warden_upstream_call_duration_seconds{upstream}`, by upstream.
@@ -183,14 +214,7 @@ fn record_metrics(
     elapsed: Duration,
 ) {
     let seconds = elapsed.as_secs_f64();
-    match code {
-        Some(code) => metrics::counter!(
-            "warden_calls_total", "decision" => status, "code" => code.as_str()
-        )
-        .increment(1),
-        None => metrics::counter!("warden_calls_total", "decision" => status).increment(1),
-    }
-    metrics::histogram!("warden_call_duration_seconds", "decision" => status).record(seconds);
+    record_decision(status, code.map(DenyCode::as_str), seconds);
     let Some(tool) = tool else { return };
     let upstream = match &tool.source {
         ToolSource::Upstream { upstream, .. } => Some(upstream.as_str()),

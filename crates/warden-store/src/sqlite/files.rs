@@ -10,7 +10,8 @@
 //! upstream request) and the failure is logged once. Only a restart, which opens whatever the
 //! path names then, takes it back.
 //!
-//! The check costs one `stat` of the database path per acknowledged append.
+//! The check costs one `stat` of the database path per acknowledged append, after the append;
+//! before it, only whether the store was found lost already (no system call).
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -39,6 +40,14 @@ impl DatabaseFile {
             identity,
             lost: OnceLock::new(),
         })
+    }
+
+    /// `Err` once the store was found lost; no system call.
+    pub(crate) fn check_lost(&self) -> Result<(), StoreError> {
+        match self.lost.get() {
+            Some(reason) => Err(StoreError::Unreachable(reason.clone())),
+            None => Ok(()),
+        }
     }
 
     /// `Ok` while the path still names the file the store opened.

@@ -104,7 +104,9 @@ impl AuditSink for SqliteSink {
     /// Await it to the end or drop it: a committing append may be leading a group commit
     /// that other calls wait for (dropped, it hands that over).
     async fn append(&self, records: Vec<NewRecord>) -> Result<(), StoreError> {
-        self.database.check()?;
+        // A store found lost takes nothing more; whether it is lost now is looked at once
+        // the records are written, before they are acknowledged.
+        self.database.check_lost()?;
         match &self.durable {
             Durable::Spooled(spool) => {
                 spool.append(records)?;

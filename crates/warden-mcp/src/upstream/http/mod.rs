@@ -30,8 +30,8 @@ use bytes::Bytes;
 use futures::{Stream, StreamExt as _};
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, InputRequiredResult, InputResponses,
-    JsonObject, ProgressToken, ProtocolVersion, RequestMetaObject, ServerResult,
+    CallToolRequestParams, CallToolResult, InputRequiredResult, InputResponses, JsonObject,
+    ProgressToken, ProtocolVersion, RequestMetaObject, ServerResult,
 };
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -47,6 +47,9 @@ mod pool;
 
 use pool::H1Pool;
 pub use pool::serving_thread;
+
+/// The `_meta` key of a request's client capabilities (2026-07-28).
+const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 
 /// Largest JSON answer read (the same bound as rmcp's client).
 const MAX_JSON_RESPONSE: usize = 16 * 1024 * 1024;
@@ -361,9 +364,12 @@ impl HttpExit {
         if progress.is_none() {
             match &params.meta {
                 None => return Ok(Cow::Borrowed(&*self.meta_json)),
+                // A client that declares no capability: `{}` (looked at, not decoded).
                 Some(m)
                     if m.len() == 1
-                        && m.client_capabilities() == Some(ClientCapabilities::default()) =>
+                        && m.get(CLIENT_CAPABILITIES)
+                            .and_then(serde_json::Value::as_object)
+                            .is_some_and(serde_json::Map::is_empty) =>
                 {
                     return Ok(Cow::Borrowed(&*self.bare_json));
                 }

@@ -256,3 +256,12 @@ fn a_stored_urls_credentials_never_replace_a_configured_authorization() {
         "Bearer configured"
     );
 }
+
+/// A client that declares no capability is told to the upstream as `{}`: what `call_meta`
+/// looks for to send the `_meta` written once.
+#[test]
+fn no_capabilities_are_an_empty_object() {
+    let mut meta = rmcp::model::RequestMetaObject::new();
+    meta.set_client_capabilities(rmcp::model::ClientCapabilities::default());
+    assert_eq!(meta.get(CLIENT_CAPABILITIES), Some(&serde_json::json!({})));
+}
