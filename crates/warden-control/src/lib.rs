@@ -8,13 +8,25 @@
 //! server to tell.
 
 pub mod approvals;
+pub mod killswitches;
+pub mod resources;
 pub mod tokens;
 
 use std::sync::Arc;
 
 use warden_core::authority::Authority;
+use warden_core::config::ConfigError;
 use warden_core::principal::Principal;
 use warden_store::StoreError;
+
+/// Why configuration was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConfigRefusal {
+    /// By the configuration it would make as a whole (a dangling reference, …).
+    Rejected,
+    /// Others still reference what would be deleted.
+    InUse,
+}
 
 /// Who asks for an operation.
 #[derive(Clone, Debug)]
@@ -97,6 +109,15 @@ pub enum Refusal {
     /// Nothing by that name or id.
     #[error("{0}")]
     NotFound(String),
+    /// Configuration refused, every problem naming its file, resource and field (one per
+    /// line, as `warden apply` prints them).
+    #[error("{}", errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
+    Config {
+        /// Why as a whole.
+        refusal: ConfigRefusal,
+        /// Each problem.
+        errors: Vec<ConfigError>,
+    },
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),

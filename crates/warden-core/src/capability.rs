@@ -17,6 +17,13 @@ pub const APPROVALS_DECIDE: &str = "approvals:decide";
 /// Reading every approval, not only one's own.
 pub const APPROVALS_READ: &str = "approvals:read";
 
+/// Reading configuration resources of every kind, kill switches and agents included.
+pub const CONFIG_READ: &str = "config:read";
+/// Applying and deleting configuration resources.
+pub const CONFIG_WRITE: &str = "config:write";
+/// Pulling and releasing kill switches.
+pub const KILLSWITCHES_WRITE: &str = "killswitches:write";
+
 /// Listing tokens (never their secrets).
 pub const TOKENS_READ: &str = "tokens:read";
 /// Creating and revoking tokens of one's own principal (AUTH-2).

@@ -5,6 +5,7 @@
 
 use serde::Deserialize;
 use serde_json::{Value, json};
+use warden_control::{Caller, Refusal, killswitches};
 use warden_core::config::{
     AgentSpec, BUILTIN_ADMIN_ROLE, Config, ConfigError, KillScope, KillSwitchSpec, Kind, Located,
     Resource, json_schema,
@@ -74,44 +75,31 @@ pub(crate) async fn apply(args: ApplyArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// An apply on the store, as the admin API does it: every resource's status, then the write of
-/// those that change, after validating the whole configuration they make.
+/// An apply on the store, by the one service the admin API calls too.
 async fn apply_on(
     store: &Store,
     resources: Vec<Located>,
     dry_run: bool,
 ) -> anyhow::Result<Applied> {
-    let (current, _) = store.load_config().await?;
-    let changes: Vec<Change> = resources
-        .iter()
-        .map(|r| Change {
-            kind: r.resource.kind().to_string(),
-            name: r.resource.key(),
-            status: match current.get(r.resource.kind(), &r.resource.key()) {
-                None => "created",
-                Some(existing) if *existing == r.resource => "unchanged",
-                Some(_) => "configured",
-            }
-            .to_owned(),
-        })
-        .collect();
-    let to_write: Vec<Located> = resources
-        .iter()
-        .zip(&changes)
-        .filter(|(_, c)| c.status != "unchanged")
-        .map(|(r, _)| r.clone())
-        .collect();
-    if dry_run || to_write.is_empty() {
-        // Validated all the same: an unchanged resource may reference something deleted since.
-        let base = current.resources().cloned().collect();
-        Config::merge(base, resources).map_err(|e| config_errors(&e))?;
-    } else {
-        store
-            .apply(to_write, &cli_actor(), now())
-            .await?
-            .map_err(|e| config_errors(&e))?;
-    }
-    Ok(Applied { dry_run, changes })
+    let caller = Caller::Operator(cli_actor());
+    let applied = warden_control::resources::apply(store, &caller, resources, dry_run, now())
+        .await
+        .map_err(|e| match e {
+            Refusal::Config { errors, .. } => config_errors(&errors),
+            other => other.into(),
+        })?;
+    Ok(Applied {
+        dry_run,
+        changes: applied
+            .changes
+            .into_iter()
+            .map(|c| Change {
+                kind: c.kind.to_string(),
+                name: c.key,
+                status: c.status.as_str().to_owned(),
+            })
+            .collect(),
+    })
 }
 
 /// The resources of an answer of `/api/v1/resources/…`.
@@ -344,14 +332,13 @@ pub(crate) async fn delete(args: DeleteArgs) -> anyhow::Result<()> {
 /// Deletes one resource of the store, or says what still references it (exit status 2).
 async fn delete_on(location: &Location, kind: Kind, key: &str) -> anyhow::Result<()> {
     let store = open_existing(location).await?;
-    let (config, _) = store.load_config().await?;
-    if !config.contains(kind, key) {
-        return Err(anyhow::anyhow!("no {kind} named `{key}`"));
-    }
-    store
-        .delete(kind, key, &cli_actor(), now())
-        .await?
-        .map_err(|errors| usage(still_referenced(kind, key, &errors)))?;
+    let caller = Caller::Operator(cli_actor());
+    warden_control::resources::delete(&store, &caller, kind, key, now())
+        .await
+        .map_err(|e| match e {
+            Refusal::Config { errors, .. } => usage(still_referenced(kind, key, &errors)),
+            other => other.into(),
+        })?;
     Ok(())
 }
 
@@ -420,17 +407,12 @@ pub(crate) async fn kill(args: KillArgs) -> anyhow::Result<()> {
     };
     let pulled: Result<String, Vec<ConfigError>> = match resolve(&args.target, REACH).await? {
         Target::Store(location) => {
-            let resource = Resource::KillSwitch(spec);
-            let key = resource.key();
-            let located = Located {
-                source: None,
-                resource,
-            };
-            open(&location)
-                .await?
-                .apply(vec![located], &cli_actor(), now())
-                .await?
-                .map(|_| key)
+            let caller = Caller::Operator(cli_actor());
+            match killswitches::pull(&open(&location).await?, &caller, spec, now()).await {
+                Ok(pulled) => Ok(pulled.key),
+                Err(Refusal::Config { errors, .. }) => Err(errors),
+                Err(e) => return Err(e.into()),
+            }
         }
         Target::Server(api) => match api
             .post(&["killswitches"], &[], serde_json::to_value(&spec)?)

@@ -15,15 +15,13 @@ use warden_core::principal::Credential;
 use super::error::ApiError;
 use crate::state::AppState;
 
-/// Reading configuration resources of every kind, kill switches and agents included.
-pub(crate) const CONFIG_READ: &str = "config:read";
-/// Applying and deleting configuration resources.
-pub(crate) const CONFIG_WRITE: &str = "config:write";
+/// Pulling and releasing kill switches.
+pub(crate) use warden_core::capability::KILLSWITCHES_WRITE;
+/// Reading configuration resources, and applying and deleting them.
+pub(crate) use warden_core::capability::{CONFIG_READ, CONFIG_WRITE};
 /// Listing tokens (never their secrets); creating and revoking them, of one's own principal
 /// or (`tokens:any`) of any.
 pub(crate) use warden_core::capability::{TOKENS_READ, TOKENS_WRITE};
-/// Pulling and releasing kill switches.
-pub(crate) const KILLSWITCHES_WRITE: &str = "killswitches:write";
 /// Reading, exporting and verifying the audit trail (AUD-4).
 pub(crate) const AUDIT_READ: &str = "audit:read";
 /// Reading runs and their calls.
@@ -193,10 +191,4 @@ pub(crate) fn caller_holding(
     let caller = own_authority(state, credential)?;
     require(&caller, capability, what)?;
     Ok(caller)
-}
-
-/// Who acted, for the audit trail's admin records: the principal, as the trail's
-/// `principal` filter names it (`user:alice`).
-pub(crate) fn actor(credential: &Credential) -> String {
-    credential.principal.to_string()
 }

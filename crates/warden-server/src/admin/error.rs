@@ -9,7 +9,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
-use warden_control::Refusal;
+use warden_control::{ConfigRefusal, Refusal};
 use warden_core::config::ConfigError;
 use warden_store::StoreError;
 
@@ -152,6 +152,13 @@ impl From<Refusal> for ApiError {
             Refusal::Missing { capability, what } => Self::missing(capability, &what),
             Refusal::Forbidden(m) => Self::forbidden(m),
             Refusal::NotFound(m) => Self::not_found(m),
+            Refusal::Config { refusal, errors } => Self::config(
+                match refusal {
+                    ConfigRefusal::Rejected => StatusCode::UNPROCESSABLE_ENTITY,
+                    ConfigRefusal::InUse => StatusCode::CONFLICT,
+                },
+                errors,
+            ),
             Refusal::Store(e) => e.into(),
         }
     }

@@ -14,14 +14,14 @@ use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
+use warden_control::{Caller, killswitches};
 use warden_core::config::{KillSwitchSpec, Kind, Resource, parse_documents};
 use warden_core::pipeline::Clock as _;
 use warden_mcp::Authenticated;
 use warden_mcp::clock::SystemClock;
 
-use super::access::{CONFIG_READ, KILLSWITCHES_WRITE, actor, caller_holding};
+use super::access::{CONFIG_READ, caller_holding, own_authority};
 use super::error::{ApiError, ErrorBody};
-use super::resources::delete_resource;
 use crate::state::AppState;
 
 /// A kill switch to pull: a `KillSwitch` resource without its `kind`.
@@ -87,12 +87,8 @@ pub(crate) async fn pull(
     Extension(Authenticated(credential)): Extension<Authenticated>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<(StatusCode, Json<KillSwitch>), ApiError> {
-    caller_holding(
-        &state,
-        &credential,
-        KILLSWITCHES_WRITE,
-        "pulling a kill switch",
-    )?;
+    let caller = Caller::Credential(own_authority(&state, &credential)?);
+    killswitches::may_pull(&caller)?;
     let body = body?;
     let mut value: Value = serde_json::from_slice(&body)
         .map_err(|e| ApiError::invalid(format!("the body is not JSON: {e}")))?;
@@ -112,23 +108,21 @@ pub(crate) async fn pull(
     let Some(Resource::KillSwitch(spec)) = located.first().map(|l| l.resource.clone()) else {
         return Err(ApiError::invalid("the body holds no kill switch"));
     };
-    let store = state.gateway.store();
-    let (current, _) = store.load_config().await?;
-    let key = Resource::KillSwitch(spec.clone()).key();
-    let existed = current.contains(Kind::KillSwitch, &key);
-    let rejected = |e| ApiError::config(StatusCode::UNPROCESSABLE_ENTITY, e);
-    let revision = store
-        .apply(located, &actor(&credential), SystemClock.now())
-        .await?
-        .map_err(rejected)?;
+    let pulled = killswitches::pull(
+        state.gateway.store(),
+        &caller,
+        spec.clone(),
+        SystemClock.now(),
+    )
+    .await?;
     state.gateway.refresh().await;
-    tracing::info!(key = %key, by = %credential.principal, "kill switch pulled over the admin API");
-    let status = if existed {
+    tracing::info!(key = %pulled.key, by = %credential.principal, "kill switch pulled over the admin API");
+    let status = if pulled.replaced {
         StatusCode::OK
     } else {
         StatusCode::CREATED
     };
-    Ok((status, Json(view(&spec, Some(revision)))))
+    Ok((status, Json(view(&spec, Some(pulled.revision)))))
 }
 
 /// The kill switches pulled now.
@@ -176,13 +170,10 @@ pub(crate) async fn release(
     Extension(Authenticated(credential)): Extension<Authenticated>,
     Path(key): Path<String>,
 ) -> Result<Json<Released>, ApiError> {
-    caller_holding(
-        &state,
-        &credential,
-        KILLSWITCHES_WRITE,
-        "releasing a kill switch",
-    )?;
-    let revision = delete_resource(&state, &credential, Kind::KillSwitch, &key).await?;
+    let caller = Caller::Credential(own_authority(&state, &credential)?);
+    let revision =
+        killswitches::release(state.gateway.store(), &caller, &key, SystemClock.now()).await?;
+    state.gateway.refresh().await;
     tracing::info!(key = %key, by = %credential.principal, "kill switch released over the admin API");
     Ok(Json(Released { key, revision }))
 }

@@ -15,12 +15,13 @@ use serde_json::Value;
 use utoipa::openapi::schema::Schema;
 use utoipa::openapi::{Ref, RefOr};
 use utoipa::{IntoParams, PartialSchema, ToSchema};
-use warden_core::config::{Config, ConfigError, Kind, Located, Resource, parse_documents};
+use warden_control::{Caller, resources};
+use warden_core::config::{Kind, Located, Resource, parse_documents};
 use warden_core::pipeline::Clock as _;
 use warden_mcp::Authenticated;
 use warden_mcp::clock::SystemClock;
 
-use super::access::{CONFIG_READ, CONFIG_WRITE, actor, caller_holding};
+use super::access::{CONFIG_READ, caller_holding, own_authority};
 use super::error::{ApiError, ErrorBody};
 use super::openapi::RESOURCE_SCHEMA;
 use crate::state::AppState;
@@ -186,52 +187,31 @@ pub(crate) async fn apply(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Applied>, ApiError> {
     let Query(query) = query?;
-    caller_holding(&state, &credential, CONFIG_WRITE, "applying resources")?;
+    let caller = Caller::Credential(own_authority(&state, &credential)?);
+    resources::may_write(&caller, "applying resources")?;
     let resources = read_body(query.file.as_deref().unwrap_or("body"), &body?)?;
-    let store = state.gateway.store();
-    let (current, revision) = store.load_config().await?;
-    let changes: Vec<(Located, &'static str)> = resources
-        .into_iter()
-        .map(|r| {
-            let status = match current.get(r.resource.kind(), &r.resource.key()) {
-                None => "created",
-                Some(existing) if *existing == r.resource => "unchanged",
-                Some(_) => "configured",
-            };
-            (r, status)
-        })
-        .collect();
     let dry_run = query.dry_run.unwrap_or(false);
-    let to_write: Vec<Located> = changes
-        .iter()
-        .filter(|(_, status)| *status != "unchanged")
-        .map(|(r, _)| r.clone())
-        .collect();
-    let rejected =
-        |errors: Vec<ConfigError>| ApiError::config(StatusCode::UNPROCESSABLE_ENTITY, errors);
-    let revision = if dry_run || to_write.is_empty() {
-        // Validated all the same: an unchanged resource may reference something deleted since.
-        let base = current.resources().cloned().collect();
-        let all = changes.iter().map(|(r, _)| r.clone()).collect();
-        Config::merge(base, all).map_err(rejected)?;
-        revision
-    } else {
-        let revision = store
-            .apply(to_write, &actor(&credential), SystemClock.now())
-            .await?
-            .map_err(rejected)?;
+    let applied = resources::apply(
+        state.gateway.store(),
+        &caller,
+        resources,
+        dry_run,
+        SystemClock.now(),
+    )
+    .await?;
+    if applied.written {
         state.gateway.refresh().await;
-        revision
-    };
+    }
     Ok(Json(Applied {
         dry_run,
-        revision,
-        changes: changes
+        revision: applied.revision,
+        changes: applied
+            .changes
             .iter()
-            .map(|(r, status)| Change {
-                kind: r.resource.kind().to_string(),
-                name: r.resource.key(),
-                status,
+            .map(|c| Change {
+                kind: c.kind.to_string(),
+                name: c.key.clone(),
+                status: c.status.as_str(),
             })
             .collect(),
     }))
@@ -326,33 +306,21 @@ pub(crate) async fn delete(
     Extension(Authenticated(credential)): Extension<Authenticated>,
     Path((kind, name)): Path<(String, String)>,
 ) -> Result<Json<Deleted>, ApiError> {
-    caller_holding(&state, &credential, CONFIG_WRITE, "deleting resources")?;
+    let caller = Caller::Credential(own_authority(&state, &credential)?);
+    resources::may_write(&caller, "deleting resources")?;
     let kind = kind_of(&kind)?;
-    let revision = delete_resource(&state, &credential, kind, &name).await?;
+    let revision = resources::delete(
+        state.gateway.store(),
+        &caller,
+        kind,
+        &name,
+        SystemClock.now(),
+    )
+    .await?;
+    state.gateway.refresh().await;
     Ok(Json(Deleted {
         kind: kind.to_string(),
         name,
         revision,
     }))
-}
-
-/// Deletes `kind`/`name` as `credential`: 404 when there is none, 409 naming what still
-/// references it. Takes effect on this server at once.
-pub(crate) async fn delete_resource(
-    state: &AppState,
-    credential: &warden_core::principal::Credential,
-    kind: Kind,
-    name: &str,
-) -> Result<u64, ApiError> {
-    let store = state.gateway.store();
-    let (config, _) = store.load_config().await?;
-    if !config.contains(kind, name) {
-        return Err(ApiError::not_found(format!("no {kind} named `{name}`")));
-    }
-    let revision = store
-        .delete(kind, name, &actor(credential), SystemClock.now())
-        .await?
-        .map_err(|e| ApiError::config(StatusCode::CONFLICT, e))?;
-    state.gateway.refresh().await;
-    Ok(revision)
 }

@@ -11,12 +11,12 @@ pub(crate) use warden_core::capability::APPROVALS_DECIDE;
 pub(crate) const RUNS_READ: &str = "runs:read";
 /// Reading, exporting and verifying the audit trail (AUD-4).
 pub(crate) const AUDIT_READ: &str = "audit:read";
+/// Reading configuration: agents and their schedules, kill switches.
+pub(crate) use warden_core::capability::CONFIG_READ;
 /// Pulling and releasing kill switches.
-pub(crate) const KILLSWITCHES_WRITE: &str = "killswitches:write";
+pub(crate) use warden_core::capability::KILLSWITCHES_WRITE;
 /// Listing tokens; creating and revoking one's own.
 pub(crate) use warden_core::capability::{TOKENS_ANY, TOKENS_READ, TOKENS_WRITE};
-/// Reading configuration: agents and their schedules, kill switches.
-pub(crate) const CONFIG_READ: &str = "config:read";
 /// Explaining calls of other principals, with the rules of hidden tools (GOV-7).
 pub(crate) const EXPLAIN_ANY: &str = "explain:any";
 /// Reading the tool inventory (GOV-5).

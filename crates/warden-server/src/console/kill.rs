@@ -10,13 +10,14 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use maud::html;
 use serde::Deserialize;
-use warden_core::config::{KillScope, KillSwitchSpec, Kind, Located, Resource};
+use warden_control::{Caller, killswitches};
+use warden_core::config::{KillScope, KillSwitchSpec, Kind, Resource};
 use warden_core::name::Name;
 use warden_core::principal::Subject;
 
 use super::caps::{CONFIG_READ, KILLSWITCHES_WRITE, Section};
 use super::fmt;
-use super::layout::{closed, csrf_field, page, refusal, see_other};
+use super::layout::{closed, csrf_field, page, refusal, refused, see_other};
 use super::session::Signed;
 use crate::state::AppState;
 
@@ -128,22 +129,15 @@ fn scope_of(form: &PullForm) -> Result<KillScope, String> {
     })
 }
 
-fn actor(signed: &Signed) -> String {
-    format!("console:{}", signed.credential.principal)
-}
-
 /// `POST /kill-switches`.
 pub(crate) async fn pull(
     State(state): State<Arc<AppState>>,
     signed: Signed,
     axum::Form(form): axum::Form<PullForm>,
 ) -> Response {
-    if !signed.holds(KILLSWITCHES_WRITE) {
-        return refusal(
-            &signed,
-            StatusCode::FORBIDDEN,
-            "pulling a kill switch needs the `killswitches:write` capability",
-        );
+    let caller = Caller::Credential(signed.authority.clone());
+    if let Err(e) = killswitches::may_pull(&caller) {
+        return refused(&signed, &e);
     }
     let scope = match scope_of(&form) {
         Ok(s) => s,
@@ -160,36 +154,19 @@ pub(crate) async fn pull(
             Err(e) => return refusal(&signed, StatusCode::BAD_REQUEST, &e),
         },
     };
-    let resource = Resource::KillSwitch(KillSwitchSpec {
+    let spec = KillSwitchSpec {
         name: switch_name,
         scope,
         reason: fmt::cut(reason, 500),
-    });
-    let key = resource.key();
-    let applied = state
-        .gateway
-        .store()
-        .apply(
-            vec![Located {
-                source: None,
-                resource,
-            }],
-            &actor(&signed),
-            fmt::now(),
-        )
-        .await;
-    match applied {
-        Ok(Ok(_)) => {
+    };
+    match killswitches::pull(state.gateway.store(), &caller, spec, fmt::now()).await {
+        Ok(pulled) => {
             state.gateway.refresh().await;
-            tracing::warn!(kill_switch = %key, by = %signed.credential.principal, "kill switch pulled in the console");
-            signed.flash(format!("Kill switch {key} pulled."));
+            tracing::warn!(kill_switch = %pulled.key, by = %signed.credential.principal, "kill switch pulled in the console");
+            signed.flash(format!("Kill switch {} pulled.", pulled.key));
             see_other("/kill-switches")
         }
-        Ok(Err(errors)) => {
-            let text: Vec<String> = errors.iter().map(ToString::to_string).collect();
-            refusal(&signed, StatusCode::UNPROCESSABLE_ENTITY, &text.join("; "))
-        }
-        Err(e) => refusal(&signed, StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
+        Err(e) => refused(&signed, &e),
     }
 }
 
@@ -199,42 +176,14 @@ pub(crate) async fn release(
     signed: Signed,
     Path(key): Path<String>,
 ) -> Response {
-    if !signed.holds(KILLSWITCHES_WRITE) {
-        return refusal(
-            &signed,
-            StatusCode::FORBIDDEN,
-            "releasing a kill switch needs the `killswitches:write` capability",
-        );
-    }
-    if !state
-        .gateway
-        .snapshot()
-        .policy
-        .config
-        .contains(Kind::KillSwitch, &key)
-    {
-        return refusal(
-            &signed,
-            StatusCode::NOT_FOUND,
-            &format!("no kill switch `{}`", fmt::cut(&key, 64)),
-        );
-    }
-    match state
-        .gateway
-        .store()
-        .delete(Kind::KillSwitch, &key, &actor(&signed), fmt::now())
-        .await
-    {
-        Ok(Ok(_)) => {
+    let caller = Caller::Credential(signed.authority.clone());
+    match killswitches::release(state.gateway.store(), &caller, &key, fmt::now()).await {
+        Ok(_) => {
             state.gateway.refresh().await;
             tracing::warn!(kill_switch = %key, by = %signed.credential.principal, "kill switch released in the console");
             signed.flash(format!("Kill switch {key} released."));
             see_other("/kill-switches")
         }
-        Ok(Err(errors)) => {
-            let text: Vec<String> = errors.iter().map(ToString::to_string).collect();
-            refusal(&signed, StatusCode::CONFLICT, &text.join("; "))
-        }
-        Err(e) => refusal(&signed, StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
+        Err(e) => refused(&signed, &e),
     }
 }

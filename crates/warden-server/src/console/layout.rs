@@ -9,6 +9,8 @@ use axum::response::{IntoResponse, Response};
 use maud::{DOCTYPE, Markup, html};
 use sha2::{Digest, Sha256};
 
+use warden_control::{ConfigRefusal, Refusal};
+
 use super::caps::Section;
 use super::csrf;
 use super::session::Signed;
@@ -119,6 +121,27 @@ fn html_response(status: StatusCode, markup: Markup) -> Response {
         markup.into_string(),
     )
         .into_response()
+}
+
+/// A page that refuses what was asked, as a service refused it: its words, and the status the
+/// admin API would answer.
+pub(crate) fn refused(signed: &Signed, e: &Refusal) -> Response {
+    let status = match e {
+        Refusal::Invalid { .. } | Refusal::Malformed(_) => StatusCode::BAD_REQUEST,
+        Refusal::Unprocessable(_)
+        | Refusal::Config {
+            refusal: ConfigRefusal::Rejected,
+            ..
+        } => StatusCode::UNPROCESSABLE_ENTITY,
+        Refusal::Config {
+            refusal: ConfigRefusal::InUse,
+            ..
+        } => StatusCode::CONFLICT,
+        Refusal::Missing { .. } | Refusal::Forbidden(_) => StatusCode::FORBIDDEN,
+        Refusal::NotFound(_) => StatusCode::NOT_FOUND,
+        Refusal::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
+    };
+    refusal(signed, status, &super::fmt::cut(&e.to_string(), 2000))
 }
 
 /// A refusal or failure shown inside the frame, with its status.

@@ -7,18 +7,18 @@
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
-use axum::http::{StatusCode, header};
+use axum::http::header;
 use axum::response::Response;
 use maud::html;
 use serde::Deserialize;
+use warden_control::Caller;
 use warden_control::tokens::{self, TokenDraft};
-use warden_control::{Caller, Refusal};
 use warden_core::config::Kind;
 use warden_core::principal::{CredentialKind, Principal};
 
 use super::caps::{Section, TOKENS_ANY, TOKENS_READ, TOKENS_WRITE};
 use super::fmt;
-use super::layout::{badge, closed, csrf_field, page, refusal, see_other};
+use super::layout::{badge, closed, csrf_field, page, refused, see_other};
 use super::session::Signed;
 use crate::state::AppState;
 
@@ -31,7 +31,7 @@ pub(crate) async fn list(State(state): State<Arc<AppState>>, signed: Signed) -> 
     let caller = Caller::Credential(signed.authority.clone());
     let credentials = match tokens::list(state.gateway.store(), &caller).await {
         Ok(c) => c,
-        Err(e) => return refusal(&signed, status(&e), &e.to_string()),
+        Err(e) => return refused(&signed, &e),
     };
     let now = fmt::now();
     // The owners offered: any with `tokens:any`, else one's own (the only one allowed).
@@ -132,17 +132,6 @@ fn draft(form: &CreateForm) -> TokenDraft {
     }
 }
 
-/// The status a refusal is shown with.
-fn status(refusal: &Refusal) -> StatusCode {
-    match refusal {
-        Refusal::Invalid { .. } | Refusal::Malformed(_) => StatusCode::BAD_REQUEST,
-        Refusal::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
-        Refusal::Missing { .. } | Refusal::Forbidden(_) => StatusCode::FORBIDDEN,
-        Refusal::NotFound(_) => StatusCode::NOT_FOUND,
-        Refusal::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
-    }
-}
-
 /// `POST /tokens`: the new token's secret, shown once on this answer (never stored).
 pub(crate) async fn create(
     State(state): State<Arc<AppState>>,
@@ -161,7 +150,7 @@ pub(crate) async fn create(
     .await;
     let token = match created {
         Ok(t) => t,
-        Err(e) => return refusal(&signed, status(&e), &e.to_string()),
+        Err(e) => return refused(&signed, &e),
     };
     state.gateway.refresh().await;
     tracing::info!(token = %token.credential.id, owner = %token.credential.principal, by = %signed.credential.principal, "token created in the console");
@@ -196,6 +185,6 @@ pub(crate) async fn revoke(
             signed.flash(format!("Token {id} revoked."));
             see_other("/tokens")
         }
-        Err(e) => refusal(&signed, status(&e), &fmt::cut(&e.to_string(), 200)),
+        Err(e) => refused(&signed, &e),
     }
 }

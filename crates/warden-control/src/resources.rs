@@ -1,0 +1,161 @@
+//! Configuration resources (OPS-2): apply and delete — `warden apply|delete`, the admin API's
+//! `/resources`, and kill switches (`killswitches.rs`) built on them. Parsing the YAML or JSON
+//! is the door's; validating what it makes, writing it and saying what changed is here.
+
+use warden_core::capability::CONFIG_WRITE;
+use warden_core::config::{Config, Kind, Located};
+use warden_core::time::Millis;
+use warden_store::Store;
+
+use crate::{Caller, ConfigRefusal, Refusal};
+
+/// What an apply does to one resource.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChangeStatus {
+    /// It was not there.
+    Created,
+    /// It was there, and differs.
+    Configured,
+    /// It was there, the same.
+    Unchanged,
+}
+
+impl ChangeStatus {
+    /// `created`, `configured` or `unchanged`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Created => "created",
+            Self::Configured => "configured",
+            Self::Unchanged => "unchanged",
+        }
+    }
+}
+
+/// One resource of an apply.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Change {
+    /// Its kind.
+    pub kind: Kind,
+    /// Its key (name).
+    pub key: String,
+    /// What the apply does to it.
+    pub status: ChangeStatus,
+}
+
+/// An apply's outcome.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Applied {
+    /// The configuration's revision after it (unchanged for a dry run, or when nothing
+    /// changed).
+    pub revision: u64,
+    /// Each resource, in the order given.
+    pub changes: Vec<Change>,
+    /// Whether anything was written.
+    pub written: bool,
+}
+
+/// Refuses a caller that may not apply or delete resources (`config:write`), naming `what`:
+/// a door asks before it reads the resources, so that a refusal comes before any complaint
+/// about them.
+pub fn may_write(caller: &Caller, what: &str) -> Result<(), Refusal> {
+    caller.require(CONFIG_WRITE, what)
+}
+
+/// Applies `resources` (create or replace each by kind and key) after validating the whole
+/// configuration they make with what is applied; nothing is written when any is wrong, nor
+/// for a `dry_run`, nor when every one is unchanged (validated all the same: an unchanged
+/// resource may reference something deleted since).
+pub async fn apply(
+    store: &Store,
+    caller: &Caller,
+    resources: Vec<Located>,
+    dry_run: bool,
+    now: Millis,
+) -> Result<Applied, Refusal> {
+    may_write(caller, "applying resources")?;
+    write(store, caller, resources, dry_run, now).await
+}
+
+/// [`apply`] without its capability check, for the services built on it.
+pub(crate) async fn write(
+    store: &Store,
+    caller: &Caller,
+    resources: Vec<Located>,
+    dry_run: bool,
+    now: Millis,
+) -> Result<Applied, Refusal> {
+    let (current, revision) = store.load_config().await?;
+    let changes: Vec<Change> = resources
+        .iter()
+        .map(|r| Change {
+            kind: r.resource.kind(),
+            key: r.resource.key(),
+            status: match current.get(r.resource.kind(), &r.resource.key()) {
+                None => ChangeStatus::Created,
+                Some(existing) if *existing == r.resource => ChangeStatus::Unchanged,
+                Some(_) => ChangeStatus::Configured,
+            },
+        })
+        .collect();
+    let to_write: Vec<Located> = resources
+        .iter()
+        .zip(&changes)
+        .filter(|(_, c)| c.status != ChangeStatus::Unchanged)
+        .map(|(r, _)| r.clone())
+        .collect();
+    let rejected = |errors| Refusal::Config {
+        refusal: ConfigRefusal::Rejected,
+        errors,
+    };
+    if dry_run || to_write.is_empty() {
+        let base = current.resources().cloned().collect();
+        Config::merge(base, resources).map_err(rejected)?;
+        return Ok(Applied {
+            revision,
+            changes,
+            written: false,
+        });
+    }
+    let revision = store
+        .apply(to_write, &caller.actor(), now)
+        .await?
+        .map_err(rejected)?;
+    Ok(Applied {
+        revision,
+        changes,
+        written: true,
+    })
+}
+
+/// Deletes the resource `kind`/`key`; refused while others reference it. The new revision.
+pub async fn delete(
+    store: &Store,
+    caller: &Caller,
+    kind: Kind,
+    key: &str,
+    now: Millis,
+) -> Result<u64, Refusal> {
+    may_write(caller, "deleting resources")?;
+    remove(store, caller, kind, key, now).await
+}
+
+/// [`delete`] without its capability check, for the services built on it.
+pub(crate) async fn remove(
+    store: &Store,
+    caller: &Caller,
+    kind: Kind,
+    key: &str,
+    now: Millis,
+) -> Result<u64, Refusal> {
+    let (config, _) = store.load_config().await?;
+    if !config.contains(kind, key) {
+        return Err(Refusal::NotFound(format!("no {kind} named `{key}`")));
+    }
+    store
+        .delete(kind, key, &caller.actor(), now)
+        .await?
+        .map_err(|errors| Refusal::Config {
+            refusal: ConfigRefusal::InUse,
+            errors,
+        })
+}
