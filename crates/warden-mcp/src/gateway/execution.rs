@@ -93,11 +93,17 @@ impl Live {
             warden.decision = tracing::field::Empty,
             warden.code = tracing::field::Empty,
         );
-        let outcome = self
-            .pipeline(&executor)
-            .call(&snapshot.policy, &snapshot.catalog, authority, run, request)
-            .instrument(span.clone())
-            .await;
+        // Boxed where it is made, so that the trace span, the handler and the request futures
+        // around it hold a pointer instead of moving its whole state (see `execute`).
+        let outcome = Box::pin(self.pipeline(&executor).call(
+            &snapshot.policy,
+            &snapshot.catalog,
+            authority,
+            run,
+            request,
+        ))
+        .instrument(span.clone())
+        .await;
         let elapsed = started.elapsed();
         let (status, code) = outcome.status();
         span.record("warden.decision", status);
@@ -283,7 +289,11 @@ impl Executor for GatewayExecutor<'_> {
                     warden.upstream = upstream.as_str(),
                 );
                 let started = Instant::now();
-                let answer = slot.call(tool, call.args, call.context.as_ref()).await;
+                // Boxed: the largest future of the call (every exit's state); held inline it
+                // made each future around it as large, and each was copied whole where it was
+                // moved — 40,000 instructions of memcpy per call, more than a tenth of its
+                // cost (docs/benchmarks.md, "Where the call's CPU went").
+                let answer = Box::pin(slot.call(tool, call.args, call.context.as_ref())).await;
                 drop(span);
                 UPSTREAM_DURATIONS.record(
                     upstream.as_str(),
