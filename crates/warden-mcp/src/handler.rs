@@ -181,8 +181,7 @@ impl McpHandler {
         ctx: &RequestContext<RoleServer>,
     ) -> Result<warden_store::Approval, McpError> {
         let authority = self.authority(ctx)?;
-        self.gateway
-            .parked_call(&authority, id)
+        Box::pin(self.gateway.parked_call(&authority, id))
             .await
             .map_err(|e| McpError::internal_error(format!("the store cannot be read: {e}"), None))?
             .ok_or_else(|| McpError::invalid_params(format!("unknown task `{id}`"), None))
@@ -198,9 +197,11 @@ impl McpHandler {
         let authority = self.authority(ctx)?;
         let caller = self.caller(ctx)?;
         let capabilities = ctx.client_capabilities();
-        self.gateway
-            .upstream_task(&authority, &caller, id, capabilities.as_ref(), op)
-            .await
+        Box::pin(
+            self.gateway
+                .upstream_task(&authority, &caller, id, capabilities.as_ref(), op),
+        )
+        .await
     }
 
     /// Who calls, as a key: the credential and the agent route (checked by
@@ -376,7 +377,7 @@ impl ServerHandler for McpHandler {
         if let Ok(mut level) = self.session.log_level.lock() {
             *level = Some(request.level);
         }
-        self.gateway.set_log_level(&authority, request).await;
+        Box::pin(self.gateway.set_log_level(&authority, request)).await;
         Ok(())
     }
 
@@ -387,9 +388,7 @@ impl ServerHandler for McpHandler {
     ) -> Result<rmcp::model::CompleteResult, McpError> {
         let authority = self.authority(&ctx)?;
         let client = self.client_context(&ctx, &authority, None)?;
-        self.gateway
-            .complete(&authority, request, Some(&client))
-            .await
+        Box::pin(self.gateway.complete(&authority, request, Some(&client))).await
     }
 
     async fn list_prompts(
@@ -411,9 +410,7 @@ impl ServerHandler for McpHandler {
         let authority = self.authority(&ctx)?;
         let retry = retry_of(request.input_responses.clone(), &request.request_state);
         let client = self.client_context(&ctx, &authority, retry)?;
-        self.gateway
-            .get_prompt(&authority, request, Some(&client))
-            .await
+        Box::pin(self.gateway.get_prompt(&authority, request, Some(&client))).await
     }
 
     async fn list_resources(
@@ -435,9 +432,11 @@ impl ServerHandler for McpHandler {
         let authority = self.authority(&ctx)?;
         let retry = retry_of(request.input_responses.clone(), &request.request_state);
         let client = self.client_context(&ctx, &authority, retry)?;
-        self.gateway
-            .read_resource(&authority, request, Some(&client))
-            .await
+        Box::pin(
+            self.gateway
+                .read_resource(&authority, request, Some(&client)),
+        )
+        .await
     }
 
     async fn list_resource_templates(
@@ -458,14 +457,13 @@ impl ServerHandler for McpHandler {
     ) -> Result<(), McpError> {
         let authority = self.authority(&ctx)?;
         let session = self.run_state(&authority, &ctx).id().to_owned();
-        self.gateway
-            .subscribe(
-                &authority,
-                &request.uri,
-                &session,
-                crate::upstream::Subscriber::Session(ctx.peer.clone()),
-            )
-            .await
+        Box::pin(self.gateway.subscribe(
+            &authority,
+            &request.uri,
+            &session,
+            crate::upstream::Subscriber::Session(ctx.peer.clone()),
+        ))
+        .await
     }
 
     async fn unsubscribe(
@@ -475,9 +473,7 @@ impl ServerHandler for McpHandler {
     ) -> Result<(), McpError> {
         let authority = self.authority(&ctx)?;
         let session = self.run_state(&authority, &ctx).id().to_owned();
-        self.gateway
-            .unsubscribe(&authority, &request.uri, &session)
-            .await
+        Box::pin(self.gateway.unsubscribe(&authority, &request.uri, &session)).await
     }
 
     fn accepted_subscription_filter(
@@ -500,11 +496,7 @@ impl ServerHandler for McpHandler {
         let mut subscribed = Vec::new();
         for uri in accepted.resource_subscriptions.iter().flatten() {
             let subscriber = crate::upstream::Subscriber::Listen(sink.clone());
-            match self
-                .gateway
-                .subscribe(&authority, uri, &key, subscriber)
-                .await
-            {
+            match Box::pin(self.gateway.subscribe(&authority, uri, &key, subscriber)).await {
                 Ok(()) => subscribed.push(uri),
                 Err(e) => tracing::debug!(uri, error = %e.message, "not subscribed"),
             }
@@ -524,7 +516,7 @@ impl ServerHandler for McpHandler {
             context.cancelled().await;
         }
         for uri in subscribed {
-            let _ = self.gateway.unsubscribe(&authority, uri, &key).await;
+            let _ = Box::pin(self.gateway.unsubscribe(&authority, uri, &key)).await;
         }
         Ok(())
     }
@@ -535,10 +527,7 @@ impl ServerHandler for McpHandler {
         ctx: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetTaskResult, McpError> {
         if TaskIds::is_upstream_task(&request.task_id) {
-            return match self
-                .upstream_task(&ctx, &request.task_id, TaskOp::Get)
-                .await?
-            {
+            return match Box::pin(self.upstream_task(&ctx, &request.task_id, TaskOp::Get)).await? {
                 TaskAnswer::Task(task) => Ok(*task),
                 TaskAnswer::Done => Err(McpError::internal_error("no task in the answer", None)),
             };
@@ -556,8 +545,7 @@ impl ServerHandler for McpHandler {
     ) -> Result<(), McpError> {
         if TaskIds::is_upstream_task(&request.task_id) {
             let op = TaskOp::Update(request.input_responses);
-            return self
-                .upstream_task(&ctx, &request.task_id, op)
+            return Box::pin(self.upstream_task(&ctx, &request.task_id, op))
                 .await
                 .map(drop);
         }
@@ -577,8 +565,7 @@ impl ServerHandler for McpHandler {
         ctx: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         if TaskIds::is_upstream_task(&request.task_id) {
-            return self
-                .upstream_task(&ctx, &request.task_id, TaskOp::Cancel)
+            return Box::pin(self.upstream_task(&ctx, &request.task_id, TaskOp::Cancel))
                 .await
                 .map(drop);
         }
@@ -675,14 +662,14 @@ impl ServerHandler for McpHandler {
             // page of the approval, and learns the outcome when it is decided.
             if !is_stateless(&ctx)
                 && crate::approval_url::supported(ctx.client_capabilities().as_ref())
-                && let Some(result) = crate::approval_url::offer_and_wait(
+                && let Some(result) = Box::pin(crate::approval_url::offer_and_wait(
                     &self.gateway,
                     &authority,
                     &ctx.peer,
                     &ctx.ct,
                     &request.name,
                     approval_id,
-                )
+                ))
                 .await
             {
                 return Ok(result.into());

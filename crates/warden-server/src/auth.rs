@@ -197,17 +197,21 @@ pub(crate) async fn verify(state: &AppState, request: &mut Request) -> Result<()
             Err(Refusal::Unavailable(NOT_LOADED.into()))
         } else {
             let may_fetch = || !blocked();
-            state
-                .oauth
-                .authenticate(gateway, &token, state.origins(), &may_fetch)
-                .await
+            // Boxed, as the store's re-read below: the request futures around a bearer
+            // token's check hold a pointer to these rare paths, not their whole state.
+            Box::pin(
+                state
+                    .oauth
+                    .authenticate(gateway, &token, state.origins(), &may_fetch),
+            )
+            .await
         }
     } else {
         let credential = match gateway.authenticate(&token) {
             Err(CredentialRejection::Unknown)
                 if looks_like_token(&token) && gateway.snapshot().loaded =>
             {
-                reread_store(gateway, failures).await;
+                Box::pin(reread_store(gateway, failures)).await;
                 gateway.authenticate(&token)
             }
             other => other,
