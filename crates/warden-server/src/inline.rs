@@ -116,10 +116,9 @@ where
                 self.served.inline.increment(1);
                 self.answer(id, request, parts).await
             }
-            None => {
-                self.delegate(Request::from_parts(parts, Body::from(bytes)))
-                    .await
-            }
+            // Boxed: rmcp's path is taken by the rarer requests, and held inline it made the
+            // future of every request — the fast path's too — as large as its own.
+            None => Box::pin(self.delegate(Request::from_parts(parts, Body::from(bytes)))).await,
         }
     }
 

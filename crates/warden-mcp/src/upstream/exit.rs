@@ -49,7 +49,10 @@ impl Exit {
                     )
                 };
                 let request = ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
-                peer.request(request, options, client, Some(owner)).await
+                // Boxed: rmcp's exit (its relays, its suspension) is larger than the HTTP exit,
+                // and every call's future would otherwise be as large (stdio calls cost far
+                // more than one allocation).
+                Box::pin(peer.request(request, options, client, Some(owner))).await
             }
             Exit::Http(http) => call_http(http, params, client, timeout).await,
         }

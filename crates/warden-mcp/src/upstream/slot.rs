@@ -442,7 +442,7 @@ impl UpstreamSlot {
             if let Some(state) = &retry.request_state {
                 let owner = Owner::of(client, "tools/call", tool, params.arguments.as_ref());
                 let responses = retry.input_responses.clone();
-                resumed = Some(self.suspended.resume(state, &owner, responses, c).await);
+                resumed = Some(Box::pin(self.suspended.resume(state, &owner, responses, c)).await);
             }
         }
         for _ in 0..MAX_INPUT_ROUNDS {
@@ -467,15 +467,17 @@ impl UpstreamSlot {
                 }
             };
             let run_id = client.map_or("", |c| c.run_id.as_str());
-            if let Some(refusal) = inputs.refusal(&needed, run_id).await {
+            // The rare paths boxed, so that the call's future (held by every future around it)
+            // is no larger than the round trip it usually is.
+            if let Some(refusal) = Box::pin(inputs.refusal(&needed, run_id)).await {
                 return Ok(UpstreamAnswer::Complete(refusal));
             }
             let responses = match client {
                 Some(c) if c.stateless => {
-                    inputs.passed_on(&needed, run_id).await;
+                    Box::pin(inputs.passed_on(&needed, run_id)).await;
                     return Ok(UpstreamAnswer::InputRequired(needed));
                 }
-                Some(c) => match inputs.ask(c, &needed).await {
+                Some(c) => match Box::pin(inputs.ask(c, &needed)).await {
                     Ok(responses) => responses,
                     Err(Unanswered::Cancelled) => return Err(ExecError::Cancelled),
                     Err(Unanswered::Refused(why)) => {
