@@ -6,12 +6,14 @@ mod depth;
 mod input;
 mod issuer;
 mod resources;
+mod upstream;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 pub use issuer::*;
 pub use resources::*;
+pub use upstream::*;
 
 use crate::capability::validate_capability;
 use crate::name::Name;
