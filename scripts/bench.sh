@@ -48,13 +48,24 @@
 #                               # executes per governed call (CALLS reads, 4 clients, default
 #                               # 2000, after 400 unmeasured), a figure the machine's noise does
 #                               # not move; needs valgrind
+#   scripts/bench.sh wrk A B    # two binaries measured from outside with wrk, as issue 42 did:
+#                               # a stateless 2026-07-28 tools/call of bench__read, 2 threads
+#                               # and 64 connections, then 1 connection for the p50, each
+#                               # against the direct upstream; ROUNDS rounds alternating A and
+#                               # B; needs wrk
+#   scripts/bench.sh guard [CALLS]
+#                               # the same for one build (WARDEN_BIN, default: a `release`
+#                               # build), against scripts/instructions.baseline: fails more than
+#                               # 5 % above it (.ci/run runs it)
 #
 # Each run starts a fresh `warden serve` on its embedded default (SQLite, durable audit, the
 # demo project) plus the project `bench` (the benchmark upstream, a read, an ordinary
 # mutation, a denied tool), and `warden bench upstream`, all on 127.0.0.1 free ports (`forward`
 # starts `warden bench forward` in front of the upstream instead of Warden).
 #
-# Environment: WARDEN_BIN (default: `cargo build --profile dist -p warden`), DURATION (default
+# Environment: CALLGRIND_KEEP (a directory: `instructions` and `guard` keep each build's
+# `callgrind_annotate --inclusive=yes` there, to see which functions a change made dearer),
+# WARDEN_BIN (default: `cargo build --profile dist -p warden`), DURATION (default
 # 10s per round), ROUNDS (default 3), OUTPUT (table or json; default table), WARDEN_PREFIX (a
 # command run before `warden serve`, as `perf record -F 2999 -g -o perf.data --` to profile
 # the server; it is stopped with SIGTERM and must stop the server with it: `perf record` does,
@@ -79,11 +90,11 @@ die() {
 	exit 2
 }
 case "$scenario" in
-perf1 | perf2 | perf3 | perf4 | eras | forward | others | soak | split | compare | cpu | kernel | instructions | stores) ;;
-*) die "usage: $0 perf1|perf2|perf3|perf4 N|eras|forward|others|soak|split [CLIENTS]|compare A B [CLIENTS] [MIX]|cpu A B [CLIENTS]|kernel A B [CLIENTS]|instructions A B [CALLS]|stores [MIX]" ;;
+perf1 | perf2 | perf3 | perf4 | eras | forward | others | soak | split | compare | cpu | kernel | instructions | guard | wrk | stores) ;;
+*) die "usage: $0 perf1|perf2|perf3|perf4 N|eras|forward|others|soak|split [CLIENTS]|compare A B [CLIENTS] [MIX]|cpu A B [CLIENTS]|kernel A B [CLIENTS]|instructions A B [CALLS]|guard [CALLS]|wrk A B|stores [MIX]" ;;
 esac
 
-if [[ "$scenario" == compare || "$scenario" == cpu || "$scenario" == kernel || "$scenario" == instructions ]]; then
+if [[ "$scenario" == compare || "$scenario" == cpu || "$scenario" == kernel || "$scenario" == instructions || "$scenario" == wrk ]]; then
 	[[ -x "${2:-}" && -x "${3:-}" ]] || die "$scenario needs two warden binaries: $scenario A B …"
 	WARDEN_BIN="$2"
 fi
@@ -94,11 +105,17 @@ if [[ "$scenario" == stores ]]; then
 	[[ -n "${WARDEN_TEST_POSTGRES_URL:-}" ]] || die "stores needs WARDEN_TEST_POSTGRES_URL (a PostgreSQL server it may create databases on)"
 	command -v psql >/dev/null || die "stores needs psql"
 fi
-if [[ "$scenario" == instructions ]]; then
-	command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null ||
-		die "instructions needs valgrind (e.g. apt-get install valgrind)"
+if [[ "$scenario" == wrk ]]; then
+	command -v wrk >/dev/null || die "wrk needs wrk (e.g. apt-get install wrk)"
 fi
-if [[ -z "${WARDEN_BIN:-}" ]]; then
+if [[ "$scenario" == instructions || "$scenario" == guard ]]; then
+	command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null ||
+		die "$scenario needs valgrind (e.g. apt-get install valgrind)"
+fi
+if [[ -z "${WARDEN_BIN:-}" && "$scenario" == guard ]]; then
+	(cd "$root" && cargo build --release --locked -p warden >&2) || die "cargo build failed"
+	WARDEN_BIN="${CARGO_TARGET_DIR:-$root/target}/release/warden"
+elif [[ -z "${WARDEN_BIN:-}" ]]; then
 	(cd "$root" && cargo build --profile dist -p warden >&2) || die "cargo build failed"
 	WARDEN_BIN="${CARGO_TARGET_DIR:-$root/target}/dist/warden"
 fi
@@ -197,6 +214,67 @@ standard() { # DATA_DIR [STORE OPTIONS…]
 	bench_config
 	start_warden "$1" "$work/bench.yaml" "${@:2}"
 	wait_for_tools 3
+}
+
+measure_instructions() { # NAME CALLS WARDEN
+	# The build serves under callgrind; after 400 unmeasured calls the counters are zeroed,
+	# CALLS reads run, and the counters are dumped. Instructions per call: everything Warden
+	# executed (all threads: the serving threads, the audit commits, the checkpointer, the
+	# pool's periodic reads, which a run slowed down ~50x by valgrind over-weights), the
+	# audit commits (or, with the spool, its inserts) wherever they ran, everything but
+	# those, the spool's appends on the call path, and the part under
+	# `ListenerService::call` without the commits a request led (the requests themselves; "n/a"
+	# when the build inlined `ListenerService::call` away, as profile-guided builds do: then
+	# compare the figure without the commits). "everything else" goes to
+	# $work/instructions.NAME.
+	# valgrind runs SHA-256 in software (no SHA extensions), so hashing weighs ~25x more
+	# than on the machine; compare builds with each other, not with native profiles.
+	local name="$1" calls="$2" W="$3"
+	WARDEN_PREFIX="valgrind --tool=callgrind --callgrind-out-file=$work/cg$name.%p" \
+		standard "$work/data$name"
+	"$W" bench "$url" -c 4 -n 400 --warmup 0s --mix read=1 --rounds 1 >/dev/null
+	callgrind_control -z "$warden_pid" >/dev/null 2>&1
+	"$W" bench "$url" -c 4 -n "$calls" --warmup 0s --mix read=1 --rounds 1 >/dev/null
+	callgrind_control -d "$warden_pid" >/dev/null 2>&1
+	sleep 1
+	callgrind_annotate --inclusive=yes "$work/cg$name.$warden_pid.1" >"$work/cg$name.txt"
+	if [[ -n "${CALLGRIND_KEEP:-}" ]]; then
+		mkdir -p "$CALLGRIND_KEEP"
+		cp "$work/cg$name.txt" "$CALLGRIND_KEEP/$(basename "$W").$name.txt"
+		cp "$work/cg$name.$warden_pid.1" "$CALLGRIND_KEEP/$(basename "$W").$name.callgrind"
+	fi
+	python3 - "$W" "$calls" "$work/cg$name.txt" "$work/instructions.$name" <<'PY'
+import re, sys
+build, calls, path, out = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+found = {}
+for line in open(path):
+    m = re.match(r"\s*([\d,]+) \([ \d.]+%\)\s+(.*)", line)
+    if not m:
+        continue
+    n, name = int(m.group(1).replace(",", "")), m.group(2)
+    for key, pattern in (("all", r"PROGRAM TOTALS"),
+                         ("requests", r"ListenerService as tower_service::Service.*::call::\{\{closure\}\} \["),
+                         ("led", r"sqlite::appender::LeaderTurn::run \["),
+                         ("commits", r"sqlite::appender::Inner::commit \["),
+                         ("spooled", r"SqliteAppender::insert_spooled \["),
+                         ("spool", r"spool::Spool::append \["),
+                         ("sha256", r"sha256::compress256 \[")):
+        if re.search(pattern, name):
+            found[key] = max(found.get(key, 0), n)
+per = {k: v / calls for k, v in found.items()}
+requests = (f"{per['requests'] - per.get('led', 0):,.0f}" if "requests" in per else "n/a")
+sha256 = f"{per['sha256']:,.0f}" if "sha256" in per else "n/a (inlined)"
+commits = per.get('commits', 0) + per.get('spooled', 0)
+rest = per.get('all', 0) - commits
+print(f"{build}: instructions per call: {per.get('all', 0):,.0f} in all, of which the audit "
+      f"commits or spooled inserts {commits:,.0f} (how calls group into commits varies from "
+      f"run to run) and everything else {rest:,.0f}; the spool's "
+      f"appends {per.get('spool', 0):,.0f}; serving "
+      f"requests without the commits they led {requests}; SHA-256, in software under "
+      f"valgrind, {sha256}")
+open(out, "w").write(f"{rest:.0f}\n")
+PY
+	kill "$warden_pid" "${pids[-2]}" 2>/dev/null || true
 }
 
 # `cpu` and `kernel`: a fresh Warden and upstream for a build, warmed up for a second at
@@ -517,59 +595,90 @@ PY
 	done
 	;;
 instructions)
-	# Each build serves under callgrind; after 400 unmeasured calls the counters are zeroed,
-	# CALLS reads run, and the counters are dumped. Instructions per call: everything Warden
-	# executed (all threads: the serving threads, the audit commits, the checkpointer, the
-	# pool's periodic reads, which a run slowed down ~50x by valgrind over-weights), the
-	# audit commits (or, with the spool, its inserts) wherever they ran, everything but
-	# those, the spool's appends on the call path, and the part under
-	# `ListenerService::call` without the commits a request led (the requests themselves; "n/a"
-	# when the build inlined `ListenerService::call` away, as profile-guided builds do: then
-	# compare the figure without the commits).
-	# valgrind runs SHA-256 in software (no SHA extensions), so hashing weighs ~25x more
-	# than on the machine; compare builds with each other, not with native profiles.
 	calls="${4:-2000}"
 	[[ "$calls" =~ ^[0-9]+$ ]] || die "instructions: CALLS must be a number"
 	for build in 0 1; do
 		W="${*:2+build:1}"
-		WARDEN_PREFIX="valgrind --tool=callgrind --callgrind-out-file=$work/cg$build.%p" \
-			standard "$work/data$build"
-		"$W" bench "$url" -c 4 -n 400 --warmup 0s --mix read=1 --rounds 1 >/dev/null
-		callgrind_control -z "$warden_pid" >/dev/null 2>&1
-		"$W" bench "$url" -c 4 -n "$calls" --warmup 0s --mix read=1 --rounds 1 >/dev/null
-		callgrind_control -d "$warden_pid" >/dev/null 2>&1
-		sleep 1
-		callgrind_annotate --inclusive=yes "$work/cg$build.$warden_pid.1" >"$work/cg$build.txt"
-		python3 - "$W" "$calls" "$work/cg$build.txt" <<'PY'
-import re, sys
-build, calls, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-found = {}
-for line in open(path):
-    m = re.match(r"\s*([\d,]+) \([ \d.]+%\)\s+(.*)", line)
-    if not m:
-        continue
-    n, name = int(m.group(1).replace(",", "")), m.group(2)
-    for key, pattern in (("all", r"PROGRAM TOTALS"),
-                         ("requests", r"ListenerService as tower_service::Service.*::call::\{\{closure\}\} \["),
-                         ("led", r"sqlite::appender::LeaderTurn::run \["),
-                         ("commits", r"sqlite::appender::Inner::commit \["),
-                         ("spooled", r"SqliteAppender::insert_spooled \["),
-                         ("spool", r"spool::Spool::append \["),
-                         ("sha256", r"sha256::compress256 \[")):
-        if re.search(pattern, name):
-            found[key] = max(found.get(key, 0), n)
-per = {k: v / calls for k, v in found.items()}
-requests = (f"{per['requests'] - per.get('led', 0):,.0f}" if "requests" in per else "n/a")
-sha256 = f"{per['sha256']:,.0f}" if "sha256" in per else "n/a (inlined)"
-commits = per.get('commits', 0) + per.get('spooled', 0)
-print(f"{build}: instructions per call: {per.get('all', 0):,.0f} in all, of which the audit "
-      f"commits or spooled inserts {commits:,.0f} (how calls group into commits varies from "
-      f"run to run) and everything else {per.get('all', 0) - commits:,.0f}; the spool's "
-      f"appends {per.get('spool', 0):,.0f}; serving "
-      f"requests without the commits they led {requests}; SHA-256, in software under "
-      f"valgrind, {sha256}")
+		measure_instructions "$build" "$calls" "$W"
+	done
+	;;
+guard)
+	# The sum of small costs (docs/benchmarks-method.md, "The guard"): the instructions a
+	# governed call executes, everything but the audit commits (whose grouping varies from run
+	# to run), against scripts/instructions.baseline; more than 5 % above it fails.
+	calls="${2:-2000}"
+	baseline="$(sed -n 's/^everything else: //p' "$here/instructions.baseline")"
+	[[ "$baseline" =~ ^[0-9]+$ ]] || die "guard: scripts/instructions.baseline has no \`everything else: N\` line"
+	measure_instructions guard "$calls" "$W"
+	measured="$(cat "$work/instructions.guard")"
+	python3 - "$measured" "$baseline" <<'PY'
+import sys
+measured, baseline = int(sys.argv[1]), int(sys.argv[2])
+change = (measured - baseline) / baseline * 100
+print(f"guard: {measured:,} instructions per governed call besides the audit commits; "
+      f"baseline {baseline:,} ({change:+.1f} %)")
+if change > 5:
+    print("guard: more than 5 % above the baseline: find what the call path gained "
+          "(scripts/bench.sh instructions OLD NEW), or, if it is wanted, raise "
+          "scripts/instructions.baseline in a commit that says why", file=sys.stderr)
+    sys.exit(1)
 PY
-		kill "$warden_pid" "${pids[-2]}" 2>/dev/null || true
+	;;
+wrk)
+	# Per round and build: a fresh Warden and upstream; wrk at 64 connections (2 threads)
+	# against Warden, then against the upstream; then 1 connection each for the p50. Each
+	# line: calls/s governed and direct, their ratio, the p50s and the added p50.
+	body() { # TOOL
+		printf '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"%s","arguments":{"key":"k"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"wrk","version":"1"}}}}' "$1"
+	}
+	cat >"$work/call.lua" <<'LUA'
+local token = os.getenv("WRK_TOKEN")
+wrk.method = "POST"
+wrk.headers["content-type"] = "application/json"
+wrk.headers["accept"] = "application/json, text/event-stream"
+wrk.headers["mcp-protocol-version"] = "2026-07-28"
+wrk.headers["mcp-method"] = "tools/call"
+wrk.headers["mcp-name"] = os.getenv("WRK_TOOL")
+if token ~= nil and token ~= "" then wrk.headers["authorization"] = "Bearer " .. token end
+wrk.body = os.getenv("WRK_BODY")
+done = function(summary, latency, requests)
+  io.write(string.format("wrk: %d %d %.1f %.3f\n", summary.requests,
+    summary.errors.status + summary.errors.connect + summary.errors.read +
+    summary.errors.write + summary.errors.timeout,
+    summary.requests / summary.duration * 1e6, latency:percentile(50) / 1000))
+end
+LUA
+	one() { # TOOL TOKEN URL CONNECTIONS THREADS: "calls/s p50_ms"
+		local line
+		line="$(WRK_TOOL="$1" WRK_TOKEN="$2" WRK_BODY="$(body "$1")" wrk -t"$5" -c"$4" -d"$duration" -s "$work/call.lua" "$3" | sed -n 's/^wrk: //p')"
+		read -r requests errors rate p50 <<<"$line"
+		[[ -n "$requests" && "$errors" == 0 ]] || die "wrk against $3: ${errors:-no} errors"
+		echo "$rate $p50"
+	}
+	for round in $(seq 1 "$rounds"); do
+		for build in 0 1; do
+			W="${*:2+build:1}"
+			standard "$work/data$round$build"
+			answer="$(curl -sS "$url" -H 'content-type: application/json' \
+				-H 'accept: application/json, text/event-stream' -H 'mcp-protocol-version: 2026-07-28' \
+				-H 'mcp-method: tools/call' -H 'mcp-name: bench__read' -H "authorization: Bearer $token" \
+				--data "$(body bench__read)")"
+			[[ "$answer" == *'"result"'* && "$answer" != *'"isError":true'* ]] ||
+				die "the governed call does not succeed: $answer"
+			one bench__read "$token" "$url" 1 1 >/dev/null # warm
+			read -r g64 _ <<<"$(one bench__read "$token" "$url" 64 2)"
+			read -r d64 _ <<<"$(one read "" "$upstream" 64 2)"
+			read -r _ g1 <<<"$(one bench__read "$token" "$url" 1 1)"
+			read -r _ d1 <<<"$(one read "" "$upstream" 1 1)"
+			python3 - "$W" "$round" "$g64" "$d64" "$g1" "$d1" <<'PY'
+import sys
+build, rnd, g64, d64, g1, d1 = sys.argv[1], sys.argv[2], *map(float, sys.argv[3:])
+print(f"round {rnd} {build}: 64 connections {g64:,.0f} calls/s governed, {d64:,.0f} direct, "
+      f"ratio {g64 / d64:.3f}; 1 connection p50 {g1:.3f} ms governed, {d1:.3f} ms direct, "
+      f"added {g1 - d1:+.3f} ms")
+PY
+			kill "$warden_pid" "${pids[-2]}" 2>/dev/null || true
+		done
 	done
 	;;
 perf4)
