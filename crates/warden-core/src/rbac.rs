@@ -3,7 +3,7 @@
 //! Capabilities come from the bundle, never from role-name strings. A new bundle is compiled
 //! whenever configuration changes and swapped in atomically by the server.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::HashMap;
 
 use crate::capability::{Capability, CapabilitySet};
 use crate::config::{BUILTIN_ADMIN_ROLE, Config, Kind, Resource};
@@ -63,11 +63,6 @@ impl RbacBundle {
             bindings,
             groups,
         }
-    }
-
-    /// The roles granted to a principal, directly or through its groups.
-    pub fn role_grants(&self, principal: &Principal) -> Vec<RoleGrant> {
-        self.role_grants_with(principal, &[])
     }
 
     /// The roles granted to a principal directly, through the groups configuration gives it,
@@ -137,28 +132,5 @@ impl RbacBundle {
     /// The patterns of one role.
     pub fn role(&self, name: &str) -> Option<&CapabilitySet> {
         self.roles.get(name)
-    }
-
-    /// The projects among `all` for which the principal holds `run:projects:<p>`, with why.
-    pub fn runnable_projects<'a>(
-        &self,
-        principal: &Principal,
-        all: impl IntoIterator<Item = &'a Name>,
-    ) -> BTreeMap<Name, String> {
-        let caps = self.capabilities(principal);
-        all.into_iter()
-            .filter(|p| caps.allows(Capability::run_project(p).as_str()))
-            .map(|p| {
-                let why = self
-                    .explain(principal, Capability::run_project(p).as_str())
-                    .unwrap_or_default();
-                (p.clone(), why)
-            })
-            .collect()
-    }
-
-    /// Subjects with at least one binding (for listings).
-    pub fn bound_subjects(&self) -> BTreeSet<String> {
-        self.bindings.keys().map(ToString::to_string).collect()
     }
 }

@@ -135,6 +135,7 @@ impl Backend {
         dispatch!(self, b => b.take(key, window, limit).await)
     }
 
+    #[cfg(any(test, feature = "testing"))]
     pub(crate) async fn execute_raw(&self, sql: &str) -> Result<u64, StoreError> {
         dispatch!(self, b => b.execute_raw(sql).await)
     }

@@ -642,6 +642,7 @@ impl Store {
 
     /// Runs raw SQL against the store. For tests that tamper with the database as an attacker
     /// with direct access would.
+    #[cfg(any(test, feature = "testing"))]
     #[doc(hidden)]
     pub async fn execute_raw(&self, sql: &str) -> Result<u64, StoreError> {
         self.sink.settle_for_read().await?;

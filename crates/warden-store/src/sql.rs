@@ -505,6 +505,7 @@ macro_rules! shared_operations {
             Ok(changed == 1)
         }
 
+        #[cfg(any(test, feature = "testing"))]
         pub(crate) async fn execute_raw(&self, sql: &str) -> Result<u64, StoreError> {
             Ok(sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
                 .execute(&self.pool)
