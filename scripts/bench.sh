@@ -65,6 +65,7 @@
 #
 # Environment: CALLGRIND_KEEP (a directory: `instructions` and `guard` keep each build's
 # `callgrind_annotate --inclusive=yes` there, to see which functions a change made dearer),
+# KERNEL_EVENTS (`kernel`: perf events in place of its own list, comma-separated),
 # WARDEN_BIN (default: `cargo build --profile dist -p warden`), DURATION (default
 # 10s per round), ROUNDS (default 3), OUTPUT (table or json; default table), WARDEN_PREFIX (a
 # command run before `warden serve`, as `perf record -F 2999 -g -o perf.data --` to profile
@@ -561,6 +562,7 @@ kernel)
 	events="kmem:mm_page_alloc,syscalls:sys_enter_write,syscalls:sys_enter_writev"
 	events+=",syscalls:sys_enter_pwrite64,syscalls:sys_enter_ftruncate,syscalls:sys_enter_futex"
 	events+=",context-switches"
+	events="${KERNEL_EVENTS:-$events}"
 	for round in $(seq 1 "$rounds"); do
 		for build in 0 1; do
 			W="${*:2+build:1}"
