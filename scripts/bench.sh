@@ -140,7 +140,7 @@ cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 wait_for() {
 	local value=""
 	for _ in $(seq 1 600); do
-		value="$(sed -n "$2" "$1" | head -n1)"
+		value="$(sed -n "$2" "$1" | sed -n 1p)"
 		[[ -n "$value" ]] && break
 		kill -0 "$3" 2>/dev/null || break
 		sleep 0.1

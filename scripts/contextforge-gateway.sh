@@ -174,7 +174,7 @@ INIT=$(curl -s --max-time 30 "${MCP_H[@]}" -D "$HDRS" -X POST "$URL" \
     --data '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"contextforge-gateway.sh","version":"1"}}}') \
     || die "MCP initialize at $URL failed"
 [[ $INIT == *'"protocolVersion"'* ]] || die "MCP initialize at $URL: unexpected answer: ${INIT:0:300}"
-SESSION=$(tr -d '\r' <"$HDRS" | sed -n 's/^[Mm][Cc][Pp]-[Ss]ession-[Ii][Dd]: *//p' | head -n 1)
+SESSION=$(tr -d '\r' <"$HDRS" | sed -n 's/^[Mm][Cc][Pp]-[Ss]ession-[Ii][Dd]: *//p' | sed -n 1p)
 rm -f "$HDRS"
 [[ -n $SESSION ]] || die "MCP initialize at $URL returned no Mcp-Session-Id"
 S_H=(-H "Mcp-Session-Id: $SESSION" -H 'MCP-Protocol-Version: 2025-11-25')

@@ -37,7 +37,7 @@ if [[ -z "$profdata" ]]; then
 	done
 fi
 [[ -n "$profdata" ]] || die "no llvm-profdata found for LLVM $major (e.g. apt-get install llvm-$major)"
-tool_major="$("$profdata" merge --version 2>/dev/null | sed -n 's/.*LLVM version \([0-9]*\).*/\1/p' | head -n1)"
+tool_major="$("$profdata" merge --version 2>/dev/null | sed -n 's/.*LLVM version \([0-9]*\).*/\1/p' | sed -n 1p)"
 [[ -n "$tool_major" && "$tool_major" -eq "$major" ]] ||
 	die "$profdata is LLVM ${tool_major:-unknown}; rustc writes LLVM $major profiles"
 

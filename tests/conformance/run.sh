@@ -104,7 +104,7 @@ trap cleanup EXIT
 wait_for() {
 	local file="$1" expr="$2" pid="$3" value=""
 	for _ in $(seq 1 300); do
-		value="$(sed -n "$expr" "$file" | head -n1)"
+		value="$(sed -n "$expr" "$file" | sed -n 1p)"
 		[[ -n "$value" ]] && break
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1

@@ -222,7 +222,7 @@ node "$inspector" --cli "$url" --transport http --header "Authorization: Bearer 
 task_pid=$!
 id=""
 for _ in $(seq 1 60); do
-  id="$(comm -13 <(echo "$before") <(pending) | head -n1)"
+  id="$(comm -13 <(echo "$before") <(pending) | sed -n 1p)"
   [ -n "$id" ] && break
   sleep 0.5
 done

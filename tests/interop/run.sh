@@ -118,12 +118,12 @@ fi
 if [ "$status" = 0 ]; then
   decisions="$("$WARDEN_BIN" audit --data-dir "$data/wd" --kind decision --limit 100000 -o json)"
   for expected in '"tool":"notes__list_notes"' '"tool":"notes__add_note"'; do
-    if ! grep "$expected" <<<"$decisions" | grep -q '"decision":"allow"'; then
+    if ! grep "$expected" <<<"$decisions" | grep '"decision":"allow"' >/dev/null; then
       echo "run.sh: no allow decision for $expected in the audit trail" >&2
       status=1
     fi
   done
-  if ! grep '"tool":"notes__delete_note"' <<<"$decisions" | grep -q '"decision":"park"'; then
+  if ! grep '"tool":"notes__delete_note"' <<<"$decisions" | grep '"decision":"park"' >/dev/null; then
     echo "run.sh: the parked notes__delete_note is not in the audit trail" >&2
     status=1
   fi
