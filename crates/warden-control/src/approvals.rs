@@ -11,9 +11,9 @@
 
 use warden_core::approval::ApprovalStatus;
 use warden_core::capability::{APPROVALS_DECIDE, APPROVALS_READ};
-use warden_store::{Approval, ApprovalFilter, Store};
+use warden_store::{Approval, ApprovalFilter};
 
-use crate::{Caller, Refusal};
+use crate::{Caller, Control, Refusal};
 
 /// Whether `caller` reads every approval.
 pub fn reads_all(caller: &Caller) -> bool {
@@ -48,7 +48,7 @@ pub fn may_read(caller: &Caller, approval: &Approval) -> bool {
 /// The approvals of the given statuses (all when empty) that `caller` may read, oldest first,
 /// at most `limit` (default 100).
 pub async fn list(
-    store: &Store,
+    control: &Control,
     caller: &Caller,
     status: Vec<ApprovalStatus>,
     limit: Option<i64>,
@@ -61,13 +61,14 @@ pub async fn list(
             ..ApprovalFilter::default()
         },
     );
-    Ok(store.approvals(&filter).await?)
+    Ok(control.store().approvals(&filter).await?)
 }
 
 /// The approval `id`, when `caller` may read it; anyone else's answers like one that does not
 /// exist.
-pub async fn get(store: &Store, caller: &Caller, id: &str) -> Result<Approval, Refusal> {
-    store
+pub async fn get(control: &Control, caller: &Caller, id: &str) -> Result<Approval, Refusal> {
+    control
+        .store()
         .approval(id)
         .await?
         .filter(|a| may_read(caller, a))

@@ -1,13 +1,11 @@
 //! Kill switches (GOV-2 step 1): pull and release — the admin API, the console and
 //! `warden kill` / `warden delete killswitch` alike. Both need `killswitches:write`.
 
-use warden_core::capability::KILLSWITCHES_WRITE;
+use warden_core::capability::{CONFIG_READ, KILLSWITCHES_WRITE};
 use warden_core::config::{KillSwitchSpec, Kind, Located, Resource};
-use warden_core::time::Millis;
-use warden_store::Store;
 
 use crate::resources::{ChangeStatus, remove, write};
-use crate::{Caller, Refusal};
+use crate::{Caller, Control, Refusal};
 
 /// A pulled kill switch.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -20,6 +18,19 @@ pub struct Pulled {
     pub replaced: bool,
 }
 
+/// The kill switches pulled now, by key.
+pub async fn list(control: &Control, caller: &Caller) -> Result<Vec<KillSwitchSpec>, Refusal> {
+    caller.require(CONFIG_READ, "listing kill switches")?;
+    let (config, _) = control.store().load_config().await?;
+    Ok(config
+        .of_kind(Kind::KillSwitch)
+        .filter_map(|r| match r {
+            Resource::KillSwitch(k) => Some(k.clone()),
+            _ => None,
+        })
+        .collect())
+}
+
 /// Refuses a caller that may not pull a kill switch (`killswitches:write`): a door asks before
 /// it reads the kill switch, so that a refusal comes before any complaint about it.
 pub fn may_pull(caller: &Caller) -> Result<(), Refusal> {
@@ -28,10 +39,9 @@ pub fn may_pull(caller: &Caller) -> Result<(), Refusal> {
 
 /// Pulls `spec`: every call in its scope is refused (`KILL_SWITCH`) from the next call on.
 pub async fn pull(
-    store: &Store,
+    control: &Control,
     caller: &Caller,
     spec: KillSwitchSpec,
-    now: Millis,
 ) -> Result<Pulled, Refusal> {
     may_pull(caller)?;
     let resource = Resource::KillSwitch(spec);
@@ -40,7 +50,7 @@ pub async fn pull(
         source: None,
         resource,
     };
-    let applied = write(store, caller, vec![located], false, now).await?;
+    let applied = write(control, caller, vec![located], false).await?;
     Ok(Pulled {
         key,
         revision: applied.revision,
@@ -52,12 +62,7 @@ pub async fn pull(
 }
 
 /// Releases the kill switch `key`. The new revision.
-pub async fn release(
-    store: &Store,
-    caller: &Caller,
-    key: &str,
-    now: Millis,
-) -> Result<u64, Refusal> {
+pub async fn release(control: &Control, caller: &Caller, key: &str) -> Result<u64, Refusal> {
     caller.require(KILLSWITCHES_WRITE, "releasing a kill switch")?;
-    remove(store, caller, Kind::KillSwitch, key, now).await
+    remove(control, caller, Kind::KillSwitch, key).await
 }

@@ -8,16 +8,90 @@
 //! server to tell.
 
 pub mod approvals;
+pub mod audit;
 pub mod killswitches;
 pub mod resources;
+pub mod runs;
+pub mod tasks;
 pub mod tokens;
 
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use warden_core::authority::Authority;
 use warden_core::config::ConfigError;
+use warden_core::pipeline::Clock;
 use warden_core::principal::Principal;
-use warden_store::StoreError;
+use warden_core::time::Millis;
+use warden_store::{Store, StoreError};
+
+/// Told when a service has changed configuration or credentials, so that a running server
+/// sees the change at once rather than at its next poll of the store.
+pub trait Listener: Send + Sync {
+    /// The store changed; done when the listener has taken the change in.
+    fn changed(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>>;
+}
+
+/// What every service works with: the store it reads and writes, the clock it stamps with,
+/// and who hears of its changes. Each door holds one; only the services reach the store
+/// through it.
+#[derive(Clone)]
+pub struct Control {
+    store: Arc<Store>,
+    clock: Arc<dyn Clock>,
+    listener: Option<Arc<dyn Listener>>,
+}
+
+impl fmt::Debug for Control {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Control")
+            .field("store", &self.store)
+            .field("listener", &self.listener.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Control {
+    /// Services over `store`, stamping with `clock`, telling nobody of their changes (the
+    /// CLI's store-direct mode: a running server sees them at its next poll).
+    pub fn new(store: Arc<Store>, clock: Arc<dyn Clock>) -> Self {
+        Self {
+            store,
+            clock,
+            listener: None,
+        }
+    }
+
+    /// These services, telling `listener` of each change they write.
+    #[must_use]
+    pub fn with_listener(mut self, listener: Arc<dyn Listener>) -> Self {
+        self.listener = Some(listener);
+        self
+    }
+
+    /// The store's per-purpose secret `name` (created on first use), for what the doors sign
+    /// themselves (the console's sign-in and forms).
+    pub async fn shared_secret(&self, name: &str) -> Result<String, StoreError> {
+        self.store.shared_secret(name).await
+    }
+
+    pub(crate) fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub(crate) fn now(&self) -> Millis {
+        self.clock.now()
+    }
+
+    /// Tells the listener, if any, that the store changed.
+    pub(crate) async fn changed(&self) {
+        if let Some(listener) = &self.listener {
+            listener.changed().await;
+        }
+    }
+}
 
 /// Why configuration was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

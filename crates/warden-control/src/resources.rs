@@ -2,12 +2,9 @@
 //! `/resources`, and kill switches (`killswitches.rs`) built on them. Parsing the YAML or JSON
 //! is the door's; validating what it makes, writing it and saying what changed is here.
 
-use warden_core::capability::CONFIG_WRITE;
-use warden_core::config::{Config, Kind, Located};
-use warden_core::time::Millis;
-use warden_store::Store;
-
-use crate::{Caller, ConfigRefusal, Refusal};
+use crate::{Caller, ConfigRefusal, Control, Refusal};
+use warden_core::capability::{CONFIG_READ, CONFIG_WRITE};
+use warden_core::config::{Config, Kind, Located, Resource};
 
 /// What an apply does to one resource.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,6 +51,38 @@ pub struct Applied {
     pub written: bool,
 }
 
+/// Refuses a caller that may not read resources (`config:read`): a door asks before it reads
+/// the kind asked for, so that a refusal comes before any complaint about it.
+pub fn may_read(caller: &Caller) -> Result<(), Refusal> {
+    caller.require(CONFIG_READ, "reading resources")
+}
+
+/// Every applied resource of `kind`, in key order.
+pub async fn list(
+    control: &Control,
+    caller: &Caller,
+    kind: Kind,
+) -> Result<Vec<Resource>, Refusal> {
+    may_read(caller)?;
+    let (config, _) = control.store().load_config().await?;
+    Ok(config.of_kind(kind).cloned().collect())
+}
+
+/// The applied resource `kind`/`key`.
+pub async fn get(
+    control: &Control,
+    caller: &Caller,
+    kind: Kind,
+    key: &str,
+) -> Result<Resource, Refusal> {
+    may_read(caller)?;
+    let (config, _) = control.store().load_config().await?;
+    config
+        .get(kind, key)
+        .cloned()
+        .ok_or_else(|| Refusal::NotFound(format!("no {kind} named `{key}`")))
+}
+
 /// Refuses a caller that may not apply or delete resources (`config:write`), naming `what`:
 /// a door asks before it reads the resources, so that a refusal comes before any complaint
 /// about them.
@@ -66,25 +95,23 @@ pub fn may_write(caller: &Caller, what: &str) -> Result<(), Refusal> {
 /// for a `dry_run`, nor when every one is unchanged (validated all the same: an unchanged
 /// resource may reference something deleted since).
 pub async fn apply(
-    store: &Store,
+    control: &Control,
     caller: &Caller,
     resources: Vec<Located>,
     dry_run: bool,
-    now: Millis,
 ) -> Result<Applied, Refusal> {
     may_write(caller, "applying resources")?;
-    write(store, caller, resources, dry_run, now).await
+    write(control, caller, resources, dry_run).await
 }
 
 /// [`apply`] without its capability check, for the services built on it.
 pub(crate) async fn write(
-    store: &Store,
+    control: &Control,
     caller: &Caller,
     resources: Vec<Located>,
     dry_run: bool,
-    now: Millis,
 ) -> Result<Applied, Refusal> {
-    let (current, revision) = store.load_config().await?;
+    let (current, revision) = control.store().load_config().await?;
     let changes: Vec<Change> = resources
         .iter()
         .map(|r| Change {
@@ -116,10 +143,12 @@ pub(crate) async fn write(
             written: false,
         });
     }
-    let revision = store
-        .apply(to_write, &caller.actor(), now)
+    let revision = control
+        .store()
+        .apply(to_write, &caller.actor(), control.now())
         .await?
         .map_err(rejected)?;
+    control.changed().await;
     Ok(Applied {
         revision,
         changes,
@@ -129,33 +158,34 @@ pub(crate) async fn write(
 
 /// Deletes the resource `kind`/`key`; refused while others reference it. The new revision.
 pub async fn delete(
-    store: &Store,
+    control: &Control,
     caller: &Caller,
     kind: Kind,
     key: &str,
-    now: Millis,
 ) -> Result<u64, Refusal> {
     may_write(caller, "deleting resources")?;
-    remove(store, caller, kind, key, now).await
+    remove(control, caller, kind, key).await
 }
 
 /// [`delete`] without its capability check, for the services built on it.
 pub(crate) async fn remove(
-    store: &Store,
+    control: &Control,
     caller: &Caller,
     kind: Kind,
     key: &str,
-    now: Millis,
 ) -> Result<u64, Refusal> {
-    let (config, _) = store.load_config().await?;
+    let (config, _) = control.store().load_config().await?;
     if !config.contains(kind, key) {
         return Err(Refusal::NotFound(format!("no {kind} named `{key}`")));
     }
-    store
-        .delete(kind, key, &caller.actor(), now)
+    let revision = control
+        .store()
+        .delete(kind, key, &caller.actor(), control.now())
         .await?
         .map_err(|errors| Refusal::Config {
             refusal: ConfigRefusal::InUse,
             errors,
-        })
+        })?;
+    control.changed().await;
+    Ok(revision)
 }

@@ -27,10 +27,10 @@ use warden_core::config::Kind;
 use warden_core::name::Name;
 use warden_core::policy::Policy;
 use warden_core::principal::{Credential, CredentialKind, Principal};
-use warden_core::time::{Millis, parse_duration};
-use warden_store::{NewToken, Store, TokenRequest};
+use warden_core::time::parse_duration;
+use warden_store::{NewToken, TokenRequest};
 
-use crate::{Caller, Refusal};
+use crate::{Caller, Control, Refusal};
 
 /// The longest description a token keeps.
 pub const MAX_DESCRIPTION: usize = 200;
@@ -147,12 +147,12 @@ pub fn within(creator: &Authority, minted: &Authority) -> Result<(), Refusal> {
 
 /// Creates a token for `draft`; its secret is in the answer only (AUTH-1).
 pub async fn create(
-    store: &Store,
+    control: &Control,
     policy: &Policy,
     caller: &Caller,
     draft: &TokenDraft,
-    now: Millis,
 ) -> Result<NewToken, Refusal> {
+    let now = control.now();
     caller.require(TOKENS_WRITE, "creating tokens")?;
     let request = draft.check()?;
     for_principal(caller, &request.principal, "creating a token for")?;
@@ -190,17 +190,22 @@ pub async fn create(
             resolve(policy, &minted, None).map_err(|e| Refusal::Unprocessable(e.to_string()))?;
         within(creator, &minted)?;
     }
-    Ok(store.create_token(request, &caller.actor(), now).await?)
+    let token = control
+        .store()
+        .create_token(request, &caller.actor(), now)
+        .await?;
+    control.changed().await;
+    Ok(token)
 }
 
 /// The tokens `caller` may see, oldest first, without secrets: every one with `tokens:read`;
 /// with `tokens:write` alone, those of its own principal.
-pub async fn list(store: &Store, caller: &Caller) -> Result<Vec<Credential>, Refusal> {
+pub async fn list(control: &Control, caller: &Caller) -> Result<Vec<Credential>, Refusal> {
     let all = caller.holds(TOKENS_READ);
     if !all && !caller.holds(TOKENS_WRITE) {
         caller.require(TOKENS_READ, "listing tokens")?;
     }
-    let mut credentials = store.credentials().await?;
+    let mut credentials = control.store().credentials().await?;
     if !all {
         credentials.retain(|c| caller.principal() == Some(&c.principal));
     }
@@ -209,24 +214,25 @@ pub async fn list(store: &Store, caller: &Caller) -> Result<Vec<Credential>, Ref
 
 /// Revokes the token `id`: refused from its next use on, by sessions already open too
 /// (RUN-8). Revoking twice keeps the first time. Answers the token as it was.
-pub async fn revoke(
-    store: &Store,
-    caller: &Caller,
-    id: &str,
-    now: Millis,
-) -> Result<Credential, Refusal> {
+pub async fn revoke(control: &Control, caller: &Caller, id: &str) -> Result<Credential, Refusal> {
     caller.require(TOKENS_WRITE, "revoking tokens")?;
     let not_found = || Refusal::NotFound(format!("no token with id `{id}`"));
-    let token = store
+    let token = control
+        .store()
         .credentials()
         .await?
         .into_iter()
         .find(|c| c.id == id)
         .ok_or_else(not_found)?;
     for_principal(caller, &token.principal, "revoking a token of")?;
-    if !store.revoke_token(id, &caller.actor(), now).await? {
+    if !control
+        .store()
+        .revoke_token(id, &caller.actor(), control.now())
+        .await?
+    {
         return Err(not_found());
     }
+    control.changed().await;
     Ok(token)
 }
 

@@ -31,6 +31,21 @@ pub const TOKENS_WRITE: &str = "tokens:write";
 /// Creating and revoking tokens of any principal (AUTH-2). Granted only by name or by `*`.
 pub const TOKENS_ANY: &str = "tokens:any";
 
+/// Reading, exporting and verifying the audit trail (AUD-4).
+pub const AUDIT_READ: &str = "audit:read";
+/// Reading runs and their calls, unattended agent runs included.
+pub const RUNS_READ: &str = "runs:read";
+/// Starting agent runs by hand.
+pub const AGENTS_RUN: &str = "agents:run";
+/// Explaining calls of other principals, with the rules of hidden tools (GOV-7).
+pub const EXPLAIN_ANY: &str = "explain:any";
+/// Reading the tool inventory (GOV-5).
+pub const TOOLS_INVENTORY: &str = "tools:inventory";
+/// Reading the tasks of a workspace (per workspace, with the project's tools).
+pub const TASKS_READ: &str = "tasks:read";
+/// Creating tasks (per workspace, with the project's tools; TASK-2).
+pub const TASKS_CREATE: &str = "tasks:create";
+
 /// Capabilities that let a principal act as another one. A pattern grants one of these only
 /// when it names it exactly or is the whole `*`: `tokens:*` reads as "everything about my own
 /// tokens", and a role written before such a capability existed must not gain it silently.

@@ -6,7 +6,7 @@
 //! agent's memberships. The credential is revoked when the run ends or times out.
 //!
 //! A run bound to a task is a *session* (TASK-1): its surface is the task's workspace, and its
-//! runner starts in the task's environment ([`crate::environments`]) with `WARDEN_TASK_ID` and
+//! runner starts in the task's environment ([`warden_work::environments`]) with `WARDEN_TASK_ID` and
 //! `WARDEN_WORKSPACE` beside the run's variables.
 //!
 //! Missed schedules are not replayed: after downtime (or a busy moment), a schedule fires at
@@ -27,8 +27,8 @@ use warden_core::pipeline::Clock as _;
 use warden_core::principal::{CredentialKind, Principal, Provenance};
 use warden_core::time::Millis;
 use warden_mcp::Gateway;
-use warden_mcp::clock::SystemClock;
-use warden_mcp::secrets::Secrets;
+use warden_runtime::Secrets;
+use warden_runtime::SystemClock;
 use warden_store::{AgentRun, TokenRequest};
 
 /// Default time a run may take.
@@ -400,7 +400,7 @@ impl Runner {
             .cloned()
             .ok_or_else(|| "this server has no directory for environments".to_owned())?;
         let snapshot = self.gateway.snapshot();
-        let dir = crate::environments::prepare(store, &snapshot.policy, &root, &task).await?;
+        let dir = warden_work::environments::prepare(store, &snapshot.policy, &root, &task).await?;
         Ok((dir, task.workspace))
     }
 

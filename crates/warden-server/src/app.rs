@@ -176,7 +176,7 @@ fn routes(state: Arc<AppState>, shutdown: CancellationToken) -> (Router, Endpoin
             authenticate,
         ));
     let router = Router::new()
-        .merge(console::routes(store.clone()))
+        .merge(console::routes(state.control.clone()))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))

@@ -9,7 +9,7 @@ use rmcp::transport::streamable_http_server::session::{
     SessionState, SessionStore, SessionStoreError,
 };
 use warden_core::pipeline::Clock as _;
-use warden_mcp::clock::SystemClock;
+use warden_runtime::SystemClock;
 use warden_store::Store;
 
 /// The sessions of one store.

@@ -29,8 +29,8 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use tokio_util::sync::CancellationToken;
 use warden_core::pipeline::Clock as _;
 use warden_core::time::Millis;
-use warden_mcp::clock::SystemClock;
 use warden_mcp::{AgentRoute, Authenticated};
+use warden_runtime::SystemClock;
 use warden_store::Store;
 
 static MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");

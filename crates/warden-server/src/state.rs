@@ -5,7 +5,9 @@ use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use warden_control::{Control, Listener};
 use warden_mcp::Gateway;
+use warden_runtime::SystemClock;
 
 use crate::agents::Runner;
 use crate::hosts::HostPolicy;
@@ -26,6 +28,8 @@ pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 pub struct AppState {
     /// The gateway.
     pub gateway: Arc<Gateway>,
+    /// The operator services, over the gateway's store; the gateway hears of their changes.
+    pub control: Control,
     /// Which `Host` and `Origin` headers are accepted.
     pub hosts: HostPolicy,
     /// Starts agent runs (scheduled and manual).
@@ -56,8 +60,11 @@ impl AppState {
             gateway.clone(),
             gateway.upstreams().secrets().clone(),
         ));
+        let control = Control::new(gateway.store().clone(), Arc::new(SystemClock))
+            .with_listener(Arc::new(Refresh(gateway.clone())));
         Self {
             gateway,
+            control,
             hosts,
             runner,
             auth_failures: FailureLimiter::default(),
@@ -120,5 +127,14 @@ impl AppState {
     pub(crate) fn origins(&self) -> &Origins {
         static NONE: Origins = Origins::NONE;
         self.origins.get().unwrap_or(&NONE)
+    }
+}
+
+/// Makes the gateway reload configuration and credentials when a service changed them.
+struct Refresh(Arc<Gateway>);
+
+impl Listener for Refresh {
+    fn changed(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
+        Box::pin(self.0.refresh())
     }
 }

@@ -6,6 +6,8 @@
 //! The server masks them with its live catalog; on the store, they are the very copy the audit
 //! trail kept of the call that parked the approval, which the same rule made.
 
+use std::sync::Arc;
+
 use serde_json::{Value, json};
 use warden_control::{Caller, approvals};
 use warden_core::approval::ApprovalStatus;
@@ -13,7 +15,7 @@ use warden_store::{Approval, AuditFilter, Store};
 
 use crate::api::Api;
 use crate::cli::{ApprovalDecideArgs, ApprovalsCommand, Output};
-use crate::common::{cli_actor, open_existing, usage};
+use crate::common::{cli_actor, control, open_existing, usage};
 use crate::output;
 use crate::target::{Reach, Side, Target, resolve};
 use crate::views::{cell, field, items, time_cell, to_value, unstring};
@@ -27,11 +29,12 @@ pub(crate) async fn run(cmd: ApprovalsCommand) -> anyhow::Result<()> {
             let status = args.status.as_deref().map(statuses).transpose()?;
             let list = match resolve(&args.target, READ).await? {
                 Target::Store(location) => {
-                    let store = open_existing(&location).await?;
+                    let store = Arc::new(open_existing(&location).await?);
                     let caller = Caller::Operator(cli_actor());
                     let mut list = Vec::new();
+                    let control = control(store.clone());
                     for a in
-                        approvals::list(&store, &caller, status.unwrap_or_default(), None).await?
+                        approvals::list(&control, &caller, status.unwrap_or_default(), None).await?
                     {
                         list.push(view(&store, a).await?);
                     }
@@ -48,9 +51,9 @@ pub(crate) async fn run(cmd: ApprovalsCommand) -> anyhow::Result<()> {
         ApprovalsCommand::Get(args) => {
             let a = match resolve(&args.target, READ).await? {
                 Target::Store(location) => {
-                    let store = open_existing(&location).await?;
+                    let store = Arc::new(open_existing(&location).await?);
                     let caller = Caller::Operator(cli_actor());
-                    let a = approvals::get(&store, &caller, &args.id).await?;
+                    let a = approvals::get(&control(store.clone()), &caller, &args.id).await?;
                     view(&store, a).await?
                 }
                 Target::Server(api) => api.get(&["approvals", &args.id], &[]).await?,

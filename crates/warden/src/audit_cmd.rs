@@ -6,6 +6,7 @@
 use std::io::Write as _;
 
 use serde_json::Value;
+use warden_control::{Caller, Control, audit};
 use warden_core::audit::AuditRecord;
 use warden_core::audit::checkpoint::Checkpoint;
 use warden_store::{AuditFilter, read_checkpoints};
@@ -13,7 +14,7 @@ use warden_store::{AuditFilter, read_checkpoints};
 use crate::api::Api;
 use crate::audit_verify::key_at;
 use crate::cli::{AuditArgs, AuditCommand, CheckpointCommand, Output, VerifyKeyArgs};
-use crate::common::{audit_key_path, now, open_existing, usage};
+use crate::common::{audit_key_path, cli_actor, control, now, open_existing, usage};
 use crate::output;
 use crate::progress::Progress;
 use crate::target::{Reach, Side, Target, resolve};
@@ -103,9 +104,9 @@ async fn list(args: &AuditArgs) -> anyhow::Result<()> {
     let mut shown = Shown::new(args.output);
     let read = match resolve(&args.target, Reach::Both(Side::Store)).await? {
         Target::Store(location) => {
-            let store = open_existing(&location).await?;
+            let control = control(open_existing(&location).await?);
             let (mut progress, mut done) = (None, 0);
-            let read = read_pages(&store, &filter, args.limit, |page, total| {
+            let read = read_pages(&control, &filter, args.limit, |page, total| {
                 let bar = progress
                     .get_or_insert_with(|| Progress::for_output(total, "records", args.output));
                 done += page.len() as u64;
@@ -160,20 +161,24 @@ struct Read {
 /// (for a progress bar). The records that match are counted only when there may be more than
 /// one page.
 async fn read_pages(
-    store: &warden_store::Store,
+    control: &Control,
     filter: &AuditFilter,
     limit: i64,
     mut each: impl FnMut(Vec<AuditRecord>, u64) -> anyhow::Result<()>,
 ) -> anyhow::Result<Read> {
+    let caller = Caller::Operator(cli_actor());
     let first = PAGE.min(limit);
-    let mut page = store
-        .audit(&AuditFilter {
+    let mut page = audit::records(
+        control,
+        &caller,
+        &AuditFilter {
             limit: Some(first),
             ..filter.clone()
-        })
-        .await?;
+        },
+    )
+    .await?;
     let matching = if page.len() as i64 == first {
-        store.count_audit(filter).await?
+        audit::count(control, &caller, filter).await?
     } else {
         page.len() as i64
     };
@@ -187,13 +192,16 @@ async fn read_pages(
         let (true, Some(cursor)) = (full && listed < limit, cursor) else {
             break;
         };
-        page = store
-            .audit(&AuditFilter {
+        page = audit::records(
+            control,
+            &caller,
+            &AuditFilter {
                 after_seq: Some(cursor),
                 limit: Some(PAGE.min(limit - listed)),
                 ..filter.clone()
-            })
-            .await?;
+            },
+        )
+        .await?;
     }
     let matching = matching.max(listed);
     Ok(Read {

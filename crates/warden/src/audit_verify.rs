@@ -4,12 +4,14 @@
 //! and checkpoint file. Both paths end in a [`Verified`] (or the break), printed by one function.
 
 use serde_json::{Value, json};
+use warden_control::Caller;
+use warden_control::audit::{self, Verification};
 use warden_core::audit::checkpoint::Checkpoint;
 use warden_store::{AuditKey, StoreError, read_checkpoints};
 
 use crate::api::Api;
 use crate::cli::{TargetArgs, VerifyArgs};
-use crate::common::{audit_key_path, open_existing, usage};
+use crate::common::{audit_key_path, cli_actor, control, open_existing, usage};
 use crate::output;
 use crate::progress::Progress;
 use crate::target::{Reach, Side, Target, resolve};
@@ -80,38 +82,43 @@ fn anchor_file(file: &std::path::Path) -> anyhow::Result<(String, Vec<Checkpoint
 async fn on_store(v: &VerifyArgs, location: &warden_store::Location) -> anyhow::Result<Verified> {
     let store = open_existing(location).await?;
     let progress = Progress::new(store.audit_head().await?.unsigned_abs(), "records verified");
-    let records = store
-        .verify_audit_with(|n| progress.set(n))
-        .await?
-        .map_err(|b| anyhow::anyhow!("{b}"))?;
-    progress.finish();
     let key_path = audit_key_path(v.audit_key.as_deref(), location)?;
     let key = key_at(&key_path)?;
     let (trusted, mut candidates) = match &v.anchor {
-        Some(file) => anchor_file(file)?,
-        None => match &key {
-            Some(key) => (key.public_key(), Vec::new()),
-            None => {
-                return Ok(Verified {
-                    records,
-                    end: End::Unanchored(format!(
-                        "no audit key at {} (`warden serve` creates one; or pass --anchor FILE)",
-                        key_path.display()
-                    )),
-                });
-            }
-        },
+        Some(file) => {
+            let (trusted, anchor) = anchor_file(file)?;
+            (Some(trusted), anchor)
+        }
+        None => (key.as_ref().map(AuditKey::public_key), Vec::new()),
     };
-    if let Some(key) = &key {
-        candidates.extend(read_checkpoints(&key.checkpoint_file())?);
+    if let (Some(key), Some(trusted)) = (&key, &trusted) {
+        candidates.extend(
+            read_checkpoints(&key.checkpoint_file())?
+                .into_iter()
+                .filter(|c| &c.key == trusted),
+        );
     }
-    let end = match store.verify_anchor(&trusted, candidates).await? {
-        Ok(Some(c)) => End::Anchored {
+    let caller = Caller::Operator(cli_actor());
+    let verification = audit::verify(&control(store), &caller, trusted, candidates, |n| {
+        progress.set(n)
+    })
+    .await?;
+    progress.finish();
+    let (records, end) = match verification {
+        Verification::Broken(b) => return Err(anyhow::anyhow!("{b}")),
+        Verification::Intact { records, end } => (records, end),
+    };
+    let end = match end {
+        audit::End::Anchored(c) => End::Anchored {
             seq: c.seq,
             at: c.at.0,
         },
-        Ok(None) => End::NoCheckpoint,
-        Err(problem) => return Err(anyhow::anyhow!("{problem}")),
+        audit::End::NoCheckpoint => End::NoCheckpoint,
+        audit::End::Unanchored => End::Unanchored(format!(
+            "no audit key at {} (`warden serve` creates one; or pass --anchor FILE)",
+            key_path.display()
+        )),
+        audit::End::Problem(problem) => return Err(anyhow::anyhow!("{problem}")),
     };
     Ok(Verified { records, end })
 }

@@ -2,10 +2,14 @@
 //! configuration files, the clock.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::Context as _;
+use warden_control::Control;
 use warden_core::config::{ConfigError, Kind, Located, parse_documents};
+use warden_core::pipeline::Clock as _;
 use warden_core::time::Millis;
+use warden_runtime::SystemClock;
 use warden_store::{Location, Store};
 
 /// A usage or configuration error: exit status 2.
@@ -98,7 +102,13 @@ fn opened(
 }
 
 pub(crate) fn now() -> Millis {
-    Millis(chrono::Utc::now().timestamp_millis())
+    SystemClock.now()
+}
+
+/// The operator services over `store`, which has no server to tell of changes: a server on
+/// the same store sees them at its next poll.
+pub(crate) fn control(store: impl Into<Arc<Store>>) -> Control {
+    Control::new(store.into(), Arc::new(SystemClock))
 }
 
 /// Who is acting, for operator records in the audit trail.

@@ -17,7 +17,7 @@ use warden_store::{Location, Store};
 use crate::api::Failure;
 use crate::cli::{ApplyArgs, ConfigCommand, DeleteArgs, GetArgs, KillArgs, Output};
 use crate::common::{
-    cli_actor, config_errors, now, open, open_existing, parse_config_texts, parse_kind,
+    cli_actor, config_errors, control, open, open_existing, parse_config_texts, parse_kind,
     read_config_files, read_config_texts, usage,
 };
 use crate::output;
@@ -52,7 +52,7 @@ pub(crate) async fn apply(args: ApplyArgs) -> anyhow::Result<()> {
     }
     let applied = match resolve(&args.target, REACH).await? {
         Target::Store(location) => {
-            apply_on(&open(&location).await?, resources, args.dry_run).await?
+            apply_on(open(&location).await?, resources, args.dry_run).await?
         }
         Target::Server(api) => {
             // The files as they are, named as here, so that the server's errors name them so.
@@ -76,13 +76,9 @@ pub(crate) async fn apply(args: ApplyArgs) -> anyhow::Result<()> {
 }
 
 /// An apply on the store, by the one service the admin API calls too.
-async fn apply_on(
-    store: &Store,
-    resources: Vec<Located>,
-    dry_run: bool,
-) -> anyhow::Result<Applied> {
+async fn apply_on(store: Store, resources: Vec<Located>, dry_run: bool) -> anyhow::Result<Applied> {
     let caller = Caller::Operator(cli_actor());
-    let applied = warden_control::resources::apply(store, &caller, resources, dry_run, now())
+    let applied = warden_control::resources::apply(&control(store), &caller, resources, dry_run)
         .await
         .map_err(|e| match e {
             Refusal::Config { errors, .. } => config_errors(&errors),
@@ -333,7 +329,7 @@ pub(crate) async fn delete(args: DeleteArgs) -> anyhow::Result<()> {
 async fn delete_on(location: &Location, kind: Kind, key: &str) -> anyhow::Result<()> {
     let store = open_existing(location).await?;
     let caller = Caller::Operator(cli_actor());
-    warden_control::resources::delete(&store, &caller, kind, key, now())
+    warden_control::resources::delete(&control(store), &caller, kind, key)
         .await
         .map_err(|e| match e {
             Refusal::Config { errors, .. } => usage(still_referenced(kind, key, &errors)),
@@ -408,7 +404,7 @@ pub(crate) async fn kill(args: KillArgs) -> anyhow::Result<()> {
     let pulled: Result<String, Vec<ConfigError>> = match resolve(&args.target, REACH).await? {
         Target::Store(location) => {
             let caller = Caller::Operator(cli_actor());
-            match killswitches::pull(&open(&location).await?, &caller, spec, now()).await {
+            match killswitches::pull(&control(open(&location).await?), &caller, spec).await {
                 Ok(pulled) => Ok(pulled.key),
                 Err(Refusal::Config { errors, .. }) => Err(errors),
                 Err(e) => return Err(e.into()),

@@ -2,9 +2,10 @@
 //! store or through `/api/v1/runs`: both paths give the API's shapes, printed by one function.
 
 use serde_json::Value;
+use warden_control::{Caller, runs};
 
 use crate::cli::{DescribeArgs, GetArgs, Output};
-use crate::common::{open_existing, parse_kind};
+use crate::common::{cli_actor, control, open_existing, parse_kind};
 use crate::output;
 use crate::target::{Reach, Side, Target, resolve};
 use crate::views::{cell, field, items, time_cell, to_value, unstring};
@@ -18,7 +19,9 @@ const LIMIT: i64 = 100;
 pub(crate) async fn list(args: GetArgs) -> anyhow::Result<()> {
     let answer = match resolve(&args.target, REACH).await? {
         Target::Store(location) => {
-            to_value(&open_existing(&location).await?.runs(None, LIMIT).await?)?
+            let control = control(open_existing(&location).await?);
+            let caller = Caller::Operator(cli_actor());
+            to_value(&runs::list(&control, &caller, None, LIMIT).await?)?
         }
         Target::Server(api) => api.get(&["runs"], &[("limit", LIMIT.to_string())]).await?,
     };
@@ -71,11 +74,9 @@ pub(crate) async fn describe(args: DescribeArgs) -> anyhow::Result<()> {
     }
     let run = match target {
         Target::Store(location) => {
-            let run = open_existing(&location)
-                .await?
-                .describe_run(&args.name)
-                .await?
-                .ok_or_else(|| anyhow::anyhow!("no run `{}`", args.name))?;
+            let control = control(open_existing(&location).await?);
+            let caller = Caller::Operator(cli_actor());
+            let run = runs::get(&control, &caller, &args.name).await?;
             let mut run = to_value(&run)?;
             if let Some(lifecycle) = run.get_mut("lifecycle") {
                 unstring(lifecycle, &["requestedBy"]);

@@ -77,7 +77,7 @@ pub(crate) async fn describe(id: &str, target: Target, output: Output) -> anyhow
                 .task(id)
                 .await?
                 .ok_or_else(|| anyhow::anyhow!("no task `{id}`"))?;
-            let environment = warden_mcp::work::effective_environment(&store, &task).await?;
+            let environment = warden_work::tasks::effective_environment(&store, &task).await?;
             let mut sessions = to_value(&store.runs_of_task(&task.id).await?)?;
             if let Some(sessions) = sessions.as_array_mut() {
                 for s in sessions {

@@ -14,7 +14,7 @@ use warden_store::Location;
 
 use crate::api::Failure;
 use crate::cli::{Output, TokenCommand, TokenCreateArgs};
-use crate::common::{cli_actor, now, open, open_existing, usage};
+use crate::common::{cli_actor, control, now, open, open_existing, usage};
 use crate::output;
 use crate::target::{Reach, Side, Target, resolve};
 
@@ -95,7 +95,7 @@ pub(crate) async fn run(cmd: TokenCommand) -> anyhow::Result<()> {
                     let store = open_existing(&location).await?;
                     let caller = Caller::Operator(cli_actor());
                     let now = now();
-                    tokens::list(&store, &caller)
+                    tokens::list(&control(store), &caller)
                         .await
                         .map_err(refused)?
                         .iter()
@@ -141,7 +141,7 @@ pub(crate) async fn run(cmd: TokenCommand) -> anyhow::Result<()> {
                 Target::Store(location) => {
                     let store = open_existing(&location).await?;
                     let caller = Caller::Operator(cli_actor());
-                    tokens::revoke(&store, &caller, &args.id, now())
+                    tokens::revoke(&control(store), &caller, &args.id)
                         .await
                         .map_err(refused)?;
                     true
@@ -219,12 +219,11 @@ async fn create(args: &TokenCreateArgs) -> anyhow::Result<Created> {
     let (config, revision) = store.load_config().await?;
     let policy = Policy::compile(config, revision);
     let caller = Caller::Operator(cli_actor());
-    let now = now();
-    let token = tokens::create(&store, &policy, &caller, &draft, now)
+    let token = tokens::create(&control(store), &policy, &caller, &draft)
         .await
         .map_err(refused)?;
     Ok(Created {
-        token: ApiToken::of(&token.credential, now),
+        token: ApiToken::of(&token.credential, now()),
         secret: token.secret,
     })
 }

@@ -27,7 +27,7 @@ use warden_store::{Approval, ApprovalFilter, Transition};
 use super::authority::Authorities;
 use super::execution::GatewayExecutor;
 use super::live::Live;
-use crate::clock::SystemClock;
+use warden_runtime::SystemClock;
 
 /// A decision on a parked call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

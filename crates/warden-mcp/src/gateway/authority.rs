@@ -11,7 +11,7 @@ use warden_core::policy::Policy;
 use warden_core::principal::{Credential, CredentialRejection, TokenHash, looks_like_token};
 
 use super::live::Snapshot;
-use crate::clock::SystemClock;
+use warden_runtime::SystemClock;
 
 /// How many resolved authorities are kept before the memo starts over.
 const MAX_RESOLVED: usize = 4096;

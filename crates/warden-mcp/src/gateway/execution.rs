@@ -26,8 +26,8 @@ use warden_core::tool::{ToolDescriptor, ToolSource};
 use super::live::{Live, Snapshot};
 use crate::builtin;
 use crate::client::ClientContext;
-use crate::clock::SystemClock;
 use crate::upstream::UpstreamAnswer;
+use warden_runtime::SystemClock;
 
 /// Executes admitted calls against one snapshot: built-in tools, or the upstream's exit.
 #[derive(Debug)]
@@ -252,7 +252,7 @@ impl Executor for GatewayExecutor<'_> {
                 // otherwise nests every call's future past the compiler's depth limit once the
                 // governed call runs inside its trace span. The tasks tools make several
                 // store round trips per call; one allocation more is nothing beside them.
-                Box::pin(crate::work::execute(
+                Box::pin(warden_work::tasks::execute(
                     tool,
                     call.args,
                     call.authority,

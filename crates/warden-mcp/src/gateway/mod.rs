@@ -33,8 +33,8 @@ use warden_store::{Approval, Store};
 
 use crate::builtin;
 use crate::client::ClientContext;
-use crate::secrets::Secrets;
 use crate::upstream::Upstreams;
+use warden_runtime::Secrets;
 
 mod approvals;
 mod authority;

@@ -20,8 +20,8 @@ use warden_core::pipeline::{Clock as _, interrupted_record};
 use warden_core::time::Millis;
 
 use super::live::Live;
-use crate::clock::SystemClock;
 use crate::upstream::DEFAULT_CALL_TIMEOUT;
+use warden_runtime::SystemClock;
 
 /// How often the chain is swept.
 const SWEEP_EVERY: Duration = Duration::from_secs(30);

@@ -24,7 +24,7 @@ use warden_core::config::UpstreamSpec;
 use warden_core::name::Name;
 use warden_store::Store;
 
-use crate::secrets::Secrets;
+use warden_runtime::Secrets;
 
 mod exit;
 mod failure;

@@ -33,7 +33,7 @@ use warden_store::Store;
 
 use super::subscriptions::Subscriptions;
 use crate::client::{Relay, Reply};
-use crate::clock::SystemClock;
+use warden_runtime::SystemClock;
 
 /// How long after a call ends a log message of its upstream still counts as the call's.
 const JUST_ENDED: Duration = Duration::from_secs(1);

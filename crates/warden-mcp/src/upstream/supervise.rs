@@ -27,7 +27,7 @@ use super::relays::{UpstreamClient, client_config};
 use super::slot::{Connection, LIST_TIMEOUT, Offer, UpstreamSlot};
 use super::stdio;
 use crate::http_client::{handshake_failure, request_failure};
-use crate::secrets::Secrets;
+use warden_runtime::Secrets;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
 const REFRESH_EVERY: Duration = Duration::from_secs(30);

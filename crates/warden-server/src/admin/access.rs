@@ -15,31 +15,30 @@ use warden_core::principal::Credential;
 use super::error::ApiError;
 use crate::state::AppState;
 
-/// Pulling and releasing kill switches.
-pub(crate) use warden_core::capability::KILLSWITCHES_WRITE;
-/// Reading configuration resources, and applying and deleting them.
-pub(crate) use warden_core::capability::{CONFIG_READ, CONFIG_WRITE};
-/// Listing tokens (never their secrets); creating and revoking them, of one's own principal
-/// or (`tokens:any`) of any.
-pub(crate) use warden_core::capability::{TOKENS_READ, TOKENS_WRITE};
-/// Reading, exporting and verifying the audit trail (AUD-4).
-pub(crate) const AUDIT_READ: &str = "audit:read";
-/// Reading runs and their calls.
-pub const RUNS_READ: &str = "runs:read";
+/// Starting agent runs by hand.
+pub use warden_core::capability::AGENTS_RUN;
 /// Deciding approvals (APR-4), with a scope covering the action.
 pub(crate) use warden_core::capability::APPROVALS_DECIDE;
 /// Reading every approval (requesters always see their own).
 pub use warden_core::capability::APPROVALS_READ;
-/// Starting agent runs by hand.
-pub const AGENTS_RUN: &str = "agents:run";
+/// Reading, exporting and verifying the audit trail (AUD-4).
+pub(crate) use warden_core::capability::AUDIT_READ;
 /// Explaining calls of other principals, with the rules of hidden tools (GOV-7).
-pub const EXPLAIN_ANY: &str = "explain:any";
+pub use warden_core::capability::EXPLAIN_ANY;
+/// Pulling and releasing kill switches.
+pub(crate) use warden_core::capability::KILLSWITCHES_WRITE;
+/// Reading runs and their calls.
+pub use warden_core::capability::RUNS_READ;
 /// Reading the tool inventory (GOV-5).
-pub const TOOLS_INVENTORY: &str = "tools:inventory";
-/// Reading the tasks of a workspace (per workspace, with the project's tools).
-pub(crate) const TASKS_READ: &str = "tasks:read";
-/// Creating tasks (per workspace, with the project's tools; TASK-2).
-pub(crate) const TASKS_CREATE: &str = "tasks:create";
+pub use warden_core::capability::TOOLS_INVENTORY;
+/// Reading configuration resources, and applying and deleting them.
+pub(crate) use warden_core::capability::{CONFIG_READ, CONFIG_WRITE};
+/// Reading the tasks of a workspace, and creating tasks (per workspace, with the project's
+/// tools; TASK-2).
+pub(crate) use warden_core::capability::{TASKS_CREATE, TASKS_READ};
+/// Listing tokens (never their secrets); creating and revoking them, of one's own principal
+/// or (`tokens:any`) of any.
+pub(crate) use warden_core::capability::{TOKENS_READ, TOKENS_WRITE};
 
 /// How an operation uses its capability.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -11,13 +11,14 @@ use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
+use warden_control::{Caller, runs};
 use warden_core::config::{AgentSpec, Kind, Resource, RunnerSpec};
 use warden_core::cron::Schedule as Cron;
 use warden_core::pipeline::Clock as _;
 use warden_mcp::Authenticated;
-use warden_mcp::clock::SystemClock;
+use warden_runtime::SystemClock;
 
-use super::access::{AGENTS_RUN, CONFIG_READ, RUNS_READ, caller_holding};
+use super::access::{AGENTS_RUN, CONFIG_READ, caller_holding, own_authority};
 use super::error::{ApiError, ErrorBody};
 use super::runs::Lifecycle;
 use crate::agents::{RunError, Trigger};
@@ -207,14 +208,14 @@ pub(crate) async fn runs(
     query: Result<Query<AgentRunsQuery>, QueryRejection>,
 ) -> Result<Json<Vec<Lifecycle>>, ApiError> {
     let Query(q) = query?;
-    caller_holding(&state, &credential, RUNS_READ, "listing agent runs")?;
-    if state.gateway.snapshot().policy.agent(&agent).is_none() {
-        return Err(ApiError::not_found(format!("no agent named `{agent}`")));
-    }
-    let runs = state
-        .gateway
-        .store()
-        .agent_runs(Some(&agent), q.limit.unwrap_or(50))
-        .await?;
+    let caller = Caller::Credential(own_authority(&state, &credential)?);
+    let runs = runs::agent_runs(
+        &state.control,
+        &state.gateway.snapshot().policy,
+        &caller,
+        Some(&agent),
+        q.limit.unwrap_or(50),
+    )
+    .await?;
     Ok(Json(runs.into_iter().map(Lifecycle::from).collect()))
 }

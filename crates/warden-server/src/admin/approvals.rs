@@ -203,7 +203,7 @@ pub(crate) async fn list(
         .transpose()?
         .unwrap_or_default();
     let caller = Caller::Credential(caller);
-    let approvals = approvals::list(state.gateway.store(), &caller, status, q.limit).await?;
+    let approvals = approvals::list(&state.control, &caller, status, q.limit).await?;
     let catalog = &state.gateway.snapshot().catalog;
     Ok(Json(
         approvals.into_iter().map(|a| view(a, catalog)).collect(),
@@ -223,7 +223,7 @@ pub(crate) async fn get(
     Path(id): Path<String>,
 ) -> Result<Json<ApprovalView>, ApiError> {
     let caller = Caller::Credential(own_authority(&state, &credential)?);
-    let approval = approvals::get(state.gateway.store(), &caller, &id).await?;
+    let approval = approvals::get(&state.control, &caller, &id).await?;
     Ok(Json(view(approval, &state.gateway.snapshot().catalog)))
 }
 

@@ -14,22 +14,19 @@ use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
+use warden_control::Caller;
+use warden_control::audit::{self, End, Export};
 use warden_core::audit::checkpoint::Checkpoint;
 use warden_core::audit::{AuditRecord, NewRecord};
 use warden_core::pipeline::Clock as _;
 use warden_core::time::Millis;
 use warden_mcp::Authenticated;
-use warden_mcp::clock::SystemClock;
-use warden_store::{AuditFilter, Store};
+use warden_runtime::SystemClock;
+use warden_store::AuditFilter;
 
-use super::access::{AUDIT_READ, caller_holding};
+use super::access::{AUDIT_READ, own_authority};
 use super::error::{ApiError, ErrorBody};
 use crate::state::AppState;
-
-/// The most records one page holds.
-const MAX_PAGE: i64 = 1000;
-/// Records read from the store per chunk of an export.
-const EXPORT_CHUNK: i64 = 1000;
 
 /// The filters of `GET /api/v1/audit` and `GET /api/v1/audit/export` (AUD-4).
 #[derive(Debug, Deserialize, IntoParams)]
@@ -211,66 +208,41 @@ pub(crate) async fn list(
     query: Result<Query<AuditQuery>, QueryRejection>,
 ) -> Result<Json<AuditPage>, ApiError> {
     let Query(query) = query?;
-    caller_holding(&state, &credential, AUDIT_READ, "reading the audit trail")?;
-    let limit = query.limit.unwrap_or(100).min(MAX_PAGE);
-    let mut filter = query.filter()?;
-    let matching = match query.count {
-        Some(true) => Some(state.gateway.store().count_audit(&filter).await?),
-        _ => None,
-    };
-    filter.newest_first = true;
-    // Newest first, the store's cursor reads "after" in the listing's order: older records.
-    filter.after_seq = query.before;
-    // One more than asked: whether an older page exists.
-    filter.limit = Some(limit + 1);
-    let mut records = state.gateway.store().audit(&filter).await?;
-    let more = records.len() as i64 > limit;
-    records.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
-    let next = more.then(|| records.last().map(|r| r.seq)).flatten();
+    let caller = Caller::Credential(own_authority(&state, &credential)?);
+    let filter = query.filter()?;
+    let page = audit::page(
+        &state.control,
+        &caller,
+        filter,
+        query.before,
+        query.limit.unwrap_or(100),
+        query.count == Some(true),
+    )
+    .await?;
     Ok(Json(AuditPage {
-        records: records.into_iter().map(Record::from).collect(),
-        next,
-        matching,
+        records: page.records.into_iter().map(Record::from).collect(),
+        next: page.next,
+        matching: page.matching,
     }))
 }
 
-/// What is left of an export: the store, the filter and how many records may still go.
-struct Export {
-    store: Arc<Store>,
-    filter: AuditFilter,
-    left: i64,
-}
-
-impl Export {
-    /// The next chunk of lines, or `None` at the end.
-    async fn chunk(mut self) -> Option<(Result<Bytes, std::io::Error>, Self)> {
-        if self.left <= 0 {
-            return None;
-        }
-        self.filter.limit = Some(self.left.min(EXPORT_CHUNK));
-        let records = match self.store.audit(&self.filter).await {
-            Ok(r) => r,
-            Err(e) => {
-                // Cut short: the answer ends without its last line, never with a wrong one.
-                tracing::warn!(error = %e, "an audit export stopped: the store cannot be read");
-                return Some((Err(std::io::Error::other(e.to_string())), self.finished()));
+/// The next chunk of an export as JSON Lines, or `None` at the end.
+async fn chunk(mut export: Export) -> Option<(Result<Bytes, std::io::Error>, Export)> {
+    match export.next_chunk().await? {
+        Ok(records) => {
+            let mut lines = Vec::new();
+            for r in records {
+                if serde_json::to_writer(&mut lines, &Record::from(r)).is_ok() {
+                    lines.push(b'\n');
+                }
             }
-        };
-        let last = records.last()?.seq;
-        self.left -= records.len() as i64;
-        self.filter.after_seq = Some(last);
-        let mut lines = Vec::new();
-        for r in records {
-            if serde_json::to_writer(&mut lines, &Record::from(r)).is_ok() {
-                lines.push(b'\n');
-            }
+            Some((Ok(Bytes::from(lines)), export))
         }
-        Some((Ok(Bytes::from(lines)), self))
-    }
-
-    fn finished(mut self) -> Self {
-        self.left = 0;
-        self
+        Err(e) => {
+            // Cut short: the answer ends without its last line, never with a wrong one.
+            tracing::warn!(error = %e, "an audit export stopped: the store cannot be read");
+            Some((Err(std::io::Error::other(e.to_string())), export))
+        }
     }
 }
 
@@ -288,7 +260,8 @@ pub(crate) async fn export(
     query: Result<Query<AuditQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let Query(query) = query?;
-    caller_holding(&state, &credential, AUDIT_READ, "exporting the audit trail")?;
+    let caller = Caller::Credential(own_authority(&state, &credential)?);
+    caller.require(AUDIT_READ, "exporting the audit trail")?;
     if query.before.is_some() {
         return Err(ApiError::invalid(
             "`before`: pages the listing only; an export runs oldest first to the end (narrow it with `since` and `until`)",
@@ -299,13 +272,8 @@ pub(crate) async fn export(
             "`count`: counts for the listing only; an export is every record that matches",
         ));
     }
-    let filter = query.filter()?;
-    let export = Export {
-        store: state.gateway.store().clone(),
-        filter,
-        left: query.limit.unwrap_or(i64::MAX),
-    };
-    let stream = futures::stream::unfold(export, Export::chunk);
+    let export = audit::export(&state.control, &caller, query.filter()?, query.limit)?;
+    let stream = futures::stream::unfold(export, chunk);
     Ok((
         [(header::CONTENT_TYPE, "application/jsonl")],
         Body::from_stream(stream),
@@ -399,7 +367,8 @@ pub(crate) async fn verify(
     Extension(Authenticated(credential)): Extension<Authenticated>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Verification>, ApiError> {
-    caller_holding(&state, &credential, AUDIT_READ, "verifying the audit trail")?;
+    let caller = Caller::Credential(own_authority(&state, &credential)?);
+    caller.require(AUDIT_READ, "verifying the audit trail")?;
     let body = body?;
     let req: VerifyRequest = if body.iter().all(u8::is_ascii_whitespace) {
         VerifyRequest::default()
@@ -420,22 +389,10 @@ pub(crate) async fn verify(
             signature: c.signature,
         })
         .collect();
-    let trusted = match (&req.public_key, checkpoints.first()) {
-        (Some(k), _) => Some(k.clone()),
-        (None, Some(first)) => Some(first.key.clone()),
-        (None, None) => None,
-    };
-    if let Some(t) = &trusted
-        && checkpoints.iter().any(|c| &c.key != t)
-    {
-        return Err(ApiError::invalid(
-            "`checkpoints`: signed by another key than the trusted one",
-        ));
-    }
-    let store = state.gateway.store();
-    let records = match store.verify_audit().await? {
-        Ok(n) => n,
-        Err(b) => {
+    let verification =
+        audit::verify(&state.control, &caller, req.public_key, checkpoints, |_| {}).await?;
+    let (records, end) = match verification {
+        audit::Verification::Broken(b) => {
             return Ok(Json(Verification {
                 intact: false,
                 records: None,
@@ -448,24 +405,18 @@ pub(crate) async fn verify(
                 anchor_problem: None,
             }));
         }
+        audit::Verification::Intact { records, end } => (records, end),
     };
-    let Some(trusted) = trusted else {
-        return Ok(Json(Verification {
-            intact: true,
-            records: Some(records),
-            chain_break: None,
-            anchor: None,
-            anchor_problem: None,
-            message: format!(
+    let (intact, anchor, anchor_problem, message) = match end {
+        End::Unanchored => (
+            true,
+            None,
+            None,
+            format!(
                 "audit chain verified: {records} records; its end is not anchored (give `publicKey` or `checkpoints`)"
             ),
-        }));
-    };
-    let (intact, anchor, anchor_problem, message) = match store
-        .verify_anchor(&trusted, checkpoints)
-        .await?
-    {
-        Ok(Some(c)) => (
+        ),
+        End::Anchored(c) => (
             true,
             Some(Anchor {
                 seq: c.seq,
@@ -477,7 +428,7 @@ pub(crate) async fn verify(
                 c.seq
             ),
         ),
-        Ok(None) => (
+        End::NoCheckpoint => (
             true,
             None,
             None,
@@ -485,7 +436,7 @@ pub(crate) async fn verify(
                 "audit chain verified: {records} records; no checkpoint signed by the audit key yet"
             ),
         ),
-        Err(problem) => (false, None, Some(problem.to_string()), problem.to_string()),
+        End::Problem(problem) => (false, None, Some(problem.to_string()), problem.to_string()),
     };
     Ok(Json(Verification {
         intact,

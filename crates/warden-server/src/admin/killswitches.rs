@@ -15,12 +15,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 use warden_control::{Caller, killswitches};
-use warden_core::config::{KillSwitchSpec, Kind, Resource, parse_documents};
-use warden_core::pipeline::Clock as _;
+use warden_core::config::{KillSwitchSpec, Resource, parse_documents};
 use warden_mcp::Authenticated;
-use warden_mcp::clock::SystemClock;
 
-use super::access::{CONFIG_READ, caller_holding, own_authority};
+use super::access::own_authority;
 use super::error::{ApiError, ErrorBody};
 use crate::state::AppState;
 
@@ -108,14 +106,7 @@ pub(crate) async fn pull(
     let Some(Resource::KillSwitch(spec)) = located.first().map(|l| l.resource.clone()) else {
         return Err(ApiError::invalid("the body holds no kill switch"));
     };
-    let pulled = killswitches::pull(
-        state.gateway.store(),
-        &caller,
-        spec.clone(),
-        SystemClock.now(),
-    )
-    .await?;
-    state.gateway.refresh().await;
+    let pulled = killswitches::pull(&state.control, &caller, spec.clone()).await?;
     tracing::info!(key = %pulled.key, by = %credential.principal, "kill switch pulled over the admin API");
     let status = if pulled.replaced {
         StatusCode::OK
@@ -135,17 +126,9 @@ pub(crate) async fn list(
     State(state): State<Arc<AppState>>,
     Extension(Authenticated(credential)): Extension<Authenticated>,
 ) -> Result<Json<Vec<KillSwitch>>, ApiError> {
-    caller_holding(&state, &credential, CONFIG_READ, "listing kill switches")?;
-    let (config, _) = state.gateway.store().load_config().await?;
-    Ok(Json(
-        config
-            .of_kind(Kind::KillSwitch)
-            .filter_map(|r| match r {
-                Resource::KillSwitch(k) => Some(view(k, None)),
-                _ => None,
-            })
-            .collect(),
-    ))
+    let caller = Caller::Credential(own_authority(&state, &credential)?);
+    let pulled = killswitches::list(&state.control, &caller).await?;
+    Ok(Json(pulled.iter().map(|k| view(k, None)).collect()))
 }
 
 /// A released kill switch.
@@ -171,9 +154,7 @@ pub(crate) async fn release(
     Path(key): Path<String>,
 ) -> Result<Json<Released>, ApiError> {
     let caller = Caller::Credential(own_authority(&state, &credential)?);
-    let revision =
-        killswitches::release(state.gateway.store(), &caller, &key, SystemClock.now()).await?;
-    state.gateway.refresh().await;
+    let revision = killswitches::release(&state.control, &caller, &key).await?;
     tracing::info!(key = %key, by = %credential.principal, "kill switch released over the admin API");
     Ok(Json(Released { key, revision }))
 }

@@ -17,11 +17,9 @@ use utoipa::openapi::{Ref, RefOr};
 use utoipa::{IntoParams, PartialSchema, ToSchema};
 use warden_control::{Caller, resources};
 use warden_core::config::{Kind, Located, Resource, parse_documents};
-use warden_core::pipeline::Clock as _;
 use warden_mcp::Authenticated;
-use warden_mcp::clock::SystemClock;
 
-use super::access::{CONFIG_READ, caller_holding, own_authority};
+use super::access::own_authority;
 use super::error::{ApiError, ErrorBody};
 use super::openapi::RESOURCE_SCHEMA;
 use crate::state::AppState;
@@ -191,17 +189,7 @@ pub(crate) async fn apply(
     resources::may_write(&caller, "applying resources")?;
     let resources = read_body(query.file.as_deref().unwrap_or("body"), &body?)?;
     let dry_run = query.dry_run.unwrap_or(false);
-    let applied = resources::apply(
-        state.gateway.store(),
-        &caller,
-        resources,
-        dry_run,
-        SystemClock.now(),
-    )
-    .await?;
-    if applied.written {
-        state.gateway.refresh().await;
-    }
+    let applied = resources::apply(&state.control, &caller, resources, dry_run).await?;
     Ok(Json(Applied {
         dry_run,
         revision: applied.revision,
@@ -242,13 +230,14 @@ pub(crate) async fn list(
     Extension(Authenticated(credential)): Extension<Authenticated>,
     Path(kind): Path<String>,
 ) -> Result<Json<Vec<ResourceDoc<'static>>>, ApiError> {
-    caller_holding(&state, &credential, CONFIG_READ, "reading resources")?;
+    let caller = Caller::Credential(own_authority(&state, &credential)?);
+    resources::may_read(&caller)?;
     let kind = kind_of(&kind)?;
-    let (config, _) = state.gateway.store().load_config().await?;
+    let listed = resources::list(&state.control, &caller, kind).await?;
     Ok(Json(
-        config
-            .of_kind(kind)
-            .map(|r| ResourceDoc(Cow::Owned(r.clone())))
+        listed
+            .into_iter()
+            .map(|r| ResourceDoc(Cow::Owned(r)))
             .collect(),
     ))
 }
@@ -269,13 +258,11 @@ pub(crate) async fn get(
     Extension(Authenticated(credential)): Extension<Authenticated>,
     Path((kind, name)): Path<(String, String)>,
 ) -> Result<Json<ResourceDoc<'static>>, ApiError> {
-    caller_holding(&state, &credential, CONFIG_READ, "reading resources")?;
+    let caller = Caller::Credential(own_authority(&state, &credential)?);
+    resources::may_read(&caller)?;
     let kind = kind_of(&kind)?;
-    let (config, _) = state.gateway.store().load_config().await?;
-    config
-        .get(kind, &name)
-        .map(|r| Json(ResourceDoc(Cow::Owned(r.clone()))))
-        .ok_or_else(|| ApiError::not_found(format!("no {kind} named `{name}`")))
+    let resource = resources::get(&state.control, &caller, kind, &name).await?;
+    Ok(Json(ResourceDoc(Cow::Owned(resource))))
 }
 
 /// What a delete removed.
@@ -309,15 +296,7 @@ pub(crate) async fn delete(
     let caller = Caller::Credential(own_authority(&state, &credential)?);
     resources::may_write(&caller, "deleting resources")?;
     let kind = kind_of(&kind)?;
-    let revision = resources::delete(
-        state.gateway.store(),
-        &caller,
-        kind,
-        &name,
-        SystemClock.now(),
-    )
-    .await?;
-    state.gateway.refresh().await;
+    let revision = resources::delete(&state.control, &caller, kind, &name).await?;
     Ok(Json(Deleted {
         kind: kind.to_string(),
         name,

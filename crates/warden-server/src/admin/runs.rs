@@ -10,10 +10,11 @@ use axum::extract::{Extension, Path, Query, State};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
+use warden_control::{Caller, runs};
 use warden_mcp::Authenticated;
 use warden_store::{AgentRun, CallDetail, RunDetail, RunSummary};
 
-use super::access::{RUNS_READ, caller_holding};
+use super::access::own_authority;
 use super::error::{ApiError, ErrorBody};
 use crate::state::AppState;
 
@@ -232,15 +233,14 @@ pub(crate) async fn list(
     query: Result<Query<RunsQuery>, QueryRejection>,
 ) -> Result<Json<Vec<Run>>, ApiError> {
     let Query(q) = query?;
-    caller_holding(&state, &credential, RUNS_READ, "listing runs")?;
-    if q.limit.is_some_and(|l| l < 1) {
-        return Err(ApiError::invalid("`limit`: must be at least 1"));
-    }
-    let runs = state
-        .gateway
-        .store()
-        .runs(q.agent.as_deref(), q.limit.unwrap_or(50))
-        .await?;
+    let caller = Caller::Credential(own_authority(&state, &credential)?);
+    let runs = runs::list(
+        &state.control,
+        &caller,
+        q.agent.as_deref(),
+        q.limit.unwrap_or(50),
+    )
+    .await?;
     Ok(Json(runs.into_iter().map(Run::from).collect()))
 }
 
@@ -257,9 +257,6 @@ pub(crate) async fn get(
     Extension(Authenticated(credential)): Extension<Authenticated>,
     Path(id): Path<String>,
 ) -> Result<Json<RunDescription>, ApiError> {
-    caller_holding(&state, &credential, RUNS_READ, "reading runs")?;
-    match state.gateway.store().describe_run(&id).await? {
-        Some(run) => Ok(Json(run.into())),
-        None => Err(ApiError::not_found(format!("no run `{id}`"))),
-    }
+    let caller = Caller::Credential(own_authority(&state, &credential)?);
+    Ok(Json(runs::get(&state.control, &caller, &id).await?.into()))
 }

@@ -1,6 +1,6 @@
 //! Tasks and workspaces in the admin API: the operators' path of task creation (TASK-2) —
 //! where an office session creates its tasks, with its run credential — and reading them.
-//! The same rules as the `tasks` tool set ([`warden_mcp::work`]): admission first, the same
+//! The same rules as the `tasks` tool set ([`warden_work::tasks`]): admission first, the same
 //! argument schema, unknown and inaccessible alike.
 
 use std::sync::Arc;
@@ -13,11 +13,12 @@ use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
+use warden_control::tasks;
 use warden_core::admission::RefusalCode;
 use warden_mcp::Authenticated;
-use warden_mcp::builtin::tasks::{CreateTaskArgs, ListTasksArgs, TaskStateArg};
-use warden_mcp::work::{self, WorkError};
 use warden_store::{AgentRun, EnvironmentRepository, RequestedRepository, Task, TaskEnvironment};
+use warden_work::args::{CreateTaskArgs, ListTasksArgs, TaskStateArg};
+use warden_work::tasks::{self as work, WorkError};
 
 use super::access::{TASKS_CREATE, TASKS_READ, require};
 use super::error::{ApiError, ErrorBody};
@@ -288,14 +289,7 @@ pub(crate) async fn create(
     }
     let args: CreateTaskArgs = serde_json::from_value(args)
         .map_err(|e| ApiError::invalid(format!("invalid task: {e}")))?;
-    let c = work::create(
-        state.gateway.store(),
-        &snapshot.policy,
-        &authority,
-        args,
-        work::Path::Own,
-    )
-    .await?;
+    let c = tasks::create(&state.control, &snapshot.policy, &authority, args).await?;
     let status = if c.created {
         StatusCode::CREATED
     } else {
@@ -354,7 +348,7 @@ pub(crate) async fn list(
         state: task_state,
     };
     let policy = state.gateway.snapshot().policy.clone();
-    let tasks = work::list(state.gateway.store(), &policy, &authority, &args).await?;
+    let tasks = tasks::list(&state.control, &policy, &authority, &args).await?;
     Ok(Json(tasks.into_iter().map(TaskDoc::from).collect()))
 }
 
@@ -391,7 +385,7 @@ pub(crate) async fn get(
 ) -> Result<Json<TaskDetail>, ApiError> {
     let authority = authority(&state, &credential)?;
     let policy = state.gateway.snapshot().policy.clone();
-    let described = work::describe(state.gateway.store(), &policy, &authority, &id).await?;
+    let described = tasks::describe(&state.control, &policy, &authority, &id).await?;
     let Described {
         task,
         environment,

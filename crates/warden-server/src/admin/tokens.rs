@@ -16,7 +16,7 @@ use warden_core::pipeline::Clock as _;
 use warden_core::principal::Credential;
 use warden_core::time::Millis;
 use warden_mcp::Authenticated;
-use warden_mcp::clock::SystemClock;
+use warden_runtime::SystemClock;
 
 use super::access::own_authority;
 use super::error::{ApiError, ErrorBody};
@@ -134,8 +134,7 @@ pub(crate) async fn create(
     };
     let now = SystemClock.now();
     let policy = state.gateway.snapshot().policy.clone();
-    let token = tokens::create(state.gateway.store(), &policy, &caller, &draft, now).await?;
-    state.gateway.refresh().await;
+    let token = tokens::create(&state.control, &policy, &caller, &draft).await?;
     Ok((
         StatusCode::CREATED,
         Json(CreatedToken {
@@ -157,7 +156,7 @@ pub(crate) async fn list(
 ) -> Result<Json<Vec<Token>>, ApiError> {
     let caller = Caller::Credential(own_authority(&state, &credential)?);
     let now = SystemClock.now();
-    let credentials = tokens::list(state.gateway.store(), &caller).await?;
+    let credentials = tokens::list(&state.control, &caller).await?;
     Ok(Json(credentials.iter().map(|c| view(c, now)).collect()))
 }
 
@@ -183,7 +182,6 @@ pub(crate) async fn revoke(
     Path(id): Path<String>,
 ) -> Result<Json<Revoked>, ApiError> {
     let caller = Caller::Credential(own_authority(&state, &credential)?);
-    tokens::revoke(state.gateway.store(), &caller, &id, SystemClock.now()).await?;
-    state.gateway.refresh().await;
+    tokens::revoke(&state.control, &caller, &id).await?;
     Ok(Json(Revoked { id }))
 }

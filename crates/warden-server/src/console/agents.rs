@@ -7,9 +7,11 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
 use maud::html;
+use warden_control::tasks;
+use warden_control::{Caller, runs};
 use warden_core::config::WorkspaceMode;
-use warden_mcp::builtin::tasks::ListTasksArgs;
-use warden_mcp::work::{self, WorkError};
+use warden_work::args::ListTasksArgs;
+use warden_work::tasks::{self as work, WorkError};
 
 use super::caps::{CONFIG_READ, RUNS_READ, Section};
 use super::fmt;
@@ -24,10 +26,8 @@ pub(crate) async fn agents(State(state): State<Arc<AppState>>, signed: Signed) -
     }
     let snapshot = state.gateway.snapshot();
     let runs = if signed.holds(RUNS_READ) {
-        state
-            .gateway
-            .store()
-            .agent_runs(None, 50)
+        let caller = Caller::Credential(signed.authority.clone());
+        runs::agent_runs(&state.control, &snapshot.policy, &caller, None, 50)
             .await
             .unwrap_or_default()
     } else {
@@ -89,7 +89,7 @@ pub(crate) async fn tasks(State(state): State<Arc<AppState>>, signed: Signed) ->
         parent_id: None,
         state: None,
     };
-    let tasks = match work::list(state.gateway.store(), &policy, &signed.authority, &args).await {
+    let tasks = match tasks::list(&state.control, &policy, &signed.authority, &args).await {
         Ok(t) => t,
         Err(WorkError::Refused(r)) => return refusal(&signed, StatusCode::FORBIDDEN, &r.message),
         Err(WorkError::Store(e)) => {

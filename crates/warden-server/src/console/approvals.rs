@@ -38,7 +38,7 @@ const STREAM_LIFETIME: Duration = Duration::from_secs(30);
 /// The waiting calls `authority` may see: all, or only its own.
 async fn waiting(state: &AppState, authority: &Arc<Authority>) -> Result<Vec<Approval>, Refusal> {
     approvals::list(
-        state.gateway.store(),
+        &state.control,
         &Caller::Credential(authority.clone()),
         vec![ApprovalStatus::Pending, ApprovalStatus::Staged],
         Some(500),
@@ -123,7 +123,7 @@ pub(crate) async fn inbox(State(state): State<Arc<AppState>>, signed: Signed) ->
         Err(e) => return refusal(&signed, StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
     };
     let finished = approvals::list(
-        state.gateway.store(),
+        &state.control,
         &Caller::Credential(signed.authority.clone()),
         ApprovalStatus::ALL
             .into_iter()
@@ -285,7 +285,7 @@ pub(crate) async fn detail(
 ) -> Response {
     // Someone else's approval answers like one that does not exist (as in the API).
     let caller = Caller::Credential(signed.authority.clone());
-    let a = match approvals::get(state.gateway.store(), &caller, &id).await {
+    let a = match approvals::get(&state.control, &caller, &id).await {
         Ok(a) => a,
         Err(Refusal::NotFound(_)) => {
             return refusal(

@@ -9,11 +9,13 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use maud::html;
 use serde::{Deserialize, Serialize};
+use warden_control::Caller;
+use warden_control::audit::{self, Verification};
 use warden_store::AuditFilter;
 
 use super::caps::{AUDIT_READ, Section};
 use super::fmt;
-use super::layout::{closed, csrf_field, page, refusal};
+use super::layout::{closed, csrf_field, page, refusal, refused};
 use super::runs::trail;
 use super::session::Signed;
 use crate::state::AppState;
@@ -114,8 +116,9 @@ pub(crate) async fn search(
     if !signed.holds(AUDIT_READ) {
         return closed(&signed, Section::Audit);
     }
+    let caller = Caller::Credential(signed.authority.clone());
     let (records, problem) = match q.filter(1_000) {
-        Ok(filter) => match state.gateway.store().audit(&filter).await {
+        Ok(filter) => match audit::records(&state.control, &caller, &filter).await {
             Ok(r) => (r, None),
             Err(e) => (Vec::new(), Some(e.to_string())),
         },
@@ -172,7 +175,8 @@ pub(crate) async fn export(
     };
     filter.limit = Some(q.limit.unwrap_or(100_000).clamp(1, 100_000));
     filter.newest_first = false;
-    match state.gateway.store().audit(&filter).await {
+    let caller = Caller::Credential(signed.authority.clone());
+    match audit::records(&state.control, &caller, &filter).await {
         Ok(records) => {
             let mut out = String::new();
             for r in &records {
@@ -204,7 +208,7 @@ pub(crate) async fn export(
             )
                 .into_response()
         }
-        Err(e) => refusal(&signed, StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
+        Err(e) => refused(&signed, &e),
     }
 }
 
@@ -213,14 +217,15 @@ pub(crate) async fn verify(State(state): State<Arc<AppState>>, signed: Signed) -
     if !signed.holds(AUDIT_READ) {
         return closed(&signed, Section::Audit);
     }
-    let body = match state.gateway.store().verify_audit().await {
-        Ok(Ok(n)) => html! {
+    let caller = Caller::Credential(signed.authority.clone());
+    let body = match audit::verify(&state.control, &caller, None, Vec::new(), |_| {}).await {
+        Ok(Verification::Intact { records: n, .. }) => html! {
             p.flash.good #verified role="status" { "The chain is intact: " (n) " records, each hash recomputed." }
         },
-        Ok(Err(b)) => html! {
+        Ok(Verification::Broken(b)) => html! {
             p.refusal #verified role="alert" { "The chain is broken at record " (b.seq) ": " (format!("{:?}", b.problem)) "." }
         },
-        Err(e) => return refusal(&signed, StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
+        Err(e) => return refused(&signed, &e),
     };
     let body = html! { (body) p { a href="/audit" { "Back to the search" } } };
     page(&signed, Section::Audit, "Audit verification", body)

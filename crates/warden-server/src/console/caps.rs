@@ -1,26 +1,23 @@
 //! What each page of the console needs: the admin API's capability names, with the same
 //! meaning, so a credential sees and does in the console exactly what it could through the
-//! API (the strings are the API's; they are written here too so that the console stays a
-//! leaf of the crate).
+//! API.
 
 use warden_core::authority::Authority;
 
 pub(crate) use warden_core::capability::APPROVALS_DECIDE;
 
-/// Reading runs and their calls, unattended agent runs included.
-pub(crate) const RUNS_READ: &str = "runs:read";
-/// Reading, exporting and verifying the audit trail (AUD-4).
-pub(crate) const AUDIT_READ: &str = "audit:read";
 /// Reading configuration: agents and their schedules, kill switches.
 pub(crate) use warden_core::capability::CONFIG_READ;
 /// Pulling and releasing kill switches.
 pub(crate) use warden_core::capability::KILLSWITCHES_WRITE;
+/// Reading runs and their calls, unattended agent runs included; reading, exporting and
+/// verifying the audit trail (AUD-4).
+pub(crate) use warden_core::capability::{AUDIT_READ, RUNS_READ};
+/// Explaining calls of other principals, with the rules of hidden tools (GOV-7); reading the
+/// tool inventory (GOV-5).
+pub(crate) use warden_core::capability::{EXPLAIN_ANY, TOOLS_INVENTORY};
 /// Listing tokens; creating and revoking one's own.
 pub(crate) use warden_core::capability::{TOKENS_ANY, TOKENS_READ, TOKENS_WRITE};
-/// Explaining calls of other principals, with the rules of hidden tools (GOV-7).
-pub(crate) const EXPLAIN_ANY: &str = "explain:any";
-/// Reading the tool inventory (GOV-5).
-pub(crate) const TOOLS_INVENTORY: &str = "tools:inventory";
 
 /// A page of the console, as its navigation lists it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

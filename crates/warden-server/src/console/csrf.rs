@@ -20,9 +20,9 @@ use axum::response::{IntoResponse, Response};
 use hmac::{KeyInit, Mac};
 use serde::Deserialize;
 use subtle::ConstantTimeEq;
+use warden_control::Control;
 use warden_core::pipeline::Clock as _;
-use warden_mcp::clock::SystemClock;
-use warden_store::Store;
+use warden_runtime::SystemClock;
 
 use super::session::{COOKIE, SIGN_IN_COOKIE, Sessions, cookie};
 use crate::state::MAX_BODY_BYTES;
@@ -35,14 +35,14 @@ type Hmac = hmac::Hmac<sha2::Sha256>;
 /// Issues and checks the sign-in form's anti-forgery values.
 #[derive(Debug)]
 pub(crate) struct SignInKey {
-    store: Arc<Store>,
+    control: Control,
     key: tokio::sync::OnceCell<Vec<u8>>,
 }
 
 impl SignInKey {
-    pub(crate) fn new(store: Arc<Store>) -> Self {
+    pub(crate) fn new(control: Control) -> Self {
         Self {
-            store,
+            control,
             key: tokio::sync::OnceCell::new(),
         }
     }
@@ -51,7 +51,7 @@ impl SignInKey {
         let key = self
             .key
             .get_or_try_init(|| async {
-                let secret = self.store.shared_secret("console-sign-in").await?;
+                let secret = self.control.shared_secret("console-sign-in").await?;
                 hex::decode(secret).map_err(|e| warden_store::StoreError::Corrupt(e.to_string()))
             })
             .await
@@ -166,12 +166,17 @@ pub(crate) async fn guard(request: Request, next: Next) -> Response {
 mod tests {
     use super::*;
 
+    async fn control(location: &warden_store::Location) -> Control {
+        let store = warden_store::Store::open(location)
+            .await
+            .expect("the test store");
+        Control::new(Arc::new(store), Arc::new(SystemClock))
+    }
+
     #[tokio::test]
     async fn a_sign_in_value_is_valid_only_as_issued_and_until_it_expires() {
         let store = warden_testkit::sqlite_store().await;
-        let key = SignInKey::new(Arc::new(
-            Store::open(&store.location).await.expect("the test store"),
-        ));
+        let key = SignInKey::new(control(&store.location).await);
         let issued = key.issue(Duration::from_secs(60)).await.expect("a value");
         assert!(key.valid(&issued).await);
         let (nonce, rest) = issued.split_once('.').expect("three parts");
@@ -184,9 +189,7 @@ mod tests {
         let expired = key.issue(Duration::ZERO).await.expect("a value");
         assert!(!key.valid(&expired).await);
         // Another replica of the same store accepts it.
-        let replica = SignInKey::new(Arc::new(
-            Store::open(&store.location).await.expect("the test store"),
-        ));
+        let replica = SignInKey::new(control(&store.location).await);
         assert!(replica.valid(&issued).await);
     }
 

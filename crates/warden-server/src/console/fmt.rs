@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use warden_core::pipeline::Clock as _;
 use warden_core::time::Millis;
-use warden_mcp::clock::SystemClock;
+use warden_runtime::SystemClock;
 
 /// Now, in milliseconds since the epoch.
 pub(crate) fn now() -> Millis {

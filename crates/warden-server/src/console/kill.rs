@@ -159,9 +159,8 @@ pub(crate) async fn pull(
         scope,
         reason: fmt::cut(reason, 500),
     };
-    match killswitches::pull(state.gateway.store(), &caller, spec, fmt::now()).await {
+    match killswitches::pull(&state.control, &caller, spec).await {
         Ok(pulled) => {
-            state.gateway.refresh().await;
             tracing::warn!(kill_switch = %pulled.key, by = %signed.credential.principal, "kill switch pulled in the console");
             signed.flash(format!("Kill switch {} pulled.", pulled.key));
             see_other("/kill-switches")
@@ -177,9 +176,8 @@ pub(crate) async fn release(
     Path(key): Path<String>,
 ) -> Response {
     let caller = Caller::Credential(signed.authority.clone());
-    match killswitches::release(state.gateway.store(), &caller, &key, fmt::now()).await {
+    match killswitches::release(&state.control, &caller, &key).await {
         Ok(_) => {
-            state.gateway.refresh().await;
             tracing::warn!(kill_switch = %key, by = %signed.credential.principal, "kill switch released in the console");
             signed.flash(format!("Kill switch {key} released."));
             see_other("/kill-switches")

@@ -46,10 +46,10 @@ const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-
                    connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 /// The console's routes (its own sign-in; not behind the API's bearer authentication).
-pub(crate) fn routes(store: Arc<warden_store::Store>) -> Router<Arc<AppState>> {
+pub(crate) fn routes(control: warden_control::Control) -> Router<Arc<AppState>> {
     let sessions = Arc::new(session::Sessions::default());
     let failures = Arc::new(signin::Failures::default());
-    let sign_in = Arc::new(csrf::SignInKey::new(store));
+    let sign_in = Arc::new(csrf::SignInKey::new(control));
     Router::new()
         .route("/", get(overview::show))
         .route("/sign-in", get(signin::page).post(signin::sign_in))

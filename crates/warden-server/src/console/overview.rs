@@ -8,7 +8,7 @@ use std::sync::Arc;
 use axum::extract::State;
 use axum::response::Response;
 use maud::{Markup, html};
-use warden_control::{Caller, approvals};
+use warden_control::{Caller, approvals, audit};
 use warden_core::approval::ApprovalStatus;
 use warden_core::audit::AuditRecord;
 use warden_core::time::Millis;
@@ -86,25 +86,28 @@ fn tile(label: &str, value: Markup, link: Option<&str>) -> Markup {
 /// `GET /`.
 pub(crate) async fn show(State(state): State<Arc<AppState>>, signed: Signed) -> Response {
     let now = fmt::now();
-    let store = state.gateway.store();
+    let caller = Caller::Credential(signed.authority.clone());
     let audit = signed.holds(AUDIT_READ);
     let decisions = if audit {
-        store
-            .audit(&AuditFilter {
+        audit::records(
+            &state.control,
+            &caller,
+            &AuditFilter {
                 kind: Some("decision".into()),
                 since: Some(Millis(now.0 - (MINUTES as i64) * 60_000)),
                 limit: Some(MAX_RECORDS),
                 newest_first: true,
                 ..AuditFilter::default()
-            })
-            .await
-            .ok()
+            },
+        )
+        .await
+        .ok()
     } else {
         None
     };
     let waiting = approvals::list(
-        store,
-        &Caller::Credential(signed.authority.clone()),
+        &state.control,
+        &caller,
         vec![ApprovalStatus::Pending, ApprovalStatus::Staged],
         Some(1000),
     )

@@ -9,12 +9,12 @@ use axum::response::Response;
 use maud::{Markup, html};
 use serde::Deserialize;
 use serde_json::Value;
+use warden_control::{Caller, Refusal, runs};
 use warden_core::audit::AuditRecord;
-use warden_store::AuditFilter;
 
 use super::caps::{RUNS_READ, Section};
 use super::fmt;
-use super::layout::{badge, closed, json_block, page, refusal};
+use super::layout::{badge, closed, json_block, page, refusal, refused};
 use super::session::Signed;
 use crate::state::AppState;
 
@@ -33,9 +33,10 @@ pub(crate) async fn list(
         return closed(&signed, Section::Runs);
     }
     let agent = q.agent.as_deref().map(str::trim).filter(|a| !a.is_empty());
-    let runs = match state.gateway.store().runs(agent, 100).await {
+    let caller = Caller::Credential(signed.authority.clone());
+    let runs = match runs::list(&state.control, &caller, agent, 100).await {
         Ok(r) => r,
-        Err(e) => return refusal(&signed, StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
+        Err(e) => return refused(&signed, &e),
     };
     let body = html! {
         form.filters method="get" action="/runs" {
@@ -112,24 +113,19 @@ pub(crate) async fn detail(
     if !signed.holds(RUNS_READ) {
         return closed(&signed, Section::Runs);
     }
-    let store = state.gateway.store();
-    let run = match store.describe_run(&id).await {
-        Ok(Some(run)) => run,
-        Ok(None) => {
+    let caller = Caller::Credential(signed.authority.clone());
+    let run = match runs::get(&state.control, &caller, &id).await {
+        Ok(run) => run,
+        Err(Refusal::NotFound(_)) => {
             return refusal(
                 &signed,
                 StatusCode::NOT_FOUND,
                 &format!("no run `{}`", fmt::cut(&id, 64)),
             );
         }
-        Err(e) => return refusal(&signed, StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
+        Err(e) => return refused(&signed, &e),
     };
-    let records = store
-        .audit(&AuditFilter {
-            run_id: Some(id.clone()),
-            limit: Some(5_000),
-            ..AuditFilter::default()
-        })
+    let records = runs::records(&state.control, &caller, &id)
         .await
         .unwrap_or_default();
     let authority = run.authority.as_ref();

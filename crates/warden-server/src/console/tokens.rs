@@ -29,7 +29,7 @@ pub(crate) async fn list(State(state): State<Arc<AppState>>, signed: Signed) -> 
     }
     let writes = signed.holds(TOKENS_WRITE);
     let caller = Caller::Credential(signed.authority.clone());
-    let credentials = match tokens::list(state.gateway.store(), &caller).await {
+    let credentials = match tokens::list(&state.control, &caller).await {
         Ok(c) => c,
         Err(e) => return refused(&signed, &e),
     };
@@ -140,19 +140,11 @@ pub(crate) async fn create(
 ) -> Response {
     let caller = Caller::Credential(signed.authority.clone());
     let policy = state.gateway.snapshot().policy.clone();
-    let created = tokens::create(
-        state.gateway.store(),
-        &policy,
-        &caller,
-        &draft(&form),
-        fmt::now(),
-    )
-    .await;
+    let created = tokens::create(&state.control, &policy, &caller, &draft(&form)).await;
     let token = match created {
         Ok(t) => t,
         Err(e) => return refused(&signed, &e),
     };
-    state.gateway.refresh().await;
     tracing::info!(token = %token.credential.id, owner = %token.credential.principal, by = %signed.credential.principal, "token created in the console");
     let body = html! {
         p.flash role="status" { "Token " code { (token.credential.id) } " created for " (token.credential.principal) "." }
@@ -175,9 +167,8 @@ pub(crate) async fn revoke(
     Path(id): Path<String>,
 ) -> Response {
     let caller = Caller::Credential(signed.authority.clone());
-    match tokens::revoke(state.gateway.store(), &caller, &id, fmt::now()).await {
+    match tokens::revoke(&state.control, &caller, &id).await {
         Ok(_) => {
-            state.gateway.refresh().await;
             tracing::info!(token = %id, by = %signed.credential.principal, "token revoked in the console");
             if id == signed.credential.id {
                 return see_other("/sign-in?ended=revoked");

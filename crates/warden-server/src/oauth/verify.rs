@@ -14,7 +14,7 @@ use warden_core::policy::Policy;
 use warden_core::principal::{Credential, CredentialKind, JWT_CREDENTIAL_PREFIX, TokenHash};
 use warden_core::time::Millis;
 use warden_mcp::Gateway;
-use warden_mcp::clock::SystemClock;
+use warden_runtime::SystemClock;
 
 use super::keys::{self, KeyError};
 use super::resource::Origins;

@@ -40,7 +40,7 @@ use warden_core::config::HttpSpec;
 use warden_core::tool::UpstreamTool;
 
 use crate::client::{ClientContext, Relay, perform};
-use crate::secrets::Secrets;
+use warden_runtime::Secrets;
 
 mod budget;
 mod pool;

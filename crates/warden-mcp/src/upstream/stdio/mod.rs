@@ -41,7 +41,7 @@ use warden_core::name::Name;
 
 use super::relays::{InFlight, InFlightTable};
 use crate::client::Relay;
-use crate::secrets::Secrets;
+use warden_runtime::Secrets;
 
 pub(crate) use lines::MAX_MESSAGE;
 

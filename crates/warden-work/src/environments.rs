@@ -10,7 +10,7 @@ use warden_core::admission::{self, RequestedRepository};
 use warden_core::config::{Kind, Resource};
 use warden_core::pipeline::Clock as _;
 use warden_core::policy::Policy;
-use warden_mcp::clock::SystemClock;
+use warden_runtime::SystemClock;
 use warden_store::{EnvironmentRepository, EnvironmentState, Store, Task, TaskEnvironment};
 
 use crate::materialise::{self, RepositoryOutcome, RepositorySource};
@@ -23,7 +23,7 @@ pub async fn prepare(
     root: &Path,
     task: &Task,
 ) -> Result<PathBuf, String> {
-    let existing = warden_mcp::work::effective_environment(store, task)
+    let existing = crate::tasks::effective_environment(store, task)
         .await
         .map_err(|e| format!("the store cannot be read: {e}"))?;
     let inherits = task.workspace_mode.as_deref() == Some("inherit_parent");
@@ -63,7 +63,7 @@ async fn check_inherited_at_launch(store: &Store, task: &Task) -> Result<(), Str
         .await
         .map_err(unreadable)?
         .ok_or_else(|| format!("the parent `{parent_id}` of task `{}` is gone", task.id))?;
-    let parent = warden_mcp::work::view(store, &parent)
+    let parent = crate::tasks::view(store, &parent)
         .await
         .map_err(unreadable)?;
     let asked: Vec<RequestedRepository> = task

@@ -14,6 +14,7 @@ use warden_core::admission::{
     RepositoryState, TaskView, WorkspaceRepositoryView, WorkspaceView,
 };
 use warden_core::authority::Authority;
+use warden_core::capability::{TASKS_CREATE, TASKS_READ};
 use warden_core::config::{Kind, Resource, WorkspaceSpec};
 use warden_core::contract::ToolOutput;
 use warden_core::error::ExecError;
@@ -26,7 +27,7 @@ use warden_store::{
     TaskInsert, TaskState,
 };
 
-use crate::builtin::tasks::{
+use crate::args::{
     CreateTaskArgs, ListTasksArgs, MoveState, MoveTaskArgs, TaskIdArgs, TaskStateArg,
     UpdateTaskArgs,
 };
@@ -87,7 +88,7 @@ fn unknown_task(id: &str) -> WorkError {
 }
 
 /// Executes a tool of the `tasks` set for `authority`.
-pub(crate) async fn execute(
+pub async fn execute(
     tool: &str,
     args: Option<Map<String, Value>>,
     authority: &Authority,
@@ -298,7 +299,7 @@ pub async fn create(
     path: Path,
 ) -> Result<Created, WorkError> {
     let caller = caller(store, authority).await?;
-    let workspaces = workspaces(policy, authority, "tasks:create");
+    let workspaces = workspaces(policy, authority, TASKS_CREATE);
     let parent = match &args.parent_id {
         Some(id) => match store.task(id).await? {
             Some(t) => Some(view(store, &t).await?),
@@ -349,7 +350,7 @@ pub async fn create(
     {
         return found(existing).await;
     }
-    let now = crate::clock::SystemClock.now();
+    let now = warden_runtime::SystemClock.now();
     let task = Task {
         id: format!("task_{}", uuid::Uuid::now_v7().simple()),
         workspace: admitted.workspace.to_string(),
@@ -418,7 +419,7 @@ pub async fn list(
     authority: &Authority,
     args: &ListTasksArgs,
 ) -> Result<Vec<Task>, WorkError> {
-    let readable: Vec<String> = workspaces(policy, authority, "tasks:read")
+    let readable: Vec<String> = workspaces(policy, authority, TASKS_READ)
         .into_iter()
         .filter(|w| w.authorised)
         .map(|w| w.name.to_string())
@@ -462,7 +463,7 @@ pub async fn describe(
     authority: &Authority,
     id: &str,
 ) -> Result<Value, WorkError> {
-    let task = visible(store, policy, authority, id, "tasks:read").await?;
+    let task = visible(store, policy, authority, id, TASKS_READ).await?;
     let environment = effective_environment(store, &task).await?;
     let sessions = store.runs_of_task(id).await?;
     Ok(json!({"task": task, "environment": environment, "sessions": sessions}))
@@ -477,7 +478,7 @@ async fn change_task(
 ) -> Result<Task, WorkError> {
     visible(store, policy, authority, id, "tasks:write").await?;
     store
-        .update_task(id, &change, crate::clock::SystemClock.now())
+        .update_task(id, &change, warden_runtime::SystemClock.now())
         .await?
         .ok_or_else(|| unknown_task(id))
 }

@@ -1,0 +1,11 @@
+//! Warden's work domain (TASK-1..TASK-8): tasks in workspaces, admitted by the core's rules
+//! ([`tasks`], with the arguments of [`args`]), and the environments an agent run works in —
+//! each a set of git worktrees materialised from mirrors ([`environments`], [`materialise`]).
+//!
+//! The `tasks` tool set (warden-mcp), the admin API, the console and `warden task` all call
+//! [`tasks`]; the agent runner (warden-server) prepares environments with [`environments`].
+
+pub mod args;
+pub mod environments;
+pub mod materialise;
+pub mod tasks;
