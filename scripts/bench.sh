@@ -259,6 +259,8 @@ for line in open(path):
                          ("commits", r"sqlite::appender::Inner::commit \["),
                          ("spooled", r"SqliteAppender::insert_spooled \["),
                          ("spool", r"spool::Spool::append \["),
+                         # The serving threads, whole (each thread's entry, never inlined).
+                         ("serving", r"warden-server/src/serve\.rs:std::sys::backtrace::__rust_begin_short_backtrace"),
                          ("sha256", r"sha256::compress256 \[")):
         if re.search(pattern, name):
             found[key] = max(found.get(key, 0), n)
@@ -267,13 +269,15 @@ requests = (f"{per['requests'] - per.get('led', 0):,.0f}" if "requests" in per e
 sha256 = f"{per['sha256']:,.0f}" if "sha256" in per else "n/a (inlined)"
 commits = per.get('commits', 0) + per.get('spooled', 0)
 rest = per.get('all', 0) - commits
+serving = per.get("serving", 0) - per.get("led", 0)
 print(f"{build}: instructions per call: {per.get('all', 0):,.0f} in all, of which the audit "
       f"commits or spooled inserts {commits:,.0f} (how calls group into commits varies from "
-      f"run to run) and everything else {rest:,.0f}; the spool's "
-      f"appends {per.get('spool', 0):,.0f}; serving "
-      f"requests without the commits they led {requests}; SHA-256, in software under "
-      f"valgrind, {sha256}")
+      f"run to run) and everything else {rest:,.0f}; on the serving threads without the "
+      f"commits they led {serving:,.0f}; the spool's appends {per.get('spool', 0):,.0f}; "
+      f"serving requests without the commits they led {requests}; SHA-256, in software "
+      f"under valgrind, {sha256}")
 open(out, "w").write(f"{rest:.0f}\n")
+open(out + ".serving", "w").write(f"{serving:.0f}\n")
 PY
 	kill "$warden_pid" "${pids[-2]}" 2>/dev/null || true
 }
@@ -606,19 +610,21 @@ instructions)
 	;;
 guard)
 	# The sum of small costs (docs/benchmarks-method.md, "The guard"): the instructions a
-	# governed call executes, everything but the audit commits (whose grouping varies from run
-	# to run), against scripts/instructions.baseline; more than 5 % above it fails.
+	# governed call executes on the serving threads, without the audit commits they led (whose
+	# grouping varies from run to run), against scripts/instructions.baseline; more than 5 %
+	# above it fails. The other threads' periodic work (the store's polls) grows with the run's
+	# wall time, which a busy machine stretches, so it is printed but not compared.
 	calls="${2:-2000}"
-	baseline="$(sed -n 's/^everything else: //p' "$here/instructions.baseline")"
-	[[ "$baseline" =~ ^[0-9]+$ ]] || die "guard: scripts/instructions.baseline has no \`everything else: N\` line"
+	baseline="$(sed -n 's/^serving threads: //p' "$here/instructions.baseline")"
+	[[ "$baseline" =~ ^[0-9]+$ ]] || die "guard: scripts/instructions.baseline has no \`serving threads: N\` line"
 	measure_instructions guard "$calls" "$W"
-	measured="$(cat "$work/instructions.guard")"
+	measured="$(cat "$work/instructions.guard.serving")"
 	python3 - "$measured" "$baseline" <<'PY'
 import sys
 measured, baseline = int(sys.argv[1]), int(sys.argv[2])
 change = (measured - baseline) / baseline * 100
-print(f"guard: {measured:,} instructions per governed call besides the audit commits; "
-      f"baseline {baseline:,} ({change:+.1f} %)")
+print(f"guard: {measured:,} instructions per governed call on the serving threads, besides "
+      f"the audit commits; baseline {baseline:,} ({change:+.1f} %)")
 if change > 5:
     print("guard: more than 5 % above the baseline: find what the call path gained "
           "(scripts/bench.sh instructions OLD NEW), or, if it is wanted, raise "

@@ -29,6 +29,7 @@ use tokio::sync::broadcast;
 use warden_core::contract::{CallOutcome, Verdict};
 use warden_core::decision::{Denial, DenyCode};
 
+use crate::era::Era;
 use crate::handler::McpHandler;
 use crate::http_client::{request_failure, request_refused};
 use crate::list_changes::{ListChanged, Lists, forward_list_changes};
@@ -124,7 +125,7 @@ pub async fn connect(url: &str, token: &str) -> Result<Remote, ConnectError> {
     // A 2026-07-28 remote announces list changes only on a listen stream.
     if remote
         .peer_info()
-        .is_some_and(|i| i.protocol_version >= ProtocolVersion::V_2026_07_28)
+        .is_some_and(|i| Era::of(&i.protocol_version) == Era::V2026_07_28)
     {
         tokio::spawn(listen_to(remote.peer().clone(), client));
     }

@@ -36,9 +36,9 @@ pub struct ClientContext {
     /// Who calls: the credential and the agent route. A call an upstream suspended for this
     /// client's input resumes only for the same caller.
     pub caller: std::sync::Arc<str>,
-    /// The client speaks 2026-07-28 (stateless): it takes `input_required` results and cannot
-    /// be sent server-to-client requests.
-    pub stateless: bool,
+    /// The client's era: a 2026-07-28 client takes `input_required` results and cannot be sent
+    /// server-to-client requests.
+    pub era: crate::era::Era,
     /// The client's answers to an earlier `input_required` result (2026-07-28 retry).
     pub retry: Option<Retry>,
     /// The least severe log message the client hears from this call: a 2026-07-28 client's

@@ -21,6 +21,7 @@ use warden_core::pipeline::{Governance, RunState};
 use warden_core::principal::Credential;
 
 use crate::client::{ClientContext, Retry};
+use crate::era::Era;
 use crate::gateway::{Gateway, TaskAnswer, TaskOp};
 use crate::list_changes::{ListChanged, Lists, notify_list_changes};
 use crate::task_ids::TaskIds;
@@ -248,19 +249,18 @@ impl McpHandler {
         authority: &Authority,
         retry: Option<Retry>,
     ) -> Result<ClientContext, McpError> {
-        let stateless = is_stateless(ctx);
+        let era = era_of(ctx);
         #[allow(deprecated, reason = "logging is part of both eras' calls")]
-        let log_level = if stateless {
-            ctx.meta.log_level()
-        } else {
-            Some(
+        let log_level = match era {
+            Era::V2026_07_28 => ctx.meta.log_level(),
+            Era::V2025_11_25 => Some(
                 self.session
                     .log_level
                     .lock()
                     .ok()
                     .and_then(|l| *l)
                     .unwrap_or(rmcp::model::LoggingLevel::Debug),
-            )
+            ),
         };
         Ok(ClientContext {
             peer: ctx.peer.clone(),
@@ -268,13 +268,15 @@ impl McpHandler {
             cancel: ctx.ct.clone(),
             run_id: self.run_state(authority, ctx).id().to_owned(),
             caller: self.caller(ctx)?,
-            stateless,
+            era,
             log_level,
             capabilities: ctx.client_capabilities().map(|mut capabilities| {
                 // The tasks extension is 2026-07-28's: a 2025-11-25 client declaring it (as
                 // the MCP Inspector does by default) expects a plain result to a plain call,
                 // from Warden and from the upstream alike.
-                if !stateless && let Some(extensions) = capabilities.extensions.as_mut() {
+                if era == Era::V2025_11_25
+                    && let Some(extensions) = capabilities.extensions.as_mut()
+                {
                     extensions.remove(rmcp::model::TASKS_EXTENSION_ID);
                 }
                 capabilities
@@ -606,7 +608,7 @@ impl ServerHandler for McpHandler {
         let run = self.run_state(&authority, &ctx);
         let retry = retry_of(request.input_responses.clone(), &request.request_state);
         let client = self.client_context(&ctx, &authority, retry)?;
-        if client.stateless
+        if client.era == Era::V2026_07_28
             && let Some(parts) = ctx.extensions.get::<http::request::Parts>()
         {
             self.gateway.check_param_headers(
@@ -660,7 +662,7 @@ impl ServerHandler for McpHandler {
             }
             // APR-7: a 2025-11-25 client that takes URL elicitations is offered the console's
             // page of the approval, and learns the outcome when it is decided.
-            if !is_stateless(&ctx)
+            if era_of(&ctx) == Era::V2025_11_25
                 && crate::approval_url::supported(ctx.client_capabilities().as_ref())
                 && let Some(result) = Box::pin(crate::approval_url::offer_and_wait(
                     &self.gateway,
@@ -716,10 +718,11 @@ fn session_run_id(ctx: &RequestContext<RoleServer>) -> Option<String> {
     Some(format!("run_{}", hex::encode(digest.get(..16)?)))
 }
 
-/// Whether a request is of the 2026-07-28 era (stateless: no server-to-client requests).
-fn is_stateless(ctx: &RequestContext<RoleServer>) -> bool {
+/// The era of a request: the version it speaks (a 2026-07-28 request names it; a session's is
+/// its `initialize`'s), 2025-11-25's when none is known.
+fn era_of(ctx: &RequestContext<RoleServer>) -> Era {
     ctx.protocol_version()
-        .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28)
+        .map_or(Era::V2025_11_25, |v| Era::of(&v))
 }
 
 /// A 2026-07-28 retry of a request that needed input.

@@ -13,6 +13,7 @@ pub mod bridge;
 pub mod builtin;
 pub mod client;
 pub mod demo;
+pub mod era;
 pub mod gateway;
 pub mod handler;
 pub mod http_client;

@@ -15,7 +15,6 @@
 //!   directory of a session bound to a task; [`state`]: what the handlers share.
 
 mod admin;
-pub mod agents;
 mod app;
 mod auth;
 mod console;

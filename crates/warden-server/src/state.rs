@@ -9,12 +9,12 @@ use warden_control::{Control, Listener};
 use warden_mcp::Gateway;
 use warden_runtime::SystemClock;
 
-use crate::agents::Runner;
 use crate::hosts::HostPolicy;
 use crate::limiter::{DEFAULT_FAILURE_LIMIT, FailureLimiter};
 use crate::oauth::resource::Origins;
 use crate::oauth::verify::Oauth;
 use crate::sessions::SessionLimits;
+use warden_work::agents::Runner;
 
 /// The default of [`AppState::header_read_timeout`] (`warden serve --header-read-timeout`):
 /// hyper's own default, which it applies only with a timer (`axum::serve` sets none).

@@ -3,8 +3,11 @@
 //! each a set of git worktrees materialised from mirrors ([`environments`], [`materialise`]).
 //!
 //! The `tasks` tool set (warden-mcp), the admin API, the console and `warden task` all call
-//! [`tasks`]; the agent runner (warden-server) prepares environments with [`environments`].
+//! [`tasks`]. [`agents`] starts agent runs — by hand, on schedules, as sessions of a task in
+//! its environment — behind the gateway, which it reaches through its [`agents::Gateway`]
+//! port (implemented by `warden_mcp::Gateway`).
 
+pub mod agents;
 pub mod args;
 pub mod environments;
 pub mod materialise;

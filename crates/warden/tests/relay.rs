@@ -609,19 +609,8 @@ async fn with_relay_off_an_input_required_result_is_refused_and_recorded() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_a_2026_http_upstream_progress_logs_input_and_cancellation_reach_their_call() {
     let shutdown = tokio_util::sync::CancellationToken::new();
-    let addr = warden_testkit::notes::spawn_http_with(
-        warden_testkit::notes::NotesServer::new(None),
-        "127.0.0.1:0".parse().unwrap(),
-        shutdown.clone(),
-        false,
-    )
-    .await
-    .unwrap();
-    let w = TestWarden::start(&format!(
-        "kind: Project\nname: alpha\n---\nkind: Upstream\nname: web\nproject: alpha\n\
-         protocol: \"2026-07-28\"\nhttp: {{ url: \"http://{addr}/mcp\" }}\n"
-    ))
-    .await;
+    let upstream = notes_over_http("web", "alpha", "protocol: \"2026-07-28\"\n", &shutdown).await;
+    let w = TestWarden::start(&format!("kind: Project\nname: alpha\n---\n{upstream}")).await;
 
     // Progress, in order and while the call runs, and the call's log messages reach a
     // 2025-11-25 client.
@@ -838,4 +827,60 @@ async fn cancellation_reaches_the_upstream_for_prompts_and_from_2026_clients() {
     tokio::time::sleep(Duration::from_millis(400)).await;
     handle.cancel(Some("changed my mind".into())).await.unwrap();
     wait_for_one_cancellation(&modern, "alpha__cancellations").await;
+}
+
+/// Progress an HTTP upstream reached in 2025-11-25 sends just before its answer reaches the
+/// call, every time: rmcp's client hands notifications to tasks of their own and answers
+/// straight to the call, and the last notification of three was lost once in the
+/// conformance suite's `tools-call-with-progress` on a busy machine. The transport now puts
+/// each on the call's queue as it reads it (crates/warden-mcp/src/upstream/delivery.rs), so
+/// none can come after the answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_sent_just_before_an_answer_over_2025_http_is_never_lost() {
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let upstream = notes_over_http("web", "alpha", "protocol: \"2025-11-25\"\n", &shutdown).await;
+    let w = TestWarden::start(&format!("kind: Project\nname: alpha\n---\n{upstream}")).await;
+    let steps = 20;
+    let client = reqwest::Client::new();
+    for round in 0..40 {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "web__progress", "arguments": {"steps": steps, "delay_ms": 0},
+        "_meta": {
+            "progressToken": format!("round-{round}"),
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "relay-test", "version": "1"}
+        }}});
+        let text = client
+            .post(w.mcp())
+            .bearer_auth(&w.admin)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", "web__progress")
+            .json(&body)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let messages: Vec<Value> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str(d.trim()).ok())
+            .collect();
+        let progress: Vec<f64> = messages
+            .iter()
+            .filter(|m| m["method"] == "notifications/progress")
+            .map(|m| m["params"]["progress"].as_f64().unwrap())
+            .collect();
+        let expected: Vec<f64> = (1..=steps).map(f64::from).collect();
+        assert_eq!(progress, expected, "round {round}: {text}");
+        assert!(
+            messages.last().unwrap()["result"].is_object(),
+            "round {round}: the answer comes last: {text}"
+        );
+    }
+    shutdown.cancel();
 }

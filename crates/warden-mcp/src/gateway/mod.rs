@@ -419,3 +419,30 @@ impl Gateway {
         self.approvals().sweep(startup).await;
     }
 }
+
+/// The agent runner's view of the gateway.
+impl warden_work::agents::Gateway for Gateway {
+    fn policy(&self) -> Arc<warden_core::policy::Policy> {
+        self.snapshot().policy.clone()
+    }
+
+    fn store(&self) -> &Arc<Store> {
+        Gateway::store(self)
+    }
+
+    fn refresh(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
+        Box::pin(Gateway::refresh(self))
+    }
+
+    fn authority(
+        &self,
+        credential: &Credential,
+        agent: Option<&str>,
+    ) -> Result<Arc<Authority>, AuthorityError> {
+        Gateway::authority(self, credential, agent)
+    }
+
+    fn set_public_url(&self, url: String) {
+        Gateway::set_public_url(self, url);
+    }
+}

@@ -26,6 +26,7 @@ use warden_store::Store;
 
 use warden_runtime::Secrets;
 
+mod delivery;
 mod exit;
 mod failure;
 pub mod http;

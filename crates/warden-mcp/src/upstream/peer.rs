@@ -20,6 +20,7 @@ use super::failure::CallError;
 use super::relays::{InFlight, InFlightTable};
 use super::suspend::{InFlightRequest, Owner, Suspensions, failed};
 use crate::client::{ClientContext, perform};
+use crate::era::Era;
 use crate::http_client::request_failure;
 
 /// The rmcp client of a connected upstream, the calls in flight on it and those suspended
@@ -86,7 +87,7 @@ impl PeerExit {
                 Some(relay) = relays.recv() => match client {
                     // A 2026-07-28 client is asked by `input_required`: the request goes on
                     // without this task.
-                    Some(c) if c.stateless && relay.needs().is_some() => {
+                    Some(c) if c.era == Era::V2026_07_28 && relay.needs().is_some() => {
                         let Some(owner) = owner else {
                             relay.refuse(rmcp::ErrorData::invalid_request(
                                 "the calling client cannot be asked during this request",

@@ -28,6 +28,7 @@ use super::relays::{narrowed, offered};
 use super::slot::{DEFAULT_CALL_TIMEOUT, LIST_TIMEOUT, MAX_INPUT_ROUNDS, UpstreamSlot};
 use super::suspend::Owner;
 use crate::client::ClientContext;
+use crate::era::Era;
 
 /// A read-only request an upstream may answer with questions for the client first.
 #[derive(Clone, Debug)]
@@ -206,7 +207,7 @@ impl UpstreamSlot {
                 return Err(rmcp::ErrorData::invalid_request(why, None));
             }
             // A 2026-07-28 client answers itself; a 2025-11-25 client is asked by Warden.
-            let Some(c) = client.filter(|c| !c.stateless) else {
+            let Some(c) = client.filter(|c| c.era == Era::V2025_11_25) else {
                 inputs.passed_on(&needed, run_id).await;
                 return Ok(ServerResult::InputRequiredResult(needed));
             };

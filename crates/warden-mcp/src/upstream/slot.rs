@@ -32,6 +32,7 @@ use super::relays::{InFlightTable, narrowed, offered};
 use super::subscriptions::{Subscriber, Subscriptions};
 use super::suspend::{Owner, Suspensions};
 use crate::client::ClientContext;
+use crate::era::Era;
 use crate::http_client::request_failure;
 
 /// Default time an upstream call may take.
@@ -292,7 +293,7 @@ impl UpstreamSlot {
     /// Whether the upstream was reached in 2026-07-28 (no `resources/subscribe` there).
     pub(super) fn speaks_2026(&self) -> bool {
         self.state.read().is_ok_and(|s| {
-            matches!(&s.status, UpstreamStatus::Up { protocol } if protocol.as_str() >= "2026-07-28")
+            matches!(&s.status, UpstreamStatus::Up { protocol } if Era::of_str(protocol.as_str()) == Era::V2026_07_28)
         })
     }
 
@@ -473,7 +474,7 @@ impl UpstreamSlot {
                 return Ok(UpstreamAnswer::Complete(refusal));
             }
             let responses = match client {
-                Some(c) if c.stateless => {
+                Some(c) if c.era == Era::V2026_07_28 => {
                     Box::pin(inputs.passed_on(&needed, run_id)).await;
                     return Ok(UpstreamAnswer::InputRequired(needed));
                 }

@@ -19,6 +19,7 @@ use warden_core::schema::SchemaText;
 use warden_core::tool::UpstreamTool;
 use warden_store::Store;
 
+use super::delivery::Routed;
 use super::exit::Exit;
 use super::failure::short;
 use super::http::{HttpExit, configured_headers, rmcp_transport};
@@ -26,6 +27,7 @@ use super::list_watch::ListWatch;
 use super::relays::{UpstreamClient, client_config};
 use super::slot::{Connection, LIST_TIMEOUT, Offer, UpstreamSlot};
 use super::stdio;
+use crate::era::Era;
 use crate::http_client::{handshake_failure, request_failure};
 use warden_runtime::Secrets;
 
@@ -150,8 +152,13 @@ async fn connect(
                 .await
                 .map_err(|e| format!("MCP handshake failed: {}", handshake(&e, spec.protocol)))
         } else if let Some(http) = &spec.http {
+            let transport = Routed::new(
+                rmcp_transport(http, secrets)?,
+                spec.name.clone(),
+                slot.inflight.clone(),
+            );
             handler
-                .serve_with_lifecycle(rmcp_transport(http, secrets)?, lifecycle)
+                .serve_with_lifecycle(transport, lifecycle)
                 .await
                 .map_err(|e| {
                     let why = short(&handshake(&e, spec.protocol));
@@ -233,10 +240,7 @@ async fn run_connected(
     let mut waiting = tokio::spawn(client.waiting());
     let mut timer = tokio::time::interval(REFRESH_EVERY);
     timer.tick().await;
-    let modern = exits
-        .protocol
-        .as_ref()
-        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+    let modern = exits.protocol.as_ref().map(Era::of) == Some(Era::V2026_07_28);
     let ended = |ended: Result<Result<_, _>, _>| match ended {
         Ok(Ok(reason)) => format!("the connection ended ({reason:?})"),
         _ => "the connection ended".to_owned(),

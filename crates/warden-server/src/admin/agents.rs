@@ -21,8 +21,8 @@ use warden_runtime::SystemClock;
 use super::access::{AGENTS_RUN, CONFIG_READ, caller_holding, own_authority};
 use super::error::{ApiError, ErrorBody};
 use super::runs::Lifecycle;
-use crate::agents::{RunError, Trigger};
 use crate::state::AppState;
+use warden_work::agents::{RunError, Trigger};
 
 /// The program a run starts.
 #[derive(Debug, Serialize, ToSchema)]

@@ -103,6 +103,27 @@ fn chrono_now() -> i64 {
         .unwrap_or_default()
 }
 
+/// The notes fixture served over Streamable HTTP on a free port until `shutdown`, as an upstream
+/// `name` of project `project` with `extra` configuration (`protocol: "2025-11-25"`).
+pub async fn notes_over_http(
+    name: &str,
+    project: &str,
+    extra: &str,
+    shutdown: &CancellationToken,
+) -> String {
+    let addr = warden_testkit::notes::spawn_http_with(
+        warden_testkit::notes::NotesServer::new(None),
+        "127.0.0.1:0".parse().unwrap(),
+        shutdown.clone(),
+        false,
+    )
+    .await
+    .unwrap();
+    format!(
+        "kind: Upstream\nname: {name}\nproject: {project}\n{extra}http: {{ url: \"http://{addr}/mcp\" }}\n"
+    )
+}
+
 impl TestWarden {
     /// Starts on a fresh SQLite store with `config` applied.
     pub async fn start(config: &str) -> Self {

@@ -40,6 +40,7 @@ use warden_core::config::HttpSpec;
 use warden_core::tool::UpstreamTool;
 
 use crate::client::{ClientContext, Relay, perform};
+use crate::era::Era;
 use warden_runtime::Secrets;
 
 mod budget;
@@ -169,7 +170,7 @@ impl HttpExit {
         info: &rmcp::model::ClientConfig,
         tools: &[UpstreamTool],
     ) -> Option<Self> {
-        if protocol < ProtocolVersion::V_2026_07_28
+        if Era::of(&protocol) == Era::V2025_11_25
             || tools.iter().any(|t| !bare_header_value(&t.name))
         {
             return None;

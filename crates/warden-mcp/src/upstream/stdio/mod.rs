@@ -5,15 +5,11 @@
 //! upstream that misbehaves showed that one cannot do:
 //!
 //! - **A call's progress and log messages go to the call in order, and the child waits for
-//!   them.** rmcp hands each notification to a task of its own, read as fast as the child
-//!   writes: a flood of 1,000,000 progress notifications to a slow client held 3.8 GB, and
-//!   messages arrived out of order or not at all (32,657 of 100,000). Here the transport itself
-//!   puts a call's progress (by its token) and log messages (the one call in flight) on that
-//!   call's bounded relay queue, and reads the next message only once it is taken — the pipe
-//!   fills and the child's writes block, as an HTTP upstream's stream waits for a slow
-//!   client. A relay queue a call stops taking from for [`RELAY_STALL`] (one suspended for a
-//!   2026-07-28 client's answer) gets no more: the message is dropped, counted and logged,
-//!   so that the upstream's other calls are not held forever.
+//!   them** (`delivery.rs`). rmcp hands each notification to a task of its own, read as fast
+//!   as the child writes: a flood of 1,000,000 progress notifications to a slow client held
+//!   3.8 GB, and messages arrived out of order or not at all (32,657 of 100,000). Here the
+//!   pipe fills and the child's writes block while a call's queue is full, as an HTTP
+//!   upstream's stream waits for a slow client.
 //! - **An answer too large is refused at once, with the reason.** rmcp dropped a line over
 //!   16 MiB and the call waited out its timeout; here the line's `id` is picked out as it goes
 //!   by (`lines.rs`) and the request is answered with an error that names the upstream, the
@@ -31,7 +27,6 @@ use std::time::Duration;
 
 use process_wrap::tokio::{ChildWrapper, CommandWrap};
 use rmcp::RoleClient;
-use rmcp::model::ServerNotification;
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use tokio::io::AsyncWriteExt as _;
@@ -39,8 +34,8 @@ use tokio::process::{ChildStdin, ChildStdout};
 use warden_core::config::StdioSpec;
 use warden_core::name::Name;
 
-use super::relays::{InFlight, InFlightTable};
-use crate::client::Relay;
+use super::delivery::Delivery;
+use super::relays::InFlightTable;
 use warden_runtime::Secrets;
 
 pub(crate) use lines::MAX_MESSAGE;
@@ -49,8 +44,6 @@ pub(crate) use lines::MAX_MESSAGE;
 /// the call failed at Warden, the upstream did not refuse it (`suspend::failed`).
 pub(super) const TOO_LARGE: &str = "warden/messageTooLarge";
 
-/// How long a call's relay queue may stay full before a message for it is dropped.
-const RELAY_STALL: Duration = Duration::from_secs(10);
 /// How long a child has to exit after its stdin is closed, and again after `SIGTERM`.
 const EXIT_WAIT: Duration = Duration::from_secs(3);
 /// `SIGTERM` (the same number on every Unix).
@@ -96,8 +89,7 @@ pub(super) fn spawn(
         child: Some(child),
         stdin: Arc::new(tokio::sync::Mutex::new(Some(stdin))),
         stdout: lines::Lines::new(tokio::io::BufReader::new(stdout), MAX_MESSAGE),
-        inflight,
-        pending: None,
+        delivery: Delivery::new(name.clone(), inflight),
     })
 }
 
@@ -107,11 +99,7 @@ pub(super) struct StdioTransport {
     child: Option<Box<dyn ChildWrapper>>,
     stdin: Arc<tokio::sync::Mutex<Option<ChildStdin>>>,
     stdout: lines::Lines<tokio::io::BufReader<ChildStdout>>,
-    inflight: Arc<InFlightTable>,
-    /// A message read and routed to its call, not yet on the call's queue. rmcp drops a
-    /// `receive` that is waiting when something else happens, and calls it again: the message
-    /// waits here rather than being lost (one in 50,000 of a flood was).
-    pending: Option<(Arc<InFlight>, Relay)>,
+    delivery: Delivery,
 }
 
 impl std::fmt::Debug for StdioTransport {
@@ -123,63 +111,6 @@ impl std::fmt::Debug for StdioTransport {
 }
 
 impl StdioTransport {
-    /// A message for rmcp, or `None` when it is a call's, for the transport to deliver (it
-    /// is then pending).
-    fn route(
-        &mut self,
-        message: RxJsonRpcMessage<RoleClient>,
-    ) -> Option<RxJsonRpcMessage<RoleClient>> {
-        let rmcp::model::JsonRpcMessage::Notification(n) = &message else {
-            return Some(message);
-        };
-        let (call, relay) = match &n.notification {
-            ServerNotification::ProgressNotification(p) => (
-                self.inflight.by_token_or_sending(&p.params.progress_token),
-                Relay::Progress(p.params.clone()),
-            ),
-            ServerNotification::LoggingMessageNotification(l) => {
-                (self.inflight.only(), Relay::Log(l.params.clone()))
-            }
-            _ => return Some(message),
-        };
-        // Not a call's: rmcp's handler does what is done with it (a log message just after a
-        // call, or of no single call).
-        let Some(call) = call else {
-            return Some(message);
-        };
-        self.pending = Some((call, relay));
-        None
-    }
-
-    /// Puts the pending message on its call's queue, waiting while the queue is full (the
-    /// child waits with it). Cancel-safe: dropped while waiting, the message stays pending.
-    async fn deliver_pending(&mut self) {
-        let Some((call, _)) = &self.pending else {
-            return;
-        };
-        let call = call.clone();
-        match tokio::time::timeout(RELAY_STALL, call.relay.reserve()).await {
-            Ok(Ok(permit)) => {
-                if let Some((_, relay)) = self.pending.take() {
-                    permit.send(relay);
-                }
-            }
-            // The call ended: nobody to give it to.
-            Ok(Err(_)) => self.pending = None,
-            Err(_) => {
-                self.pending = None;
-                metrics::counter!("warden_upstream_relays_dropped_total", "upstream" => self.upstream.to_string())
-                    .increment(1);
-                tracing::warn!(
-                    upstream = %self.upstream,
-                    run = %call.run_id,
-                    "a progress or log message of the upstream was dropped: its call took none for {}s",
-                    RELAY_STALL.as_secs()
-                );
-            }
-        }
-    }
-
     /// The answer to request `id` whose message was too large to take.
     fn too_large(
         &self,
@@ -242,7 +173,7 @@ impl Transport<RoleClient> for StdioTransport {
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
         loop {
-            self.deliver_pending().await;
+            self.delivery.deliver_pending().await;
             match self.stdout.next().await? {
                 lines::Line::Whole(line) => {
                     let Ok(message) = serde_json::from_slice(&line) else {
@@ -250,7 +181,7 @@ impl Transport<RoleClient> for StdioTransport {
                         tracing::debug!(upstream = %self.upstream, bytes = line.len(), "a line of the upstream's stdout that is no JSON-RPC message was ignored");
                         continue;
                     };
-                    if let Some(message) = self.route(message) {
+                    if let Some(message) = self.delivery.route(message) {
                         return Some(message);
                     }
                 }

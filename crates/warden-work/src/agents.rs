@@ -6,7 +6,7 @@
 //! agent's memberships. The credential is revoked when the run ends or times out.
 //!
 //! A run bound to a task is a *session* (TASK-1): its surface is the task's workspace, and its
-//! runner starts in the task's environment ([`warden_work::environments`]) with `WARDEN_TASK_ID` and
+//! runner starts in the task's environment ([`crate::environments`]) with `WARDEN_TASK_ID` and
 //! `WARDEN_WORKSPACE` beside the run's variables.
 //!
 //! Missed schedules are not replayed: after downtime (or a busy moment), a schedule fires at
@@ -14,22 +14,45 @@
 //! runs once across replicas (unique indexes in the store decide).
 
 use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use tokio::io::AsyncBufReadExt as _;
 use tokio_util::sync::CancellationToken;
+use warden_core::authority::{Authority, AuthorityError};
 use warden_core::config::RunnerSpec;
 use warden_core::cron::Schedule;
 use warden_core::name::Name;
 use warden_core::pipeline::Clock as _;
-use warden_core::principal::{CredentialKind, Principal, Provenance};
+use warden_core::policy::Policy;
+use warden_core::principal::{Credential, CredentialKind, Principal, Provenance};
 use warden_core::time::Millis;
-use warden_mcp::Gateway;
 use warden_runtime::Secrets;
 use warden_runtime::SystemClock;
-use warden_store::{AgentRun, TokenRequest};
+use warden_store::{AgentRun, Store, TokenRequest};
+
+/// What the runner needs of the gateway its runs call through: the current policy, the store,
+/// reloading credentials at once, a run's authority, and where the server is.
+pub trait Gateway: Send + Sync + fmt::Debug {
+    /// The policy now.
+    fn policy(&self) -> Arc<Policy>;
+    /// The store.
+    fn store(&self) -> &Arc<Store>;
+    /// Reloads configuration and credentials now, instead of at the next poll.
+    fn refresh(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>>;
+    /// The authority of a run with `credential`, as the agent `agent`.
+    fn authority(
+        &self,
+        credential: &Credential,
+        agent: Option<&str>,
+    ) -> Result<Arc<Authority>, AuthorityError>;
+    /// Tells the gateway the server's base URL once it is bound.
+    fn set_public_url(&self, url: String);
+}
 
 /// Default time a run may take.
 pub const DEFAULT_RUN_TIMEOUT: Duration = Duration::from_secs(15 * 60);
@@ -83,7 +106,7 @@ pub enum Trigger {
 /// Starts agent runs.
 #[derive(Debug)]
 pub struct Runner {
-    gateway: Arc<Gateway>,
+    gateway: Arc<dyn Gateway>,
     base_url: OnceLock<String>,
     environments: OnceLock<std::path::PathBuf>,
     secrets: Secrets,
@@ -95,7 +118,7 @@ pub struct Runner {
 
 impl Runner {
     /// A runner for the gateway; runner commands resolve `${env:…}`/`${secret:…}` with `secrets`.
-    pub fn new(gateway: Arc<Gateway>, secrets: Secrets) -> Self {
+    pub fn new(gateway: Arc<dyn Gateway>, secrets: Secrets) -> Self {
         Self {
             gateway,
             base_url: OnceLock::new(),
@@ -125,9 +148,8 @@ impl Runner {
         trigger: Trigger,
         task: Option<&str>,
     ) -> Result<AgentRun, RunError> {
-        let snapshot = self.gateway.snapshot();
-        let spec = snapshot
-            .policy
+        let policy = self.gateway.policy();
+        let spec = policy
             .agent(agent)
             .ok_or_else(|| RunError::UnknownAgent(agent.to_owned()))?;
         // A session works on a task of a workspace in one of the agent's projects.
@@ -138,8 +160,7 @@ impl Runner {
                 .task(task)
                 .await?
                 .ok_or_else(|| RunError::UnknownTask(task.to_owned()))?;
-            let project = match snapshot
-                .policy
+            let project = match policy
                 .config
                 .get(warden_core::config::Kind::Workspace, &stored.workspace)
             {
@@ -241,12 +262,8 @@ impl Runner {
             .gateway
             .authority(&credential.credential, Some(agent))
             .map_err(|e| RunError::UnknownAgent(e.to_string()))?;
-        let record = warden_core::pipeline::run_record(
-            &authority,
-            &self.gateway.snapshot().policy,
-            &id,
-            now,
-        );
+        let record =
+            warden_core::pipeline::run_record(&authority, &self.gateway.policy(), &id, now);
         store.append_audit(vec![record]).await?;
         run.credential_id = Some(credential.credential.id.clone());
         run.status = "running".into();
@@ -399,8 +416,8 @@ impl Runner {
             .get()
             .cloned()
             .ok_or_else(|| "this server has no directory for environments".to_owned())?;
-        let snapshot = self.gateway.snapshot();
-        let dir = warden_work::environments::prepare(store, &snapshot.policy, &root, &task).await?;
+        let policy = self.gateway.policy();
+        let dir = crate::environments::prepare(store, &policy, &root, &task).await?;
         Ok((dir, task.workspace))
     }
 
@@ -418,10 +435,10 @@ impl Runner {
 
     async fn fire_due(self: &Arc<Self>, started: Millis) {
         let now = SystemClock.now();
-        let snapshot = self.gateway.snapshot();
+        let policy = self.gateway.policy();
         let mut due = Vec::new();
         if let Ok(mut next) = self.next_fire.lock() {
-            for (name, agent) in snapshot.policy.agents() {
+            for (name, agent) in policy.agents() {
                 for (i, s) in agent.schedules.iter().enumerate() {
                     let Ok(schedule) = Schedule::parse(&s.cron) else {
                         continue;
