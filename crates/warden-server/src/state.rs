@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use warden_control::{Control, Listener};
 use warden_mcp::Gateway;
-use warden_runtime::SystemClock;
 
 use crate::hosts::HostPolicy;
 use crate::limiter::{DEFAULT_FAILURE_LIMIT, FailureLimiter};
@@ -60,7 +59,7 @@ impl AppState {
             gateway.clone(),
             gateway.upstreams().secrets().clone(),
         ));
-        let control = Control::new(gateway.store().clone(), Arc::new(SystemClock))
+        let control = Control::new(gateway.store().clone(), gateway.clock().clone())
             .with_listener(Arc::new(Refresh(gateway.clone())));
         Self {
             gateway,

@@ -27,12 +27,11 @@ use warden_core::authority::{Authority, AuthorityError};
 use warden_core::config::RunnerSpec;
 use warden_core::cron::Schedule;
 use warden_core::name::Name;
-use warden_core::pipeline::Clock as _;
+use warden_core::pipeline::Clock;
 use warden_core::policy::Policy;
 use warden_core::principal::{Credential, CredentialKind, Principal, Provenance};
 use warden_core::time::Millis;
 use warden_runtime::Secrets;
-use warden_runtime::SystemClock;
 use warden_store::{AgentRun, Store, TokenRequest};
 
 /// What the runner needs of the gateway its runs call through: the current policy, the store,
@@ -52,6 +51,8 @@ pub trait Gateway: Send + Sync + fmt::Debug {
     ) -> Result<Arc<Authority>, AuthorityError>;
     /// Tells the gateway the server's base URL once it is bound.
     fn set_public_url(&self, url: String);
+    /// The gateway's clock.
+    fn clock(&self) -> &Arc<dyn Clock>;
 }
 
 /// Default time a run may take.
@@ -194,7 +195,7 @@ impl Runner {
         };
         let runner = runner.clone();
         let timeout = timeout.unwrap_or(DEFAULT_RUN_TIMEOUT);
-        let now = SystemClock.now();
+        let now = self.gateway.clock().now();
         let id = format!("run_{}", uuid::Uuid::now_v7().simple());
         let (trigger_name, schedule_key, fire_at, requested_by) = match &trigger {
             Trigger::Manual(p) => (
@@ -267,7 +268,7 @@ impl Runner {
         store.append_audit(vec![record]).await?;
         run.credential_id = Some(credential.credential.id.clone());
         run.status = "running".into();
-        run.started_at = Some(SystemClock.now().0);
+        run.started_at = Some(self.gateway.clock().now().0);
         store.update_agent_run(&run).await?;
         let this = self.clone();
         let started = run.clone();
@@ -368,12 +369,14 @@ impl Runner {
         };
         // The credential dies with the run.
         if let Some(id) = &run.credential_id
-            && let Err(e) = store.revoke_token(id, "scheduler", SystemClock.now()).await
+            && let Err(e) = store
+                .revoke_token(id, "scheduler", self.gateway.clock().now())
+                .await
         {
             tracing::error!(run = %run.id, error = %e, "cannot revoke the run credential");
         }
         self.gateway.refresh().await;
-        run.finished_at = Some(SystemClock.now().0);
+        run.finished_at = Some(self.gateway.clock().now().0);
         match outcome {
             Ok(status) => {
                 run.exit_code = status.code();
@@ -423,7 +426,7 @@ impl Runner {
 
     /// Fires schedules until `cancel`.
     pub async fn schedule(self: Arc<Self>, cancel: CancellationToken) {
-        let started = SystemClock.now();
+        let started = self.gateway.clock().now();
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         loop {
             tokio::select! {
@@ -434,7 +437,7 @@ impl Runner {
     }
 
     async fn fire_due(self: &Arc<Self>, started: Millis) {
-        let now = SystemClock.now();
+        let now = self.gateway.clock().now();
         let policy = self.gateway.policy();
         let mut due = Vec::new();
         if let Ok(mut next) = self.next_fire.lock() {

@@ -10,6 +10,7 @@
 
 mod common;
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -218,9 +219,11 @@ async fn an_approval_executes_once_cannot_be_replayed_and_changed_arguments_need
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expired_approval_is_refused() {
-    let w = TestWarden::start(&config(
-        "---\nkind: Autonomy\nsubject: { user: alice }\nlevel: 2\napprovalTtl: 1s\n",
-    ))
+    let clock = Arc::new(warden_testkit::memory::ManualClock::at(now()));
+    let w = TestWarden::start_with_clock(
+        &config("---\nkind: Autonomy\nsubject: { user: alice }\nlevel: 2\napprovalTtl: 1s\n"),
+        clock.clone(),
+    )
     .await;
     let (alice, bob) = (
         w.token("alice", None, None).await,
@@ -229,7 +232,8 @@ async fn an_expired_approval_is_refused() {
     let api = Api::new(&w);
     let client = http_client(&w.mcp(), &alice, Era::Stateless).await;
     let id = park(&client, "ledger__add_note", json!({"text": "late"})).await;
-    tokio::time::sleep(Duration::from_millis(1300)).await;
+    // Past its one-second TTL, on the gateway's clock: no waiting.
+    clock.advance(1300);
     let (status, body) = api.decide(&bob, &id, "approve").await;
     assert_eq!(status, 409, "{body}");
     let a = api.approval(&bob, &id).await;

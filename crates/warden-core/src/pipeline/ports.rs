@@ -33,9 +33,16 @@ pub trait Counters: Send + Sync {
 }
 
 /// The time.
-pub trait Clock: Send + Sync {
+pub trait Clock: Send + Sync + std::fmt::Debug {
     /// Now.
     fn now(&self) -> Millis;
+}
+
+/// A shared clock is the clock it shares (a process's one clock, injected where it is needed).
+impl<T: Clock + ?Sized> Clock for std::sync::Arc<T> {
+    fn now(&self) -> Millis {
+        (**self).now()
+    }
 }
 
 /// One admitted call to execute.

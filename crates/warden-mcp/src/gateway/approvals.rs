@@ -27,7 +27,6 @@ use warden_store::{Approval, ApprovalFilter, Transition};
 use super::authority::Authorities;
 use super::execution::GatewayExecutor;
 use super::live::Live;
-use warden_runtime::SystemClock;
 
 /// A decision on a parked call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -140,7 +139,7 @@ impl Approvals<'_> {
             .map_err(store_err)?
             .ok_or_else(|| DecideError::NotFound(id.to_owned()))?;
         self.check_scope(&authority, &approval)?;
-        let now = SystemClock.now().0;
+        let now = self.live.clock.now().0;
         let decided = Transition {
             decided_by: Some(reference_of(decider)),
             decided_at: Some(now),
@@ -254,7 +253,7 @@ impl Approvals<'_> {
     }
 
     async fn expire(&self, approval: &Approval) -> Result<(), warden_store::StoreError> {
-        let now = SystemClock.now().0;
+        let now = self.live.clock.now().0;
         let expired = self
             .store()
             .transition(
@@ -292,7 +291,7 @@ impl Approvals<'_> {
         code: Option<DenyCode>,
     ) {
         let record = NewRecord {
-            at: SystemClock.now(),
+            at: self.live.clock.now(),
             kind: RecordKind::Decision,
             run_id: a.run_id.clone(),
             call_id: Some(a.call_id.clone()),
@@ -323,11 +322,11 @@ impl Approvals<'_> {
     async fn execute_parked(&self, approval: &Approval, decider: Option<&Credential>) {
         let store = self.store();
         let snapshot = self.snapshot();
-        let now = SystemClock.now();
+        let now = self.live.clock.now();
         let fail = |code: DenyCode, message: String| Transition {
             outcome_code: Some(code),
             outcome_message: Some(message),
-            finished_at: Some(SystemClock.now().0),
+            finished_at: Some(self.live.clock.now().0),
             clear_args: true,
             ..Transition::default()
         };
@@ -389,7 +388,7 @@ impl Approvals<'_> {
                 from,
                 ApprovalStatus::Executing,
                 Transition {
-                    claimed_at: Some(SystemClock.now().0),
+                    claimed_at: Some(self.live.clock.now().0),
                     ..Transition::default()
                 },
             )
@@ -437,7 +436,7 @@ impl Approvals<'_> {
                         hash_value(&result)
                     )),
                     result: Some(result.to_string()),
-                    finished_at: Some(SystemClock.now().0),
+                    finished_at: Some(self.live.clock.now().0),
                     clear_args: true,
                     ..Transition::default()
                 }
@@ -467,7 +466,7 @@ impl Approvals<'_> {
     /// in progress as interrupted (an embedded store has one server).
     pub(super) async fn sweep(&self, startup: bool) {
         let store = self.store();
-        let now = SystemClock.now().0;
+        let now = self.live.clock.now().0;
         let due = |status: ApprovalStatus, due_before: Option<i64>| ApprovalFilter {
             status: vec![status],
             due_before,

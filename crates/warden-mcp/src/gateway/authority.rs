@@ -6,12 +6,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use warden_core::authority::{Authority, AuthorityError, resolve};
-use warden_core::pipeline::Clock as _;
 use warden_core::policy::Policy;
 use warden_core::principal::{Credential, CredentialRejection, TokenHash, looks_like_token};
+use warden_core::time::Millis;
 
 use super::live::Snapshot;
-use warden_runtime::SystemClock;
 
 /// How many resolved authorities are kept before the memo starts over.
 const MAX_RESOLVED: usize = 4096;
@@ -34,6 +33,7 @@ pub(super) struct Authorities {
 pub(super) fn authenticate(
     snapshot: &Snapshot,
     token: &str,
+    now: Millis,
 ) -> Result<Credential, CredentialRejection> {
     if token.is_empty() {
         return Err(CredentialRejection::Missing);
@@ -44,7 +44,7 @@ pub(super) fn authenticate(
     let credential = snapshot
         .credential(&TokenHash::of(token))
         .ok_or(CredentialRejection::Unknown)?;
-    credential.check_usable(SystemClock.now())?;
+    credential.check_usable(now)?;
     if snapshot.loaded && !snapshot.policy.principal_exists(&credential.principal) {
         return Err(CredentialRejection::OwnerGone);
     }

@@ -20,14 +20,15 @@ use warden_core::authority::Authority;
 use warden_core::contract::{CallOutcome, ToolOutput};
 use warden_core::decision::DenyCode;
 use warden_core::error::ExecError;
-use warden_core::pipeline::{CallRequest, Execution, Executor, Governance, Pipeline, RunState};
+use warden_core::pipeline::{
+    CallRequest, Clock, Execution, Executor, Governance, Pipeline, RunState,
+};
 use warden_core::tool::{ToolDescriptor, ToolSource};
 
 use super::live::{Live, Snapshot};
 use crate::builtin;
 use crate::client::ClientContext;
 use crate::upstream::UpstreamAnswer;
-use warden_runtime::SystemClock;
 
 /// Executes admitted calls against one snapshot: built-in tools, or the upstream's exit.
 #[derive(Debug)]
@@ -45,14 +46,14 @@ impl Live {
         'a,
         warden_store::Store,
         warden_store::Store,
-        SystemClock,
+        Arc<dyn Clock>,
         GatewayExecutor<'a>,
         warden_store::Store,
     > {
         Pipeline {
             audit: self.store.as_ref(),
             counters: self.store.as_ref(),
-            clock: &SystemClock,
+            clock: &self.clock,
             executor,
             approvals: self.store.as_ref(),
         }

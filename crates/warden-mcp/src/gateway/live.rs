@@ -15,6 +15,7 @@ use arc_swap::ArcSwap;
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 use warden_core::config::{Config, Kind, Resource, UpstreamSpec};
+use warden_core::pipeline::Clock;
 use warden_core::policy::Policy;
 use warden_core::principal::{Credential, TokenHash};
 use warden_core::tool::{Catalog, ToolDescriptor, ToolSource, catalog_name, matching_policy};
@@ -67,6 +68,8 @@ impl Snapshot {
 #[derive(Debug)]
 pub(super) struct Live {
     pub(super) store: Arc<Store>,
+    /// The gateway's clock (the system's, or a test's).
+    pub(super) clock: Arc<dyn Clock>,
     snapshot: ArcSwap<Snapshot>,
     pub(super) upstreams: Upstreams,
     builtins: Vec<ToolDescriptor>,
@@ -83,9 +86,11 @@ impl Live {
         store: Arc<Store>,
         upstreams: Upstreams,
         builtins: Vec<ToolDescriptor>,
+        clock: Arc<dyn Clock>,
     ) -> Self {
         Self {
             store,
+            clock,
             snapshot: ArcSwap::from_pointee(Snapshot::empty()),
             upstreams,
             builtins,

@@ -26,7 +26,7 @@ use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 use warden_core::authority::{Authority, AuthorityError};
 use warden_core::contract::CallOutcome;
-use warden_core::pipeline::{Governance, RunState};
+use warden_core::pipeline::{Clock, Governance, RunState};
 use warden_core::principal::{Credential, CredentialRejection};
 use warden_core::tool::ToolDescriptor;
 use warden_store::{Approval, Store};
@@ -62,6 +62,9 @@ pub struct GatewayOptions {
     pub secrets_dir: Option<PathBuf>,
     /// How often the store's revision is polled.
     pub poll_interval: Duration,
+    /// The clock every decision, approval and record of the gateway reads (the system's; a
+    /// test's that moves only when told to).
+    pub clock: Arc<dyn Clock>,
 }
 
 impl Default for GatewayOptions {
@@ -69,6 +72,7 @@ impl Default for GatewayOptions {
         Self {
             secrets_dir: None,
             poll_interval: Duration::from_millis(250),
+            clock: Arc::new(warden_runtime::SystemClock),
         }
     }
 }
@@ -95,7 +99,12 @@ impl Gateway {
             Some(store.clone()),
         );
         let task_ids = tasks::task_ids(&store).await;
-        let live = Arc::new(Live::new(store, upstreams, builtin::descriptors()));
+        let live = Arc::new(Live::new(
+            store,
+            upstreams,
+            builtin::descriptors(),
+            options.clock.clone(),
+        ));
         let gateway = Arc::new(Self {
             live: live.clone(),
             authorities: Authorities::default(),
@@ -134,6 +143,11 @@ impl Gateway {
         &self.live.store
     }
 
+    /// The gateway's clock, which the services beside it share.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.live.clock
+    }
+
     /// The upstreams.
     pub fn upstreams(&self) -> &Upstreams {
         &self.live.upstreams
@@ -164,7 +178,7 @@ impl Gateway {
 
     /// Verifies a bearer token against the in-memory credential table (a hash lookup).
     pub fn authenticate(&self, token: &str) -> Result<Credential, CredentialRejection> {
-        authority::authenticate(&self.live.peek(), token)
+        authority::authenticate(&self.live.peek(), token, self.live.clock.now())
     }
 
     /// The authority of a run, re-resolved from the current policy (RUN-8). Without a
@@ -444,5 +458,9 @@ impl warden_work::agents::Gateway for Gateway {
 
     fn set_public_url(&self, url: String) {
         Gateway::set_public_url(self, url);
+    }
+
+    fn clock(&self) -> &Arc<dyn Clock> {
+        Gateway::clock(self)
     }
 }

@@ -21,7 +21,6 @@ use warden_core::time::Millis;
 
 use super::live::Live;
 use crate::upstream::DEFAULT_CALL_TIMEOUT;
-use warden_runtime::SystemClock;
 
 /// How often the chain is swept.
 const SWEEP_EVERY: Duration = Duration::from_secs(30);
@@ -61,7 +60,7 @@ async fn sweep(
     heads: &mut VecDeque<(Millis, i64)>,
     done_upto: i64,
 ) -> Result<i64, warden_store::StoreError> {
-    let now = SystemClock.now();
+    let now = live.clock.now();
     let cutoff = Millis(now.0.saturating_sub(millis(longest_timeout(live) + MARGIN)));
     let head = live.store.audit_head().await?;
     let mut from = done_upto;

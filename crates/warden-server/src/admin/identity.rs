@@ -9,13 +9,14 @@ use axum::extract::{Extension, State};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
+use warden_control::Caller;
+use warden_control::explain::{self, Explained, Question};
 use warden_core::name::Name;
-use warden_core::principal::{Credential, CredentialKind, Principal};
-use warden_core::time::Millis;
+use warden_core::principal::Principal;
 use warden_core::tool::{GovernanceStatus, ToolSource};
 use warden_mcp::Authenticated;
 
-use super::access::{EXPLAIN_ANY, TOOLS_INVENTORY, caller_holding, own_authority};
+use super::access::{TOOLS_INVENTORY, caller_holding, own_authority};
 use super::error::{ApiError, ErrorBody};
 use crate::state::AppState;
 
@@ -225,50 +226,25 @@ pub(crate) async fn explain(
             ));
         }
     };
-    let reveal = caller.holds(EXPLAIN_ANY);
-    let target = match subject {
-        None => credential.clone(),
-        Some(principal) => {
-            let principal = principal?;
-            if !reveal {
-                return Err(ApiError::missing(
-                    EXPLAIN_ANY,
-                    "explaining another principal",
-                ));
-            }
-            let projects = req
-                .projects
-                .as_ref()
-                .map(|ps| ps.iter().map(|p| Name::new(p)).collect::<Result<_, _>>())
-                .transpose()
-                .map_err(|e| ApiError::invalid(format!("`projects`: {e}")))?;
-            Credential {
-                id: "explain".into(),
-                kind: CredentialKind::ApiKey,
-                principal,
-                projects,
-                scopes: None,
-                created_at: Millis(0),
-                expires_at: None,
-                revoked_at: None,
-                description: None,
-                groups: Vec::new(),
-            }
-        }
-    };
-    let authority = state
-        .gateway
-        .authority(&target, req.agent.as_deref())
-        .map_err(|e| ApiError::not_found(e.to_string()))?;
+    let subject = subject.transpose()?;
     let snapshot = state.gateway.snapshot();
-    let explanation = warden_core::explain::explain(
+    let question = Question {
+        subject: subject.as_ref().map(|p| (p, req.projects.as_deref())),
+        agent: req.agent.as_deref(),
+        tool: &req.tool,
+        arguments: req.arguments.as_ref(),
+    };
+    let Explained {
+        authority,
+        explanation,
+    } = explain::explain(
         &snapshot.policy,
         &snapshot.catalog,
-        &authority,
-        &req.tool,
-        req.arguments.as_ref(),
-        reveal,
-    );
+        &Caller::Credential(caller),
+        &credential,
+        question,
+        |c, agent| state.gateway.authority(c, agent),
+    )?;
     Ok(Json(ExplainAnswer {
         principal: authority.principal.to_string(),
         mode: authority.mode.to_string(),

@@ -11,12 +11,13 @@ use axum::response::Response;
 use maud::{Markup, html};
 use serde::Deserialize;
 use serde_json::{Map, Value};
+use warden_control::Caller;
+use warden_control::explain::{self, Explained, Question};
 use warden_core::name::Name;
-use warden_core::principal::{Credential, CredentialKind, Principal};
-use warden_core::time::Millis;
+use warden_core::principal::Principal;
 
 use super::caps::{EXPLAIN_ANY, Section};
-use super::layout::{badge, page, refusal};
+use super::layout::{badge, page, refusal, refusal_status};
 use super::session::Signed;
 use crate::state::AppState;
 
@@ -41,12 +42,16 @@ fn some(text: &str) -> Option<&str> {
     (!t.is_empty()).then_some(t)
 }
 
-/// The credential explained: the caller's own, or one of the named principal (bound to the
-/// given projects, as a token would be).
-fn subject(signed: &Signed, form: &ExplainForm) -> Result<Credential, (StatusCode, String)> {
+/// The principal explained, when another than the caller's own, and the projects its
+/// credential is bound to.
+type Subject = Option<(Principal, Option<Vec<String>>)>;
+
+/// The principal explained: none (the caller's own credential), or the named one with the
+/// given projects (as a token bound to them would be).
+fn subject(form: &ExplainForm) -> Result<Subject, (StatusCode, String)> {
     let bad = |e: String| (StatusCode::BAD_REQUEST, e);
     let principal = match (some(&form.user), some(&form.service_account)) {
-        (None, None) => return Ok(signed.credential.clone()),
+        (None, None) => return Ok(None),
         (Some(u), None) => Principal::User {
             name: Name::new(u).map_err(|e| bad(format!("user: {e}")))?,
         },
@@ -55,34 +60,14 @@ fn subject(signed: &Signed, form: &ExplainForm) -> Result<Credential, (StatusCod
         },
         (Some(_), Some(_)) => return Err(bad("give a user or a service account, not both".into())),
     };
-    if !signed.holds(EXPLAIN_ANY) {
-        return Err((
-            StatusCode::FORBIDDEN,
-            format!("explaining another principal needs the `{EXPLAIN_ANY}` capability"),
-        ));
-    }
-    let projects = match some(&form.projects) {
-        None => None,
-        Some(list) => Some(
-            list.split(',')
-                .map(str::trim)
-                .filter(|p| !p.is_empty())
-                .map(|p| Name::new(p).map_err(|e| bad(format!("projects: {e}"))))
-                .collect::<Result<_, _>>()?,
-        ),
-    };
-    Ok(Credential {
-        id: "explain".into(),
-        kind: CredentialKind::ApiKey,
-        principal,
-        projects,
-        scopes: None,
-        created_at: Millis(0),
-        expires_at: None,
-        revoked_at: None,
-        description: None,
-        groups: Vec::new(),
-    })
+    let projects = some(&form.projects).map(|list| {
+        list.split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(str::to_owned)
+            .collect()
+    });
+    Ok(Some((principal, projects)))
 }
 
 fn answer(
@@ -111,21 +96,28 @@ fn answer(
             }
         },
     };
-    let credential = subject(signed, form)?;
-    let authority = state
-        .gateway
-        .authority(&credential, some(&form.agent))
-        .map_err(|e| (StatusCode::NOT_FOUND, e.to_string()))?;
+    let subject = subject(form)?;
     let snapshot = state.gateway.snapshot();
-    let reveal = signed.holds(EXPLAIN_ANY);
-    let e = warden_core::explain::explain(
+    let question = Question {
+        subject: subject
+            .as_ref()
+            .map(|(principal, projects)| (principal, projects.as_deref())),
+        agent: some(&form.agent),
+        tool,
+        arguments: arguments.as_ref(),
+    };
+    let Explained {
+        authority,
+        explanation: e,
+    } = explain::explain(
         &snapshot.policy,
         &snapshot.catalog,
-        &authority,
-        tool,
-        arguments.as_ref(),
-        reveal,
-    );
+        &Caller::Credential(signed.authority.clone()),
+        &signed.credential,
+        question,
+        |c, agent| state.gateway.authority(c, agent),
+    )
+    .map_err(|e| (refusal_status(&e), e.to_string()))?;
     Ok(html! {
         section.explanation #explanation data-would=(e.would) {
             h2 { "For " (authority.principal) @if let Some(a) = &authority.agent { ", a run of " (a) } " (" (authority.mode) " mode)" }

@@ -126,7 +126,16 @@ fn html_response(status: StatusCode, markup: Markup) -> Response {
 /// A page that refuses what was asked, as a service refused it: its words, and the status the
 /// admin API would answer.
 pub(crate) fn refused(signed: &Signed, e: &Refusal) -> Response {
-    let status = match e {
+    refusal(
+        signed,
+        refusal_status(e),
+        &super::fmt::cut(&e.to_string(), 2000),
+    )
+}
+
+/// The status the admin API answers a service's refusal with.
+pub(crate) fn refusal_status(e: &Refusal) -> StatusCode {
+    match e {
         Refusal::Invalid { .. } | Refusal::Malformed(_) => StatusCode::BAD_REQUEST,
         Refusal::Unprocessable(_)
         | Refusal::Config {
@@ -140,8 +149,7 @@ pub(crate) fn refused(signed: &Signed, e: &Refusal) -> Response {
         Refusal::Missing { .. } | Refusal::Forbidden(_) => StatusCode::FORBIDDEN,
         Refusal::NotFound(_) => StatusCode::NOT_FOUND,
         Refusal::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
-    };
-    refusal(signed, status, &super::fmt::cut(&e.to_string(), 2000))
+    }
 }
 
 /// A refusal or failure shown inside the frame, with its status.

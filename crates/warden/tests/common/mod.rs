@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use warden_core::capability::{Capability, CapabilitySet};
 use warden_core::config::parse_documents;
 use warden_core::name::Name;
+use warden_core::pipeline::Clock;
 use warden_core::principal::{CredentialKind, Principal};
 use warden_core::time::Millis;
 use warden_mcp::{Gateway, GatewayOptions};
@@ -124,6 +125,14 @@ pub async fn notes_over_http(
     )
 }
 
+/// The tests' gateway options: the system clock, the store polled every [`POLL_INTERVAL`].
+fn polling() -> GatewayOptions {
+    GatewayOptions {
+        poll_interval: POLL_INTERVAL,
+        ..GatewayOptions::default()
+    }
+}
+
 impl TestWarden {
     /// Starts on a fresh SQLite store with `config` applied.
     pub async fn start(config: &str) -> Self {
@@ -138,6 +147,26 @@ impl TestWarden {
     /// Starts on `store` with `config` applied, its gateway reading the store's revision
     /// every `poll` (an hour: it sees only what its own requests make it read).
     pub async fn start_polling(store: TestStore, config: &str, poll: Duration) -> Self {
+        let options = GatewayOptions {
+            poll_interval: poll,
+            ..GatewayOptions::default()
+        };
+        Self::start_with(store, config, options).await
+    }
+
+    /// Starts on a fresh SQLite store with `config` applied, its gateway and services reading
+    /// `clock` (a `ManualClock` at now: time passes only when the test moves it).
+    pub async fn start_with_clock(config: &str, clock: Arc<dyn Clock>) -> Self {
+        let options = GatewayOptions {
+            poll_interval: POLL_INTERVAL,
+            clock,
+            ..GatewayOptions::default()
+        };
+        Self::start_with(warden_testkit::sqlite_store().await, config, options).await
+    }
+
+    /// Starts on `store` with `config` applied and a gateway of `options`.
+    async fn start_with(store: TestStore, config: &str, options: GatewayOptions) -> Self {
         // The process's TLS provider, which every HTTP client a test builds needs (rmcp's
         // default client among them); `warden` installs it in its main.
         warden_mcp::http_client::install_tls();
@@ -157,7 +186,7 @@ impl TestWarden {
                 .unwrap()
                 .unwrap_or_else(|e| panic!("{e:?}"));
         }
-        Self::serve(store, admin, poll).await
+        Self::serve(store, admin, options).await
     }
 
     /// Stops the server and its gateway (upstreams included) and starts new ones on the same
@@ -169,30 +198,22 @@ impl TestWarden {
         let admin = std::mem::take(&mut self.admin);
         drop(self);
         tokio::time::sleep(Duration::from_millis(100)).await;
-        Self::serve(store, admin, POLL_INTERVAL).await
+        Self::serve(store, admin, polling()).await
     }
 
     /// Another replica: a server and gateway of their own on the same store.
     pub async fn replica(&self) -> Self {
-        Self::serve(
-            self.store.another().await,
-            self.admin.clone(),
-            POLL_INTERVAL,
-        )
-        .await
+        Self::serve(self.store.another().await, self.admin.clone(), polling()).await
     }
 
-    async fn serve(store: TestStore, admin: String, poll: Duration) -> Self {
+    async fn serve(store: TestStore, admin: String, options: GatewayOptions) -> Self {
         let gateway = Gateway::start(
             Arc::new(
                 warden_store::Store::open_serving(&store.location)
                     .await
                     .unwrap(),
             ),
-            GatewayOptions {
-                poll_interval: poll,
-                ..GatewayOptions::default()
-            },
+            options,
         )
         .await;
         gateway.wait_for_upstreams(Duration::from_secs(15)).await;
