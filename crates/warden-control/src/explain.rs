@@ -15,8 +15,7 @@ use warden_core::capability::EXPLAIN_ANY;
 use warden_core::explain::Explanation;
 use warden_core::name::Name;
 use warden_core::policy::Policy;
-use warden_core::principal::{Credential, CredentialKind, Principal};
-use warden_core::time::Millis;
+use warden_core::principal::{Credential, Principal};
 use warden_core::tool::Catalog;
 
 use crate::{Caller, Refusal};
@@ -72,16 +71,8 @@ pub fn explain(
                     message: e.to_string(),
                 })?;
             Credential {
-                id: "explain".into(),
-                kind: CredentialKind::ApiKey,
-                principal: principal.clone(),
                 projects,
-                scopes: None,
-                created_at: Millis(0),
-                expires_at: None,
-                revoked_at: None,
-                description: None,
-                groups: Vec::new(),
+                ..Credential::synthetic("explain", principal.clone())
             }
         }
     };

@@ -82,7 +82,8 @@ impl Control {
         &self.store
     }
 
-    pub(crate) fn now(&self) -> Millis {
+    /// The time by the services' clock.
+    pub fn now(&self) -> Millis {
         self.clock.now()
     }
 

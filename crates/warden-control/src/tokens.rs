@@ -27,7 +27,7 @@ use warden_core::config::Kind;
 use warden_core::name::Name;
 use warden_core::policy::Policy;
 use warden_core::principal::{Credential, CredentialKind, Principal};
-use warden_core::time::parse_duration;
+use warden_core::time::{Millis, parse_duration};
 use warden_store::{NewToken, TokenRequest};
 
 use crate::{Caller, Control, Refusal};
@@ -196,6 +196,67 @@ pub async fn create(
         .await?;
     control.changed().await;
     Ok(token)
+}
+
+/// A token as every door shows it: never its secret, its status at the time it is read. The
+/// admin API answers it, `warden token` reads it back, the console renders it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Token {
+    /// Its public id (`tok_…`): what revokes it.
+    pub id: String,
+    /// `api_key`, or `run` for a credential minted for one agent run.
+    pub kind: String,
+    /// The owner (`user:alice`, `serviceAccount:deploy-bot`, `agent:sre-bot/run_…`).
+    pub principal: String,
+    /// Project bindings (none: all of the owner's projects).
+    pub projects: Option<Vec<String>>,
+    /// Capability scopes (none: all of the owner's capabilities).
+    pub scopes: Option<Vec<String>>,
+    /// When it was created (ms since the epoch).
+    pub created_at: i64,
+    /// When it expires (ms).
+    pub expires_at: Option<i64>,
+    /// When it was revoked (ms).
+    pub revoked_at: Option<i64>,
+    /// The note.
+    pub description: Option<String>,
+    /// `active`, `revoked` or `expired`.
+    pub status: String,
+}
+
+impl Token {
+    /// `credential` as shown at `now`.
+    pub fn of(credential: &Credential, now: Millis) -> Self {
+        let Credential {
+            id,
+            kind,
+            principal,
+            projects,
+            scopes,
+            created_at,
+            expires_at,
+            revoked_at,
+            description,
+            groups: _,
+        } = credential;
+        Self {
+            id: id.clone(),
+            kind: kind.as_str().to_owned(),
+            principal: principal.to_string(),
+            projects: projects
+                .as_ref()
+                .map(|p| p.iter().map(ToString::to_string).collect()),
+            scopes: scopes
+                .as_ref()
+                .map(|s| s.patterns().iter().map(|c| c.as_str().to_owned()).collect()),
+            created_at: created_at.0,
+            expires_at: expires_at.map(|m| m.0),
+            revoked_at: revoked_at.map(|m| m.0),
+            description: description.clone(),
+            status: credential.status(now).to_owned(),
+        }
+    }
 }
 
 /// The tokens `caller` may see, oldest first, without secrets: every one with `tokens:read`;

@@ -29,8 +29,7 @@ use warden_core::config::{Config, Kind, Resource, parse_documents};
 use warden_core::decision::{Decision, DenyCode, Purpose, decide, resolve_tool};
 use warden_core::name::Name;
 use warden_core::policy::Policy;
-use warden_core::principal::{Credential, CredentialKind, Principal};
-use warden_core::time::Millis;
+use warden_core::principal::{Credential, Principal};
 use warden_core::tool::{Catalog, ToolDescriptor, UpstreamTool, catalog_name, matching_policy};
 
 /// The governed tool of the call benches: a mutation requiring `tracker:write`.
@@ -81,20 +80,12 @@ fn issue_schema() -> Map<String, Value> {
 }
 
 fn credential(user: &str) -> Credential {
-    Credential {
-        id: format!("tok_{user}"),
-        kind: CredentialKind::ApiKey,
-        principal: Principal::User {
+    Credential::synthetic(
+        &format!("tok_{user}"),
+        Principal::User {
             name: Name::new(user).unwrap(),
         },
-        projects: None,
-        scopes: None,
-        created_at: Millis(0),
-        expires_at: None,
-        revoked_at: None,
-        description: None,
-        groups: Vec::new(),
-    }
+    )
 }
 
 fn world(projects: usize, tools: usize) -> World {

@@ -283,7 +283,7 @@ pub fn resolve_requester(
                         scopes,
                         groups,
                         expires_at,
-                        ..synthetic(owner)
+                        ..Credential::synthetic("requester", owner)
                     };
                     c.check_usable(now).map_err(|e| {
                         Denial::new(
@@ -294,9 +294,11 @@ pub fn resolve_requester(
                     })?;
                     c
                 }
-                PrincipalRef::User { name } => synthetic(Principal::User { name }),
+                PrincipalRef::User { name } => {
+                    Credential::synthetic("requester", Principal::User { name })
+                }
                 PrincipalRef::ServiceAccount { name } => {
-                    synthetic(Principal::ServiceAccount { name })
+                    Credential::synthetic("requester", Principal::ServiceAccount { name })
                 }
             };
             if !policy.principal_exists(&credential.principal) {
@@ -319,30 +321,18 @@ pub fn resolve_requester(
                     format!("the requesting agent role `{role}` no longer exists"),
                 ));
             }
-            let credential = synthetic(Principal::AgentRun {
-                agent: role.clone(),
-                run: intent_id,
-            });
+            let credential = Credential::synthetic(
+                "requester",
+                Principal::AgentRun {
+                    agent: role.clone(),
+                    run: intent_id,
+                },
+            );
             resolve(policy, &credential, Some(role.as_str())).map_err(|e| {
                 failed(format!(
                     "the agent role's authority cannot be resolved: {e}"
                 ))
             })
         }
-    }
-}
-
-fn synthetic(principal: Principal) -> Credential {
-    Credential {
-        id: "requester".into(),
-        kind: CredentialKind::ApiKey,
-        principal,
-        projects: None,
-        scopes: None,
-        created_at: Millis(0),
-        expires_at: None,
-        revoked_at: None,
-        description: None,
-        groups: Vec::new(),
     }
 }

@@ -158,6 +158,24 @@ pub enum CredentialRejection {
 }
 
 impl Credential {
+    /// A credential no token stands behind: an unbounded API key of `principal`, named `id`,
+    /// for asking what the principal's own authority allows (explain, a requester checked
+    /// again at approval).
+    pub fn synthetic(id: &str, principal: Principal) -> Self {
+        Self {
+            id: id.to_owned(),
+            kind: CredentialKind::ApiKey,
+            principal,
+            projects: None,
+            scopes: None,
+            created_at: Millis(0),
+            expires_at: None,
+            revoked_at: None,
+            description: None,
+            groups: Vec::new(),
+        }
+    }
+
     /// How listings show it: `revoked`, `expired` or `active`.
     pub fn status(&self, now: Millis) -> &'static str {
         match self.check_usable(now) {

@@ -145,7 +145,10 @@ fn routes(state: Arc<AppState>, shutdown: CancellationToken) -> (Router, Endpoin
         .with_max_request_body_bytes(MAX_BODY_BYTES)
         .with_cancellation_token(shutdown.child_token());
     // 2025-11-25 sessions are restored from the store on any replica (sessions.rs).
-    config.session_store = Some(Arc::new(StoredSessions::new(store.clone())));
+    config.session_store = Some(Arc::new(StoredSessions::new(
+        store.clone(),
+        state.gateway.clock().clone(),
+    )));
     let sessions = Arc::new(LocalSessionManager::default());
     let mcp = StreamableHttpService::new(
         move || {
@@ -161,6 +164,7 @@ fn routes(state: Arc<AppState>, shutdown: CancellationToken) -> (Router, Endpoin
     let owners = Arc::new(SessionOwners::new(
         sessions,
         store.clone(),
+        state.gateway.clock().clone(),
         state.session_limits,
     ));
     owners.expire_until(shutdown.child_token());

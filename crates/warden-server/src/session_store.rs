@@ -8,19 +8,19 @@ use std::sync::Arc;
 use rmcp::transport::streamable_http_server::session::{
     SessionState, SessionStore, SessionStoreError,
 };
-use warden_core::pipeline::Clock as _;
-use warden_runtime::SystemClock;
+use warden_core::pipeline::Clock;
 use warden_store::Store;
 
-/// The sessions of one store.
+/// The sessions of one store, stamped by one clock.
 #[derive(Debug)]
 pub(crate) struct StoredSessions {
     store: Arc<Store>,
+    clock: Arc<dyn Clock>,
 }
 
 impl StoredSessions {
-    pub(crate) fn new(store: Arc<Store>) -> Self {
-        Self { store }
+    pub(crate) fn new(store: Arc<Store>, clock: Arc<dyn Clock>) -> Self {
+        Self { store, clock }
     }
 }
 
@@ -36,7 +36,7 @@ impl SessionStore for StoredSessions {
     async fn store(&self, session_id: &str, state: &SessionState) -> Result<(), SessionStoreError> {
         let state = serde_json::to_string(state)?;
         self.store
-            .put_mcp_session_state(session_id, &state, SystemClock.now())
+            .put_mcp_session_state(session_id, &state, self.clock.now())
             .await?;
         Ok(())
     }

@@ -27,10 +27,9 @@ use http::{HeaderName, Method, StatusCode};
 use rmcp::transport::streamable_http_server::session::SessionManager as _;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use tokio_util::sync::CancellationToken;
-use warden_core::pipeline::Clock as _;
+use warden_core::pipeline::Clock;
 use warden_core::time::Millis;
 use warden_mcp::{AgentRoute, Authenticated};
-use warden_runtime::SystemClock;
 use warden_store::Store;
 
 static MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
@@ -145,6 +144,7 @@ pub(crate) struct SessionOwners {
     owners: Owners,
     manager: Arc<LocalSessionManager>,
     store: Arc<Store>,
+    clock: Arc<dyn Clock>,
     limits: SessionLimits,
 }
 
@@ -167,16 +167,19 @@ pub(crate) struct Settled {
 }
 
 impl SessionOwners {
-    /// Owners of the sessions of `manager`, kept in `store`, within `limits`.
+    /// Owners of the sessions of `manager`, kept in `store` and stamped by `clock`, within
+    /// `limits`.
     pub(crate) fn new(
         manager: Arc<LocalSessionManager>,
         store: Arc<Store>,
+        clock: Arc<dyn Clock>,
         limits: SessionLimits,
     ) -> Self {
         Self {
             owners: Arc::default(),
             manager,
             store,
+            clock,
             limits,
         }
     }
@@ -253,8 +256,9 @@ impl SessionOwners {
             self.owners.clone(),
             self.manager.clone(),
         );
+        let now = self.clock.now();
         tokio::spawn(async move {
-            match store.touch_mcp_session(&id, SystemClock.now()).await {
+            match store.touch_mcp_session(&id, now).await {
                 Ok(true) => {}
                 Ok(false) => {
                     lock(&owners).remove(&id);
@@ -355,7 +359,7 @@ impl SessionOwners {
                         opened,
                         &owner.credential,
                         owner.agent.as_deref(),
-                        SystemClock.now(),
+                        self.clock.now(),
                     )
                     .await
                 {
@@ -406,7 +410,7 @@ impl SessionOwners {
     /// Deletes the sessions of the store unused for [`SESSION_IDLE`], once a [`TOUCH_EVERY`],
     /// until `shutdown`.
     pub(crate) fn expire_until(&self, shutdown: CancellationToken) {
-        let store = self.store.clone();
+        let (store, clock) = (self.store.clone(), self.clock.clone());
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
@@ -418,7 +422,7 @@ impl SessionOwners {
                     _ = every.tick() => {}
                 }
                 let idle = i64::try_from(SESSION_IDLE.as_millis()).unwrap_or(i64::MAX);
-                let since = Millis(SystemClock.now().0.saturating_sub(idle));
+                let since = Millis(clock.now().0.saturating_sub(idle));
                 match store.expire_mcp_sessions(since).await {
                     Ok(0) => {}
                     Ok(n) => tracing::debug!(expired = n, "idle sessions deleted"),

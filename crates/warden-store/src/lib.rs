@@ -10,6 +10,8 @@
 mod anchor;
 mod approvals;
 mod backend;
+mod config;
+mod credentials;
 mod error;
 mod health;
 mod location;
@@ -30,18 +32,15 @@ use std::time::Duration;
 
 use warden_core::approval::{ApprovalQueue, Parked};
 use warden_core::audit::checkpoint::Checkpoint;
-use warden_core::audit::{AuditRecord, NewRecord, RecordKind, canonical_json};
-use warden_core::capability::CapabilitySet;
-use warden_core::config::{Config, ConfigError, Kind, Located, Resource, Source};
+use warden_core::audit::{AuditRecord, NewRecord};
 use warden_core::error::EnvError;
-use warden_core::name::Name;
 use warden_core::pipeline::{AuditLog, Counters};
 use warden_core::policy::CounterSpec;
-use warden_core::principal::{Credential, CredentialKind, Principal, TokenHash, format_token};
 use warden_core::time::Millis;
 
 pub use anchor::{AuditKey, CHECKPOINT_FILE, KEY_FILE, read_checkpoints};
 pub use approvals::{Approval, ApprovalFilter, Transition};
+pub use credentials::{NewToken, TokenRequest};
 pub use error::StoreError;
 pub use location::{Location, SQLITE_FILE};
 pub use rows::{AgentRun, AuditFilter};
@@ -76,32 +75,6 @@ pub struct Store {
     appends: health::AppendHealth,
     /// The store's id ([`Store::id`]), once read.
     id: std::sync::OnceLock<String>,
-}
-
-/// A token just created: the credential and its secret, shown once.
-#[derive(Debug)]
-pub struct NewToken {
-    /// The stored credential (no secret).
-    pub credential: Credential,
-    /// The secret (`wdn_…`). Never stored; print it once.
-    pub secret: String,
-}
-
-/// What to create a token for.
-#[derive(Clone, Debug)]
-pub struct TokenRequest {
-    /// The owner.
-    pub principal: Principal,
-    /// Project bindings (`None` = all of the owner's projects).
-    pub projects: Option<Vec<Name>>,
-    /// Capability scopes (`None` = all of the owner's capabilities).
-    pub scopes: Option<CapabilitySet>,
-    /// Time to live.
-    pub ttl: Option<Duration>,
-    /// Listing note.
-    pub description: Option<String>,
-    /// API key or run credential.
-    pub kind: CredentialKind,
 }
 
 impl Store {
@@ -208,274 +181,6 @@ impl Store {
     /// The current revision of configuration and credentials.
     pub async fn revision(&self) -> Result<u64, StoreError> {
         self.backend.revision().await
-    }
-
-    /// The applied configuration and its revision.
-    pub async fn load_config(&self) -> Result<(Config, u64), StoreError> {
-        let (rows, revision) = self.backend.load_resources().await?;
-        let mut located = Vec::with_capacity(rows.len());
-        for (kind, key, spec) in rows {
-            let mut resource: Resource = serde_json::from_str(&spec).map_err(|e| {
-                StoreError::Corrupt(format!("stored {kind} `{key}` cannot be read: {e}"))
-            })?;
-            // Stored before such URLs were refused: kept working, never shown.
-            if let Resource::Upstream(u) = &mut resource
-                && let Some(http) = &mut u.http
-                && http.lift_url_credentials()
-            {
-                tracing::warn!(upstream = %key, "the URL of this upstream carries credentials; they are sent as HTTP Basic authentication unless it has an `Authorization` header: apply it again with them in `headers` from a `${{secret:…}}`");
-            }
-            located.push(Located {
-                source: Some(Source {
-                    file: "store".into(),
-                    document: 0,
-                }),
-                resource,
-            });
-        }
-        let config = Config::validate(located).map_err(|errors| {
-            StoreError::Corrupt(format!(
-                "the stored configuration is invalid: {}",
-                errors
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            ))
-        })?;
-        Ok((config, revision))
-    }
-
-    /// Applies resources (create or replace by kind and key) after validating the merged
-    /// configuration; returns the new revision. Nothing is written when validation fails.
-    pub async fn apply(
-        &self,
-        resources: Vec<Located>,
-        actor: &str,
-        now: Millis,
-    ) -> Result<Result<u64, Vec<ConfigError>>, StoreError> {
-        let (current, revision) = self.load_config().await?;
-        let base: Vec<Located> = current.resources().cloned().collect();
-        let changed: Vec<(Kind, String, String)> = resources
-            .iter()
-            .map(|l| {
-                (
-                    l.resource.kind(),
-                    l.resource.key(),
-                    resource_json(&l.resource),
-                )
-            })
-            .collect();
-        if let Err(errors) = Config::merge(base, resources) {
-            return Ok(Err(errors));
-        }
-        let summary = changed
-            .iter()
-            .map(|(k, key, _)| format!("{k}/{key}"))
-            .collect::<Vec<_>>();
-        let admin = admin_record(
-            now,
-            actor,
-            "apply",
-            serde_json::json!({ "resources": summary }),
-        );
-        let change = AdminChange::Resources {
-            upserts: changed,
-            deletes: Vec::new(),
-            expected: Some(revision),
-        };
-        self.admin(change, admin).await.map(Ok)
-    }
-
-    /// Deletes one resource, refusing when others still reference it.
-    pub async fn delete(
-        &self,
-        kind: Kind,
-        key: &str,
-        actor: &str,
-        now: Millis,
-    ) -> Result<Result<u64, Vec<ConfigError>>, StoreError> {
-        let (current, revision) = self.load_config().await?;
-        if let Err(errors) = current.without(kind, key) {
-            return Ok(Err(errors));
-        }
-        let admin = admin_record(
-            now,
-            actor,
-            "delete",
-            serde_json::json!({ "resource": format!("{kind}/{key}") }),
-        );
-        let change = AdminChange::Resources {
-            upserts: Vec::new(),
-            deletes: vec![(kind, key.to_owned())],
-            expected: Some(revision),
-        };
-        self.admin(change, admin).await.map(Ok)
-    }
-
-    /// Creates a token and returns its secret once (AUTH-1). Only the hash is stored.
-    pub async fn create_token(
-        &self,
-        request: TokenRequest,
-        actor: &str,
-        now: Millis,
-    ) -> Result<NewToken, StoreError> {
-        let mut random = [0u8; 32];
-        getrandom::fill(&mut random)
-            .map_err(|e| StoreError::Invalid(format!("no randomness available: {e}")))?;
-        let secret = format_token(&random);
-        let mut id_bytes = [0u8; 8];
-        getrandom::fill(&mut id_bytes)
-            .map_err(|e| StoreError::Invalid(format!("no randomness available: {e}")))?;
-        let credential = Credential {
-            id: format!("tok_{}", hex::encode(id_bytes)),
-            kind: request.kind,
-            principal: request.principal,
-            projects: request.projects.map(|p| p.into_iter().collect()),
-            scopes: request.scopes,
-            created_at: now,
-            expires_at: request.ttl.map(|t| now.plus(t)),
-            revoked_at: None,
-            description: request.description,
-            groups: Vec::new(),
-        };
-        let admin = admin_record(
-            now,
-            actor,
-            "token.create",
-            serde_json::json!({
-                "id": credential.id,
-                "principal": credential.principal.to_string(),
-                "kind": credential.kind,
-                "projects": credential.projects,
-                "scopes": credential.scopes,
-                "expires_at": credential.expires_at,
-            }),
-        );
-        let row = rows::CredentialRow::from_credential(&credential, TokenHash::of(&secret))?;
-        self.sink
-            .admin(AdminChange::InsertCredential(row), admin)
-            .await?;
-        Ok(NewToken { credential, secret })
-    }
-
-    /// Revokes a token; `false` if no such token. Revoking twice keeps the first time.
-    pub async fn revoke_token(
-        &self,
-        id: &str,
-        actor: &str,
-        now: Millis,
-    ) -> Result<bool, StoreError> {
-        let admin = admin_record(now, actor, "token.revoke", serde_json::json!({ "id": id }));
-        let change = AdminChange::RevokeCredential {
-            id: id.to_owned(),
-            at: now,
-        };
-        Ok(self.sink.admin(change, admin).await?.is_some())
-    }
-
-    /// Every credential, without secrets.
-    pub async fn credentials(&self) -> Result<Vec<Credential>, StoreError> {
-        self.backend
-            .credentials()
-            .await?
-            .into_iter()
-            .map(rows::CredentialRow::into_credential)
-            .collect()
-    }
-
-    /// Every credential with its hash, for the server's in-memory cache.
-    pub async fn credential_hashes(&self) -> Result<Vec<(TokenHash, Credential)>, StoreError> {
-        self.backend
-            .credentials()
-            .await?
-            .into_iter()
-            .map(|row| {
-                let hash = TokenHash::from_hex(&row.hash).ok_or_else(|| {
-                    StoreError::Corrupt(format!("credential `{}` has a malformed hash", row.id))
-                })?;
-                Ok((hash, row.into_credential()?))
-            })
-            .collect()
-    }
-
-    /// Looks a presented token up by its hash.
-    pub async fn credential_for_token(
-        &self,
-        token: &str,
-    ) -> Result<Option<Credential>, StoreError> {
-        let hash = TokenHash::of(token);
-        match self.backend.credential_by_hash(&hash.to_hex()).await? {
-            Some(row) => {
-                let stored = TokenHash::from_hex(&row.hash);
-                if stored.is_some_and(|s| s.ct_eq(&hash)) {
-                    Ok(Some(row.into_credential()?))
-                } else {
-                    Ok(None)
-                }
-            }
-            None => Ok(None),
-        }
-    }
-
-    /// A random secret of the installation named `name` (hex, 32 bytes), the same for every
-    /// process sharing the store: made by the first to ask. For keys that replicas must share
-    /// (e.g. what signs the task ids Warden hands out); never shown or logged.
-    pub async fn shared_secret(&self, name: &str) -> Result<String, StoreError> {
-        let mut fresh = [0u8; 32];
-        getrandom::fill(&mut fresh)
-            .map_err(|e| StoreError::Invalid(format!("no randomness for a secret: {e}")))?;
-        self.backend
-            .meta_get_or_set(&format!("secret:{name}"), &hex::encode(fresh))
-            .await
-    }
-
-    /// Creates the first admin user, its binding to the built-in `admin` role and a token,
-    /// once per store. Returns the token's secret on the first call only.
-    pub async fn bootstrap(&self, now: Millis) -> Result<Option<NewToken>, StoreError> {
-        if self.backend.meta_get("bootstrapped").await?.is_some() {
-            return Ok(None);
-        }
-        let admin = Name::from_static("admin");
-        let user = Resource::User(warden_core::config::UserSpec {
-            name: admin.clone(),
-            groups: Vec::new(),
-            display_name: Some("First administrator".into()),
-        });
-        let binding = Resource::RoleBinding(warden_core::config::RoleBindingSpec {
-            name: None,
-            role: admin.clone(),
-            subject: warden_core::principal::Subject::User(admin.clone()),
-        });
-        let resources: Vec<(Kind, String, String)> = [user, binding]
-            .iter()
-            .map(|r| (r.kind(), r.key(), resource_json(r)))
-            .collect();
-        let record = admin_record(
-            now,
-            "warden",
-            "bootstrap",
-            serde_json::json!({ "user": "admin" }),
-        );
-        let change = AdminChange::Bootstrap { resources };
-        if self.sink.admin(change, record).await?.is_none() {
-            return Ok(None);
-        }
-        let token = self
-            .create_token(
-                TokenRequest {
-                    principal: Principal::User { name: admin },
-                    projects: None,
-                    scopes: None,
-                    ttl: None,
-                    description: Some("first admin token".into()),
-                    kind: CredentialKind::ApiKey,
-                },
-                "warden",
-                now,
-            )
-            .await?;
-        Ok(Some(token))
     }
 
     /// Appends audit records, chained, in one transaction; returns once durable. Await it to
@@ -697,27 +402,6 @@ impl Store {
     /// Path of the SQLite file for a data directory.
     pub fn sqlite_path(dir: &Path) -> PathBuf {
         dir.join(SQLITE_FILE)
-    }
-}
-
-fn resource_json(resource: &Resource) -> String {
-    serde_json::to_value(resource)
-        .map(|v| canonical_json(&v))
-        .unwrap_or_default()
-}
-
-fn admin_record(now: Millis, actor: &str, action: &str, details: serde_json::Value) -> NewRecord {
-    NewRecord {
-        at: now,
-        kind: RecordKind::Admin,
-        run_id: "admin".into(),
-        call_id: None,
-        principal: Some(actor.to_owned()),
-        agent: None,
-        tool: Some(action.to_owned()),
-        decision: None,
-        code: None,
-        payload: canonical_json(&details),
     }
 }
 

@@ -8,7 +8,7 @@
 
 use std::future::Future;
 
-use warden_core::audit::NewRecord;
+use warden_core::audit::{NewRecord, RecordKind, canonical_json};
 use warden_core::config::Kind;
 use warden_core::time::Millis;
 
@@ -81,4 +81,25 @@ pub(crate) fn revision_conflict() -> StoreError {
     StoreError::Conflict(
         "the configuration changed while this change was prepared; run the command again".into(),
     )
+}
+
+/// The audit record of an operator's change: who (`actor`) did `action`, with `details`.
+pub(crate) fn admin_record(
+    now: Millis,
+    actor: &str,
+    action: &str,
+    details: serde_json::Value,
+) -> NewRecord {
+    NewRecord {
+        at: now,
+        kind: RecordKind::Admin,
+        run_id: "admin".into(),
+        call_id: None,
+        principal: Some(actor.to_owned()),
+        agent: None,
+        tool: Some(action.to_owned()),
+        decision: None,
+        code: None,
+        payload: canonical_json(&details),
+    }
 }

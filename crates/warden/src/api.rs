@@ -56,16 +56,6 @@ impl From<Failure> for anyhow::Error {
     }
 }
 
-/// One problem of the `errors` of a refusal (the admin API's `FieldError`).
-#[derive(Debug, serde::Deserialize)]
-struct FieldError {
-    file: Option<String>,
-    document: Option<usize>,
-    resource: Option<String>,
-    field: Option<String>,
-    message: String,
-}
-
 impl Api {
     /// The API of the server at `server` (a base URL), called with `token`.
     pub(crate) fn new(server: &str, token: String) -> anyhow::Result<Self> {
@@ -234,17 +224,8 @@ impl Api {
         let errors = body
             .as_ref()
             .and_then(|v| v.get("errors").cloned())
-            .and_then(|e| serde_json::from_value::<Vec<FieldError>>(e).ok())
-            .unwrap_or_default()
-            .into_iter()
-            .map(|e| ConfigError {
-                file: e.file,
-                document: e.document,
-                resource: e.resource,
-                field: e.field,
-                message: e.message,
-            })
-            .collect();
+            .and_then(|e| serde_json::from_value::<Vec<ConfigError>>(e).ok())
+            .unwrap_or_default();
         Err(Failure::Refused {
             status: status.as_u16(),
             code,

@@ -5,66 +5,25 @@
 
 use serde::Deserialize;
 use serde_json::{Value, json};
-use warden_control::tokens::{self, TokenDraft};
+use warden_control::tokens::{self, Token, TokenDraft};
 use warden_control::{Caller, Refusal};
 use warden_core::policy::Policy;
-use warden_core::principal::Credential;
 use warden_core::time::Millis;
 use warden_store::Location;
 
 use crate::api::Failure;
 use crate::cli::{Output, TokenCommand, TokenCreateArgs};
-use crate::common::{cli_actor, control, now, open, open_existing, usage};
+use crate::common::{cli_actor, control, open, open_existing, usage};
 use crate::output;
 use crate::target::{Reach, Side, Target, resolve};
 
 /// Where tokens are made by default: the store.
 const REACH: Reach = Reach::Both(Side::Store);
 
-/// A token as the admin API answers it (`Token`), without its secret.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ApiToken {
-    id: String,
-    kind: String,
-    principal: String,
-    projects: Option<Vec<String>>,
-    scopes: Option<Vec<String>>,
-    created_at: i64,
-    expires_at: Option<i64>,
-    revoked_at: Option<i64>,
-    description: Option<String>,
-    status: String,
-}
-
-impl ApiToken {
-    /// The API's view of a stored credential (`admin/tokens.rs`).
-    fn of(c: &Credential, now: Millis) -> Self {
-        Self {
-            id: c.id.clone(),
-            kind: c.kind.as_str().to_owned(),
-            principal: c.principal.to_string(),
-            projects: c
-                .projects
-                .as_ref()
-                .map(|p| p.iter().map(ToString::to_string).collect()),
-            scopes: c
-                .scopes
-                .as_ref()
-                .map(|s| s.patterns().iter().map(|p| p.as_str().to_owned()).collect()),
-            created_at: c.created_at.0,
-            expires_at: c.expires_at.map(|m| m.0),
-            revoked_at: c.revoked_at.map(|m| m.0),
-            description: c.description.clone(),
-            status: c.status(now).to_owned(),
-        }
-    }
-}
-
 /// A token just created, as `POST /api/v1/tokens` answers it.
 #[derive(Debug, Deserialize)]
 struct Created {
-    token: ApiToken,
+    token: Token,
     secret: String,
 }
 
@@ -90,17 +49,14 @@ pub(crate) async fn run(cmd: TokenCommand) -> anyhow::Result<()> {
             }
         }
         TokenCommand::List(args) => {
-            let tokens: Vec<ApiToken> = match resolve(&args.target, REACH).await? {
+            let tokens: Vec<Token> = match resolve(&args.target, REACH).await? {
                 Target::Store(location) => {
                     let store = open_existing(&location).await?;
                     let caller = Caller::Operator(cli_actor());
-                    let now = now();
-                    tokens::list(&control(store), &caller)
-                        .await
-                        .map_err(refused)?
-                        .iter()
-                        .map(|c| ApiToken::of(c, now))
-                        .collect()
+                    let control = control(store);
+                    let credentials = tokens::list(&control, &caller).await.map_err(refused)?;
+                    let now = control.now();
+                    credentials.iter().map(|c| Token::of(c, now)).collect()
                 }
                 Target::Server(api) => read(api.get(&["tokens"], &[]).await?)?,
             };
@@ -219,11 +175,12 @@ async fn create(args: &TokenCreateArgs) -> anyhow::Result<Created> {
     let (config, revision) = store.load_config().await?;
     let policy = Policy::compile(config, revision);
     let caller = Caller::Operator(cli_actor());
-    let token = tokens::create(&control(store), &policy, &caller, &draft)
+    let control = control(store);
+    let token = tokens::create(&control, &policy, &caller, &draft)
         .await
         .map_err(refused)?;
     Ok(Created {
-        token: ApiToken::of(&token.credential, now()),
+        token: Token::of(&token.credential, control.now()),
         secret: token.secret,
     })
 }
@@ -252,7 +209,7 @@ struct TokenView<'a> {
 }
 
 impl<'a> TokenView<'a> {
-    fn of(t: &'a ApiToken, secret: Option<&'a str>) -> Self {
+    fn of(t: &'a Token, secret: Option<&'a str>) -> Self {
         let strs =
             |v: &'a Option<Vec<String>>| v.as_ref().map(|v| v.iter().map(String::as_str).collect());
         Self {

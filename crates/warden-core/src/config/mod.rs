@@ -43,8 +43,9 @@ pub struct Located {
     pub resource: Resource,
 }
 
-/// A configuration error: names the file, the resource and the field.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+/// A configuration error: names the file, the resource and the field. Read back from the
+/// admin API's `errors` (its `FieldError`) as it is.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, serde::Deserialize)]
 pub struct ConfigError {
     /// The file, if the resource came from one.
     pub file: Option<String>,

@@ -14,9 +14,7 @@ use utoipa::{IntoParams, ToSchema};
 use warden_control::{Caller, runs};
 use warden_core::config::{AgentSpec, Kind, Resource, RunnerSpec};
 use warden_core::cron::Schedule as Cron;
-use warden_core::pipeline::Clock as _;
 use warden_mcp::Authenticated;
-use warden_runtime::SystemClock;
 
 use super::access::{AGENTS_RUN, CONFIG_READ, caller_holding, own_authority};
 use super::error::{ApiError, ErrorBody};
@@ -113,7 +111,7 @@ pub(crate) async fn list(
 ) -> Result<Json<Vec<Agent>>, ApiError> {
     caller_holding(&state, &credential, CONFIG_READ, "listing agents")?;
     let snapshot = state.gateway.snapshot();
-    let now = SystemClock.now();
+    let now = state.control.now();
     Ok(Json(
         snapshot
             .policy

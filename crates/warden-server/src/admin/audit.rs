@@ -18,10 +18,8 @@ use warden_control::Caller;
 use warden_control::audit::{self, End, Export};
 use warden_core::audit::checkpoint::Checkpoint;
 use warden_core::audit::{AuditRecord, NewRecord};
-use warden_core::pipeline::Clock as _;
 use warden_core::time::Millis;
 use warden_mcp::Authenticated;
-use warden_runtime::SystemClock;
 use warden_store::AuditFilter;
 
 use super::access::{AUDIT_READ, own_authority};
@@ -81,8 +79,7 @@ fn time(field: &str, value: Option<&str>, now: Millis) -> Result<Option<Millis>,
 }
 
 impl AuditQuery {
-    fn filter(&self) -> Result<AuditFilter, ApiError> {
-        let now = SystemClock.now();
+    fn filter(&self, now: Millis) -> Result<AuditFilter, ApiError> {
         if let Some(kind) = &self.kind
             && warden_core::audit::RecordKind::parse(kind).is_none()
         {
@@ -209,7 +206,7 @@ pub(crate) async fn list(
 ) -> Result<Json<AuditPage>, ApiError> {
     let Query(query) = query?;
     let caller = Caller::Credential(own_authority(&state, &credential)?);
-    let filter = query.filter()?;
+    let filter = query.filter(state.control.now())?;
     let page = audit::page(
         &state.control,
         &caller,
@@ -272,7 +269,12 @@ pub(crate) async fn export(
             "`count`: counts for the listing only; an export is every record that matches",
         ));
     }
-    let export = audit::export(&state.control, &caller, query.filter()?, query.limit)?;
+    let export = audit::export(
+        &state.control,
+        &caller,
+        query.filter(state.control.now())?,
+        query.limit,
+    )?;
     let stream = futures::stream::unfold(export, chunk);
     Ok((
         [(header::CONTENT_TYPE, "application/jsonl")],

@@ -11,12 +11,8 @@ use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use warden_control::Caller;
-use warden_control::tokens::{self, TokenDraft};
-use warden_core::pipeline::Clock as _;
-use warden_core::principal::Credential;
-use warden_core::time::Millis;
+use warden_control::tokens::{self, Token, TokenDraft};
 use warden_mcp::Authenticated;
-use warden_runtime::SystemClock;
 
 use super::access::own_authority;
 use super::error::{ApiError, ErrorBody};
@@ -40,63 +36,6 @@ pub(crate) struct CreateToken {
     ttl: Option<String>,
     /// A note shown in listings.
     description: Option<String>,
-}
-
-/// A token, without its secret.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct Token {
-    /// Its public id (`tok_…`): what revokes it.
-    id: String,
-    /// `api_key`, or `run` for a credential minted for one agent run.
-    kind: &'static str,
-    /// The owner (`user:alice`, `serviceAccount:deploy-bot`, `agent:sre-bot/run_…`).
-    principal: String,
-    /// Project bindings (none: all of the owner's projects).
-    projects: Option<Vec<String>>,
-    /// Capability scopes (none: all of the owner's capabilities).
-    scopes: Option<Vec<String>>,
-    /// When it was created (ms since the epoch).
-    created_at: i64,
-    /// When it expires (ms).
-    expires_at: Option<i64>,
-    /// When it was revoked (ms).
-    revoked_at: Option<i64>,
-    /// The note.
-    description: Option<String>,
-    /// `active`, `revoked` or `expired`.
-    status: &'static str,
-}
-
-fn view(c: &Credential, now: Millis) -> Token {
-    let Credential {
-        id,
-        kind,
-        principal,
-        projects,
-        scopes,
-        created_at,
-        expires_at,
-        revoked_at,
-        description,
-        groups: _,
-    } = c;
-    Token {
-        id: id.clone(),
-        kind: kind.as_str(),
-        principal: principal.to_string(),
-        projects: projects
-            .as_ref()
-            .map(|p| p.iter().map(ToString::to_string).collect()),
-        scopes: scopes
-            .as_ref()
-            .map(|s| s.patterns().iter().map(|c| c.as_str().to_owned()).collect()),
-        created_at: created_at.0,
-        expires_at: expires_at.map(|m| m.0),
-        revoked_at: revoked_at.map(|m| m.0),
-        description: description.clone(),
-        status: c.status(now),
-    }
 }
 
 /// A token just created, with its secret: shown in this answer only, stored only as a hash.
@@ -132,13 +71,12 @@ pub(crate) async fn create(
         ttl: req.ttl,
         description: req.description,
     };
-    let now = SystemClock.now();
     let policy = state.gateway.snapshot().policy.clone();
     let token = tokens::create(&state.control, &policy, &caller, &draft).await?;
     Ok((
         StatusCode::CREATED,
         Json(CreatedToken {
-            token: view(&token.credential, now),
+            token: Token::of(&token.credential, state.control.now()),
             secret: token.secret,
         }),
     ))
@@ -155,9 +93,11 @@ pub(crate) async fn list(
     Extension(Authenticated(credential)): Extension<Authenticated>,
 ) -> Result<Json<Vec<Token>>, ApiError> {
     let caller = Caller::Credential(own_authority(&state, &credential)?);
-    let now = SystemClock.now();
     let credentials = tokens::list(&state.control, &caller).await?;
-    Ok(Json(credentials.iter().map(|c| view(c, now)).collect()))
+    let now = state.control.now();
+    Ok(Json(
+        credentials.iter().map(|c| Token::of(c, now)).collect(),
+    ))
 }
 
 /// A revoked token.

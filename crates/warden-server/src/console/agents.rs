@@ -33,7 +33,7 @@ pub(crate) async fn agents(State(state): State<Arc<AppState>>, signed: Signed) -
     } else {
         Vec::new()
     };
-    let now = fmt::now();
+    let now = state.control.now();
     let body = html! {
         table.grid #agents {
             thead { tr { th { "Agent" } th { "Memberships" } th { "Schedules" } th { "Manual runner" } } }

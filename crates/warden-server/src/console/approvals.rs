@@ -96,7 +96,7 @@ fn decide_form(a: &Approval, csrf: &str) -> Markup {
 
 /// The rows of the inbox (also what the event stream sends).
 fn rows(state: &AppState, authority: &Authority, csrf: &str, waiting: &[Approval]) -> Markup {
-    let now = fmt::now().0;
+    let now = state.control.now().0;
     let decides = authority.holds(APPROVALS_DECIDE);
     html! {
         @if waiting.is_empty() {
@@ -314,7 +314,7 @@ pub(crate) async fn detail(
             dt { "Arguments hash" } dd { code.hash { (a.args_hash) } }
             dt { "Parked" } dd { (fmt::time(a.created_at)) }
             dt { @if a.kind == ApprovalKind::Staged { "Runs at" } @else { "Expires" } }
-            dd { (fmt::time(a.due_at)) @if waiting { " · " (deadline(&a, fmt::now().0)) } }
+            dd { (fmt::time(a.due_at)) @if waiting { " · " (deadline(&a, state.control.now().0)) } }
             @if let Some(at) = a.decided_at {
                 dt { "Decided" } dd { (fmt::time(at)) @if let Some(d) = &decider { " by " (d) } @if let Some(r) = &a.reason { " — “" (r) "”" } }
             }

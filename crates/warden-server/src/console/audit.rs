@@ -11,6 +11,7 @@ use maud::html;
 use serde::{Deserialize, Serialize};
 use warden_control::Caller;
 use warden_control::audit::{self, Verification};
+use warden_core::time::Millis;
 use warden_store::AuditFilter;
 
 use super::caps::{AUDIT_READ, Section};
@@ -51,8 +52,7 @@ fn some(text: &str) -> Option<String> {
 }
 
 impl Search {
-    fn filter(&self, max: i64) -> Result<AuditFilter, String> {
-        let now = fmt::now();
+    fn filter(&self, max: i64, now: Millis) -> Result<AuditFilter, String> {
         let time = |t: &str| some(t).map(|t| fmt::parse_time(&t, now)).transpose();
         Ok(AuditFilter {
             run_id: some(&self.run),
@@ -117,7 +117,7 @@ pub(crate) async fn search(
         return closed(&signed, Section::Audit);
     }
     let caller = Caller::Credential(signed.authority.clone());
-    let (records, problem) = match q.filter(1_000) {
+    let (records, problem) = match q.filter(1_000, state.control.now()) {
         Ok(filter) => match audit::records(&state.control, &caller, &filter).await {
             Ok(r) => (r, None),
             Err(e) => (Vec::new(), Some(e.to_string())),
@@ -169,7 +169,7 @@ pub(crate) async fn export(
     if !signed.holds(AUDIT_READ) {
         return closed(&signed, Section::Audit);
     }
-    let mut filter = match q.filter(100_000) {
+    let mut filter = match q.filter(100_000, state.control.now()) {
         Ok(f) => f,
         Err(e) => return refusal(&signed, StatusCode::BAD_REQUEST, &e),
     };

@@ -21,8 +21,6 @@ use hmac::{KeyInit, Mac};
 use serde::Deserialize;
 use subtle::ConstantTimeEq;
 use warden_control::Control;
-use warden_core::pipeline::Clock as _;
-use warden_runtime::SystemClock;
 
 use super::session::{COOKIE, SIGN_IN_COOKIE, Sessions, cookie};
 use crate::state::MAX_BODY_BYTES;
@@ -65,7 +63,8 @@ impl SignInKey {
     /// A new value, valid for `lifetime`: `<nonce>.<expiry ms>.<tag>`.
     pub(crate) async fn issue(&self, lifetime: Duration) -> Option<String> {
         let nonce = super::session::random_hex()?;
-        let expires = SystemClock
+        let expires = self
+            .control
             .now()
             .0
             .saturating_add(i64::try_from(lifetime.as_millis()).unwrap_or(i64::MAX));
@@ -84,7 +83,7 @@ impl SignInKey {
         let (Ok(expires), Ok(tag)) = (expires.parse::<i64>(), hex::decode(tag)) else {
             return false;
         };
-        if expires <= SystemClock.now().0 {
+        if expires <= self.control.now().0 {
             return false;
         }
         match self.mac(nonce, expires).await {
@@ -170,7 +169,7 @@ mod tests {
         let store = warden_store::Store::open(location)
             .await
             .expect("the test store");
-        Control::new(Arc::new(store), Arc::new(SystemClock))
+        Control::new(Arc::new(store), Arc::new(warden_runtime::SystemClock))
     }
 
     #[tokio::test]

@@ -2,14 +2,7 @@
 
 use std::time::Duration;
 
-use warden_core::pipeline::Clock as _;
 use warden_core::time::Millis;
-use warden_runtime::SystemClock;
-
-/// Now, in milliseconds since the epoch.
-pub(crate) fn now() -> Millis {
-    SystemClock.now()
-}
 
 /// `at` as `2026-12-02 14:03:09Z`.
 pub(crate) fn time(at: i64) -> String {

@@ -85,7 +85,7 @@ fn tile(label: &str, value: Markup, link: Option<&str>) -> Markup {
 
 /// `GET /`.
 pub(crate) async fn show(State(state): State<Arc<AppState>>, signed: Signed) -> Response {
-    let now = fmt::now();
+    let now = state.control.now();
     let caller = Caller::Credential(signed.authority.clone());
     let audit = signed.holds(AUDIT_READ);
     let decisions = if audit {

@@ -18,7 +18,6 @@ use sha2::{Digest, Sha256};
 use warden_core::authority::Authority;
 use warden_core::principal::{Credential, CredentialKind, CredentialRejection};
 
-use super::fmt;
 use crate::state::AppState;
 
 /// The session cookie.
@@ -251,10 +250,12 @@ pub(crate) fn resolve(
     let credential = snapshot
         .credential_by_id(credential_id)
         .ok_or(Ended::Revoked)?;
-    credential.check_usable(fmt::now()).map_err(|e| match e {
-        CredentialRejection::Expired => Ended::TokenExpired,
-        _ => Ended::Revoked,
-    })?;
+    credential
+        .check_usable(state.control.now())
+        .map_err(|e| match e {
+            CredentialRejection::Expired => Ended::TokenExpired,
+            _ => Ended::Revoked,
+        })?;
     if credential.kind == CredentialKind::Run
         || (snapshot.loaded && !snapshot.policy.principal_exists(&credential.principal))
     {

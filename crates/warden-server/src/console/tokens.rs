@@ -33,7 +33,7 @@ pub(crate) async fn list(State(state): State<Arc<AppState>>, signed: Signed) -> 
         Ok(c) => c,
         Err(e) => return refused(&signed, &e),
     };
-    let now = fmt::now();
+    let now = state.control.now();
     // The owners offered: any with `tokens:any`, else one's own (the only one allowed).
     let mut owners: Vec<String> = Vec::new();
     if signed.holds(TOKENS_ANY) {

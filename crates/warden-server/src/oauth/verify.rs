@@ -14,7 +14,6 @@ use warden_core::policy::Policy;
 use warden_core::principal::{Credential, CredentialKind, JWT_CREDENTIAL_PREFIX, TokenHash};
 use warden_core::time::Millis;
 use warden_mcp::Gateway;
-use warden_runtime::SystemClock;
 
 use super::keys::{self, KeyError};
 use super::resource::Origins;
@@ -114,7 +113,10 @@ impl Oauth {
     ) -> Result<Credential, Refusal> {
         let snapshot = gateway.snapshot();
         let policy = &snapshot.policy;
-        let (issuer, claims) = self.verified(policy, token, origins, may_fetch).await?;
+        let now = gateway.clock().now();
+        let (issuer, claims) = self
+            .verified(policy, token, origins, may_fetch, now)
+            .await?;
         let mut credential = credential(issuer, &claims, policy)?;
         if !policy.principal_exists(&credential.principal) {
             create_user(gateway, issuer, &credential).await?;
@@ -133,9 +135,10 @@ impl Oauth {
         token: &str,
         origins: &Origins,
         may_fetch: &(dyn Fn() -> bool + Sync),
+        now: Millis,
     ) -> Result<(&'p IssuerSpec, Arc<Map<String, Value>>), Refusal> {
         let key = TokenHashKey(TokenHash::of(token).0);
-        let now = SystemClock.now().0 / 1000;
+        let now = now.0 / 1000;
         let remembered = self.verified.lock().ok().and_then(|memo| {
             let v = memo.get(&key)?;
             (v.revision == policy.revision).then(|| (v.issuer.clone(), v.claims.clone(), v.expires))
@@ -373,7 +376,7 @@ async fn create_user(
             break;
         }
         match store
-            .apply(vec![user.clone()], &actor, SystemClock.now())
+            .apply(vec![user.clone()], &actor, gateway.clock().now())
             .await
         {
             Ok(Ok(_)) => {
