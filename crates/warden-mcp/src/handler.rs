@@ -636,23 +636,6 @@ impl ServerHandler for McpHandler {
                 Some(client),
             )
             .await;
-        // An upstream that runs the call as a task: the client follows it under Warden's id.
-        if let warden_core::contract::Verdict::Executed {
-            output: warden_core::contract::ToolOutput::Task { result },
-            ..
-        } = &outcome.verdict
-        {
-            let created = serde_json::from_value::<rmcp::model::CreateTaskResult>(
-                serde_json::Value::Object(result.clone()),
-            )
-            .map_err(|e| McpError::internal_error(format!("unreadable task: {e}"), None))?;
-            let mut created = created;
-            created.task.task_id = self
-                .gateway
-                .upstream_task_id(&caller, &request.name, &created.task.task_id)
-                .ok_or_else(|| McpError::internal_error("the task cannot be named", None))?;
-            return Ok(CallToolResponse::Task(created));
-        }
         if let warden_core::contract::Verdict::Pending { approval_id, .. } = &outcome.verdict {
             if wants_tasks {
                 return Ok(CallToolResponse::Task(crate::tasks::created(
@@ -677,30 +660,17 @@ impl ServerHandler for McpHandler {
                 return Ok(result.into());
             }
         }
-        // An upstream's JSON-RPC error: the client gets that error (audited as an error result).
-        if let warden_core::contract::Verdict::Executed {
-            output: warden_core::contract::ToolOutput::Refused { error },
-            ..
-        } = &outcome.verdict
-        {
-            return Err(
-                serde_json::from_value::<McpError>(serde_json::Value::Object(error.clone()))
-                    .unwrap_or_else(|e| McpError::internal_error(e.to_string(), None)),
-            );
+        // An upstream's task is followed under Warden's id; its JSON-RPC error is the client's
+        // error (audited as an error result); its `input_required` result goes as it came
+        // (2026-07-28 clients only; see `UpstreamSlot::call`).
+        let mut response = wire::response(&outcome)?;
+        if let CallToolResponse::Task(created) = &mut response {
+            created.task.task_id = self
+                .gateway
+                .upstream_task_id(&caller, &request.name, &created.task.task_id)
+                .ok_or_else(|| McpError::internal_error("the task cannot be named", None))?;
         }
-        // An upstream that needs the client's input first: its `input_required` result as it
-        // sent it (2026-07-28 clients only; see `UpstreamSlot::call`).
-        if let warden_core::contract::Verdict::Executed {
-            output: warden_core::contract::ToolOutput::InputRequired { result },
-            ..
-        } = &outcome.verdict
-            && let Ok(needed) = serde_json::from_value::<rmcp::model::InputRequiredResult>(
-                serde_json::Value::Object(result.clone()),
-            )
-        {
-            return Ok(CallToolResponse::InputRequired(needed));
-        }
-        Ok(wire::call_result(&outcome).into())
+        Ok(response)
     }
 }
 

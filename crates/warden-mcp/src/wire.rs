@@ -1,18 +1,78 @@
-//! The one mapping from a governed outcome to an MCP `CallToolResult` (GOV-3), and from a
-//! catalog entry to an MCP `Tool`. Free of side effects.
+//! The one mapping between MCP and the governed call, both ways: an upstream's answer into
+//! the outcome the pipeline records ([`upstream_output`]; the core keeps it as JSON, knowing
+//! no MCP types), the outcome into the client's answer ([`response`], [`call_result`] —
+//! GOV-3), and a catalog entry into an MCP `Tool`. Free of side effects.
 
 use std::sync::Arc;
 
+use rmcp::ErrorData as McpError;
 use rmcp::model::{
-    CallToolResult, ContentBlock, Icon, JsonObject, MetaObject, ResultType, Tool, ToolAnnotations,
+    CallToolResponse, CallToolResult, ContentBlock, CreateTaskResult, Icon, InputRequiredResult,
+    JsonObject, MetaObject, ResultType, Tool, ToolAnnotations,
 };
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use serde_json::value::RawValue;
 use warden_core::contract::{CallOutcome, ToolOutput, Verdict};
 use warden_core::tool::ToolDescriptor;
 
+use crate::upstream::UpstreamAnswer;
+
 /// The `_meta` key carrying Warden's decision on every result.
 pub const DECISION_META: &str = "warden/decision";
+
+/// An upstream's answer as the governed outcome keeps it; `None` when it cannot be written
+/// as a JSON object.
+pub(crate) fn upstream_output(answer: UpstreamAnswer) -> Option<ToolOutput> {
+    fn object(value: &impl Serialize) -> Option<serde_json::Map<String, Value>> {
+        match serde_json::to_value(value) {
+            Ok(Value::Object(object)) => Some(object),
+            _ => None,
+        }
+    }
+    Some(match answer {
+        UpstreamAnswer::Complete(result) => ToolOutput::Upstream {
+            is_error: result.is_error.unwrap_or(false),
+            result: object(&result)?,
+        },
+        UpstreamAnswer::InputRequired(needed) => ToolOutput::InputRequired {
+            result: object(&needed)?,
+        },
+        UpstreamAnswer::Task(task) => ToolOutput::Task {
+            result: object(&task)?,
+        },
+        UpstreamAnswer::Refused(error) => ToolOutput::Refused {
+            error: object(&error)?,
+        },
+    })
+}
+
+/// The client's answer to a governed call: an upstream's task (under the upstream's id, which
+/// the caller renames), its `input_required` result or its JSON-RPC error as it came, and
+/// otherwise [`call_result`].
+pub(crate) fn response(outcome: &CallOutcome) -> Result<CallToolResponse, McpError> {
+    let Verdict::Executed { output, .. } = &outcome.verdict else {
+        return Ok(call_result(outcome).into());
+    };
+    match output {
+        ToolOutput::Task { result } => {
+            serde_json::from_value::<CreateTaskResult>(Value::Object(result.clone()))
+                .map(CallToolResponse::Task)
+                .map_err(|e| McpError::internal_error(format!("unreadable task: {e}"), None))
+        }
+        ToolOutput::Refused { error } => Err(serde_json::from_value::<McpError>(Value::Object(
+            error.clone(),
+        ))
+        .unwrap_or_else(|e| McpError::internal_error(e.to_string(), None))),
+        ToolOutput::InputRequired { result } => Ok(
+            match serde_json::from_value::<InputRequiredResult>(Value::Object(result.clone())) {
+                Ok(needed) => CallToolResponse::InputRequired(needed),
+                Err(_) => call_result(outcome).into(),
+            },
+        ),
+        _ => Ok(call_result(outcome).into()),
+    }
+}
 
 /// The MCP result of a governed call.
 ///

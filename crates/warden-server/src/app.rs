@@ -9,7 +9,7 @@ use axum::extract::{Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{any, get};
+use axum::routing::get;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
@@ -123,16 +123,11 @@ fn describe_metrics() {
     );
 }
 
-/// The router: every route, with the host check and authentication as middleware layers.
-/// The listeners serve it behind [`ListenerService`], which answers the same for every request.
-pub fn router(state: Arc<AppState>, shutdown: CancellationToken) -> Router {
-    routes(state, shutdown).0
-}
-
-/// The MCP endpoint served by [`router`] and [`ListenerService`].
+/// The MCP endpoint [`ListenerService`] serves.
 type Endpoint = inline::McpEndpoint<StreamableHttpService<McpHandler, LocalSessionManager>>;
 
-/// The router, and the MCP endpoint its `/mcp` routes serve.
+/// The router of everything but the MCP endpoints, with authentication as middleware for the
+/// admin API and every path it does not know, and the MCP endpoint.
 fn routes(state: Arc<AppState>, shutdown: CancellationToken) -> (Router, Endpoint) {
     let _ = metrics_handle();
     let gateway = state.gateway.clone();
@@ -140,7 +135,7 @@ fn routes(state: Arc<AppState>, shutdown: CancellationToken) -> (Router, Endpoin
     let mut config = StreamableHttpServerConfig::default()
         .with_json_response(true)
         .with_sse_keep_alive(Some(Duration::from_secs(15)))
-        // Host and Origin are checked by our own middleware for every route.
+        // Host and Origin are checked by the listener service for every request.
         .disable_allowed_hosts()
         .with_max_request_body_bytes(MAX_BODY_BYTES)
         .with_cancellation_token(shutdown.child_token());
@@ -169,16 +164,15 @@ fn routes(state: Arc<AppState>, shutdown: CancellationToken) -> (Router, Endpoin
     ));
     owners.expire_until(shutdown.child_token());
     let endpoint = inline::McpEndpoint::new(state.gateway.clone(), mcp, owners);
-    let routed = endpoint.clone();
-    let serve = move |request: axum::extract::Request| routed.clone().serve(request);
-    let authenticated = Router::new()
-        .route("/mcp", any(serve.clone()))
-        .route("/mcp/agents/{agent}", any(serve))
-        .nest("/api/v1", admin::routes())
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            authenticate,
-        ));
+    // Authenticated: the admin API, and every path no route names (a client learns nothing
+    // of which paths exist without a valid token).
+    let authenticated =
+        Router::new()
+            .nest("/api/v1", admin::routes())
+            .layer(axum::middleware::from_fn_with_state(
+                state.clone(),
+                authenticate,
+            ));
     let router = Router::new()
         .merge(console::routes(state.control.clone()))
         .route("/healthz", get(healthz))
@@ -188,19 +182,25 @@ fn routes(state: Arc<AppState>, shutdown: CancellationToken) -> (Router, Endpoin
         .merge(crate::oauth::metadata_routes())
         .merge(authenticated)
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            check_hosts,
-        ))
         .with_state(state);
     (router, endpoint)
 }
 
-/// What the listeners serve: [`router`], except that a request the MCP endpoint may answer
-/// inline (a stateless 2026-07-28 `POST /mcp`; see `inline`) goes to it directly, through
-/// the same host check and authentication as the router's, in the same order. That skips
-/// the router's path match, its two middleware layers and their boxed futures on the
-/// requests that make up nearly all of an agent's traffic (docs/benchmarks.md).
+/// Whether `path` is an MCP endpoint: exactly `/mcp`, or `/mcp/agents/{agent}` (one
+/// non-empty segment). Other spellings (`/mcp/`, `//mcp`, `/MCP`) are paths the router does
+/// not know.
+fn mcp_endpoint(path: &str) -> bool {
+    path == "/mcp"
+        || path
+            .strip_prefix("/mcp/agents/")
+            .is_some_and(|agent| !agent.is_empty() && !agent.contains('/'))
+}
+
+/// What the listeners serve, the one door of every request: the host check (XPORT-2) first;
+/// then, for an MCP endpoint, authentication and the endpoint, which answers a stateless
+/// 2026-07-28 `POST` inline and hands everything else to rmcp (`inline`); every other
+/// request goes to the router. MCP requests, nearly all of an agent's traffic, skip the
+/// router's path match, its middleware and their boxed futures (docs/benchmarks.md).
 #[derive(Clone)]
 pub(crate) struct ListenerService {
     router: Router,
@@ -239,21 +239,19 @@ impl tower::Service<axum::extract::Request> for ListenerService {
     }
 
     fn call(&mut self, mut request: axum::extract::Request) -> Self::Future {
-        if request.uri().path() != "/mcp" || !inline::candidate(&request) {
+        if let Err(refused) = hosts::verify(&self.state.hosts, &request) {
+            return Box::pin(std::future::ready(Ok(refused)));
+        }
+        if !mcp_endpoint(request.uri().path()) {
             return Box::pin(tower::ServiceExt::oneshot(self.router.clone(), request));
         }
         #[cfg(test)]
-        tests::FAST_PATH.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        tests::MCP_DOOR.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let state = self.state.clone();
         let endpoint = self.endpoint.clone();
         Box::pin(async move {
-            let refused = match hosts::verify(&state.hosts, &request) {
-                Ok(()) => auth::verify(&state, &mut request).await,
-                Err(refused) => Err(refused),
-            };
-            Ok(match refused {
-                // `candidate` held above: not checked again.
-                Ok(()) => endpoint.serve_candidate(request).await,
+            Ok(match auth::verify(&state, &mut request).await {
+                Ok(()) => endpoint.serve(request).await,
                 Err(refused) => refused,
             })
         })
@@ -354,16 +352,8 @@ async fn metrics(State(state): State<Arc<AppState>>) -> Response {
     }
 }
 
-/// The host check (XPORT-2) as middleware.
-async fn check_hosts(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
-    match hosts::verify(&state.hosts, &request) {
-        Ok(()) => next.run(request).await,
-        Err(refused) => refused,
-    }
-}
-
-/// Bearer authentication as middleware: puts the credential (and the agent of
-/// `/mcp/agents/{agent}`) into the request's extensions.
+/// Bearer authentication as middleware (the admin API): puts the credential into the
+/// request's extensions.
 async fn authenticate(
     State(state): State<Arc<AppState>>,
     mut request: Request,
@@ -389,10 +379,11 @@ mod tests {
     use tower::ServiceExt;
     use warden_mcp::Gateway;
 
-    type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, bool);
+    /// Path, headers, the status answered, and whether the MCP door took it.
+    type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, StatusCode, bool);
 
-    /// Requests the listener service sent past the router.
-    pub(super) static FAST_PATH: AtomicUsize = AtomicUsize::new(0);
+    /// Requests the listener service took to the MCP endpoint.
+    pub(super) static MCP_DOOR: AtomicUsize = AtomicUsize::new(0);
 
     const CALL: &str = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"warden__whoami","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}}}"#;
 
@@ -422,11 +413,11 @@ mod tests {
         (status, String::from_utf8_lossy(&body).into_owned())
     }
 
-    /// XPORT-2, AUTH: a request the listener service takes past the router gets exactly the router's
-    /// answer — refused by the host check or authentication alike, or served — and only
-    /// requests for exactly `/mcp` that the endpoint may answer inline take that way.
+    /// XPORT-2, AUTH: every request passes the host check; a request for an MCP endpoint is
+    /// authenticated and served by the endpoint, past the router; every other spelling of the
+    /// path is the router's, which asks for a token on paths it does not know.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn the_listener_service_answers_as_the_router_does() {
+    async fn the_listener_service_checks_every_request_and_authenticates_the_mcp_door() {
         let store = warden_testkit::sqlite_store().await;
         let admin = store
             .store
@@ -447,16 +438,21 @@ mod tests {
         ));
         let shutdown = CancellationToken::new();
         let front = ListenerService::new(state.clone(), shutdown.clone());
-        let router = router(state, shutdown.clone());
         let bearer = format!("Bearer {admin}");
         let bad = format!("Bearer wdn_{}", "0".repeat(64));
         let host = ("host", "127.0.0.1:8080");
-        // Path, headers, and whether the listener service takes it past the router.
+        let (ok, forbidden, unauthorized, not_found) = (
+            StatusCode::OK,
+            StatusCode::FORBIDDEN,
+            StatusCode::UNAUTHORIZED,
+            StatusCode::NOT_FOUND,
+        );
         let cases: Vec<Case<'_>> = vec![
             (
                 "/mcp",
                 vec![("host", "evil.example"), ("authorization", &bearer)],
-                true,
+                forbidden,
+                false,
             ),
             (
                 "/mcp",
@@ -465,40 +461,79 @@ mod tests {
                     ("origin", "https://evil.example"),
                     ("authorization", &bearer),
                 ],
+                forbidden,
+                false,
+            ),
+            ("/mcp", vec![], StatusCode::BAD_REQUEST, false),
+            ("/mcp", vec![host], unauthorized, true),
+            (
+                "/mcp",
+                vec![host, ("authorization", &bad)],
+                unauthorized,
                 true,
             ),
-            ("/mcp", vec![], true),
-            ("/mcp", vec![host], true),
-            ("/mcp", vec![host, ("authorization", &bad)], true),
-            ("/mcp", vec![host, ("authorization", &bearer)], true),
-            ("/mcp?x=1", vec![host, ("authorization", &bearer)], true),
-            ("/mcp/", vec![host, ("authorization", &bearer)], false),
-            ("//mcp", vec![host, ("authorization", &bearer)], false),
-            ("/MCP", vec![host, ("authorization", &bearer)], false),
-            ("/%6Dcp", vec![host, ("authorization", &bearer)], false),
+            ("/mcp", vec![host, ("authorization", &bearer)], ok, true),
+            ("/mcp?x=1", vec![host, ("authorization", &bearer)], ok, true),
+            (
+                "/mcp/agents/nobody",
+                vec![host, ("authorization", &bearer)],
+                not_found,
+                true,
+            ),
+            ("/mcp/agents/nobody", vec![host], unauthorized, true),
+            (
+                "/mcp/",
+                vec![host, ("authorization", &bearer)],
+                not_found,
+                false,
+            ),
+            ("/mcp/", vec![host], unauthorized, false),
+            (
+                "//mcp",
+                vec![host, ("authorization", &bearer)],
+                not_found,
+                false,
+            ),
+            (
+                "/MCP",
+                vec![host, ("authorization", &bearer)],
+                not_found,
+                false,
+            ),
+            (
+                "/%6Dcp",
+                vec![host, ("authorization", &bearer)],
+                not_found,
+                false,
+            ),
+            (
+                "/mcp/agents/",
+                vec![host, ("authorization", &bearer)],
+                not_found,
+                false,
+            ),
+            (
+                "/mcp/agents/a/b",
+                vec![host, ("authorization", &bearer)],
+                not_found,
+                false,
+            ),
             (
                 "/mcp",
                 vec![host, ("authorization", &bearer), ("mcp-session-id", "s1")],
-                false,
+                not_found,
+                true,
             ),
         ];
-        for (path, headers, fast) in cases {
-            let before = FAST_PATH.load(Ordering::Relaxed);
+        for (path, headers, want, door) in cases {
+            let before = MCP_DOOR.load(Ordering::Relaxed);
             let (status, body) =
                 answer(front.clone().oneshot(call(path, &headers)).await.unwrap()).await;
-            let took = FAST_PATH.load(Ordering::Relaxed) - before;
-            let (want_status, want_body) =
-                answer(router.clone().oneshot(call(path, &headers)).await.unwrap()).await;
-            assert_eq!(took, usize::from(fast), "{path} {headers:?}");
-            assert_eq!(status, want_status, "{path} {headers:?}: {body}");
+            let took = MCP_DOOR.load(Ordering::Relaxed) - before;
+            assert_eq!(took, usize::from(door), "{path} {headers:?}");
+            assert_eq!(status, want, "{path} {headers:?}: {body}");
             if status == StatusCode::OK {
-                // Each call is a run of its own: the answers differ in their run ids only.
-                assert!(
-                    body.contains("\"result\"") && want_body.contains("\"result\""),
-                    "{body}"
-                );
-            } else {
-                assert_eq!(body, want_body, "{path} {headers:?}");
+                assert!(body.contains("\"result\""), "{body}");
             }
         }
         shutdown.cancel();

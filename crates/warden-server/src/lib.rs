@@ -31,7 +31,6 @@ mod state;
 pub use admin::{
     AGENTS_RUN, APPROVALS_READ, EXPLAIN_ANY, RUNS_READ, TOOLS_INVENTORY, inventory_row,
 };
-pub use app::router;
 pub use hosts::HostPolicy;
 pub use limiter::DEFAULT_FAILURE_LIMIT;
 pub use serve::{Bound, listen, reuse_port};

@@ -28,7 +28,6 @@ use warden_core::tool::{ToolDescriptor, ToolSource};
 use super::live::{Live, Snapshot};
 use crate::builtin;
 use crate::client::ClientContext;
-use crate::upstream::UpstreamAnswer;
 
 /// Executes admitted calls against one snapshot: built-in tools, or the upstream's exit.
 #[derive(Debug)]
@@ -307,29 +306,7 @@ impl Executor for GatewayExecutor<'_> {
                         )
                     },
                 );
-                match answer? {
-                    UpstreamAnswer::Complete(result) => {
-                        let is_error = result.is_error.unwrap_or(false);
-                        match serde_json::to_value(&result) {
-                            Ok(Value::Object(result)) => {
-                                Ok(ToolOutput::Upstream { result, is_error })
-                            }
-                            _ => Err(unreadable()),
-                        }
-                    }
-                    UpstreamAnswer::InputRequired(needed) => match serde_json::to_value(&needed) {
-                        Ok(Value::Object(result)) => Ok(ToolOutput::InputRequired { result }),
-                        _ => Err(unreadable()),
-                    },
-                    UpstreamAnswer::Task(task) => match serde_json::to_value(&task) {
-                        Ok(Value::Object(result)) => Ok(ToolOutput::Task { result }),
-                        _ => Err(unreadable()),
-                    },
-                    UpstreamAnswer::Refused(error) => match serde_json::to_value(&error) {
-                        Ok(Value::Object(error)) => Ok(ToolOutput::Refused { error }),
-                        _ => Err(unreadable()),
-                    },
-                }
+                crate::wire::upstream_output(answer?).ok_or_else(unreadable)
             }
         }
     }
