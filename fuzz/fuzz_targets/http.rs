@@ -1,4 +1,4 @@
-//! The MCP endpoint's request parsing (REL-1), through the real router: bearer and MCP
+//! The MCP endpoint's request parsing (REL-1), through the listener's one door: bearer and MCP
 //! headers, the inline fast path's JSON-RPC parser, the session screening and rmcp's parser
 //! behind them. The input's first byte chooses the headers (era, method, token, session), the
 //! rest is the body. Every request must be answered — never a panic or a hang.
@@ -12,7 +12,7 @@ use tower::ServiceExt as _;
 
 struct Server {
     runtime: tokio::runtime::Runtime,
-    router: axum::Router,
+    door: warden_server::ListenerService,
     token: String,
     _dir: tempfile::TempDir,
 }
@@ -25,7 +25,7 @@ fn server() -> &'static Server {
             .build()
             .expect("a runtime");
         let dir = tempfile::tempdir().expect("a data directory");
-        let (router, token) = runtime.block_on(async {
+        let (door, token) = runtime.block_on(async {
             let location = warden_store::Location::DataDir(dir.path().to_path_buf());
             let store = Arc::new(warden_store::Store::open(&location).await.expect("a store"));
             let admin = store
@@ -40,13 +40,16 @@ fn server() -> &'static Server {
             let hosts = warden_server::HostPolicy::for_listener(addr, &[], &[]).expect("hosts");
             let state = Arc::new(warden_server::AppState::new(gateway, hosts));
             (
-                warden_server::router(state, tokio_util::sync::CancellationToken::new()),
+                warden_server::ListenerService::new(
+                    state,
+                    tokio_util::sync::CancellationToken::new(),
+                ),
                 admin,
             )
         });
         Server {
             runtime,
-            router,
+            door,
             token,
             _dir: dir,
         }
@@ -84,8 +87,8 @@ fuzz_target!(|data: &[u8]| {
     let Ok(request) = request.body(Body::from(body.to_vec())) else {
         return;
     };
-    let router = s.router.clone();
+    let door = s.door.clone();
     let _ = s.runtime.block_on(async move {
-        tokio::time::timeout(std::time::Duration::from_secs(5), router.oneshot(request)).await
+        tokio::time::timeout(std::time::Duration::from_secs(5), door.oneshot(request)).await
     });
 });

@@ -198,8 +198,8 @@ pub async fn create(
     Ok(token)
 }
 
-/// A token as every door shows it: never its secret, its status at the time it is read. The
-/// admin API answers it, `warden token` reads it back, the console renders it.
+/// A token as the admin API and `warden token` show it: never its secret, its status at the
+/// time it is read. The API answers it; the CLI reads it back, or makes it from the store.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Token {

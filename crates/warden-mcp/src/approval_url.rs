@@ -63,7 +63,7 @@ pub async fn offer_and_wait(
             () = tokio::time::sleep(POLL) => {}
         }
         let approval = gateway.parked_call(authority, approval_id).await.ok()??;
-        let task = crate::tasks::detailed(&approval);
+        let task = crate::approval_tasks::detailed(&approval);
         match task.payload {
             TaskPayload::Working | TaskPayload::InputRequired { .. } => continue,
             payload => break (payload, approval.run_id),

@@ -33,7 +33,7 @@ use crate::era::Era;
 use crate::handler::McpHandler;
 use crate::http_client::{request_failure, request_refused};
 use crate::list_changes::{ListChanged, Lists, forward_list_changes};
-use crate::listening::{self, Pacing};
+use crate::listen_stream::{self, Pacing};
 use crate::wire;
 
 /// The bridge's MCP client: its identity, and where the remote's list changes go.
@@ -144,7 +144,7 @@ async fn listen_to(remote: Peer<RoleClient>, client: BridgeClient) {
     let mut pacing = Pacing::default();
     let mut again = false;
     while !remote.is_transport_closed() {
-        let lasted = match listening::open(&remote, filter.clone()).await {
+        let lasted = match listen_stream::open(&remote, filter.clone()).await {
             Ok(mut stream) => {
                 let opened = Instant::now();
                 if again {

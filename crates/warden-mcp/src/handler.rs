@@ -24,10 +24,10 @@ use crate::client::{ClientContext, Retry};
 use crate::era::Era;
 use crate::gateway::{Gateway, TaskAnswer, TaskOp};
 use crate::list_changes::{ListChanged, Lists, notify_list_changes};
-use crate::task_ids::TaskIds;
+use crate::upstream_task_ids::TaskIds;
 use crate::wire;
 
-/// The credential an HTTP middleware verified for this request, in the request's extensions.
+/// The credential the server verified for this request (its one door, or the admin middleware), in the request's extensions.
 #[derive(Clone, Debug)]
 pub struct Authenticated(pub Credential);
 
@@ -535,9 +535,9 @@ impl ServerHandler for McpHandler {
             };
         }
         let approval = self.own_task(&request.task_id, &ctx).await?;
-        Ok(rmcp::model::GetTaskResult::new(crate::tasks::detailed(
-            &approval,
-        )))
+        Ok(rmcp::model::GetTaskResult::new(
+            crate::approval_tasks::detailed(&approval),
+        ))
     }
 
     async fn update_task(
@@ -638,9 +638,9 @@ impl ServerHandler for McpHandler {
             .await;
         if let warden_core::contract::Verdict::Pending { approval_id, .. } = &outcome.verdict {
             if wants_tasks {
-                return Ok(CallToolResponse::Task(crate::tasks::created(
+                return Ok(CallToolResponse::Task(crate::approval_tasks::created(
                     approval_id,
-                    now(),
+                    warden_core::pipeline::Clock::now(&**self.gateway.clock()),
                 )));
             }
             // APR-7: a 2025-11-25 client that takes URL elicitations is offered the console's
@@ -704,13 +704,4 @@ fn retry_of(
         input_responses,
         request_state: request_state.clone(),
     })
-}
-
-/// Now, for task timestamps.
-fn now() -> warden_core::time::Millis {
-    warden_core::time::Millis(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
-    )
 }

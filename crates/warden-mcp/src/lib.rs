@@ -5,9 +5,10 @@
 //! - [`handler`]: the MCP server presented to clients (stdio and Streamable HTTP, both eras).
 //! - [`upstream`]: supervised upstream MCP servers (stdio children, HTTP URLs).
 //! - [`builtin`]: the built-in tool set `warden` (`whoami`, `explain`).
-//! - [`wire`]: the one mapping from outcomes to MCP results.
+//! - [`wire`]: the one mapping between MCP and governed outcomes, both ways.
 //! - [`demo`]: the demo project's notebook, a real MCP server over stdio (`warden demo-server`).
 
+pub mod approval_tasks;
 pub mod approval_url;
 pub mod bridge;
 pub mod builtin;
@@ -19,10 +20,9 @@ pub mod handler;
 pub mod http_client;
 pub mod knowledge;
 mod list_changes;
-mod listening;
-pub mod task_ids;
-pub mod tasks;
+mod listen_stream;
 pub mod upstream;
+pub mod upstream_task_ids;
 pub mod wire;
 
 pub use gateway::{Gateway, GatewayOptions};

@@ -1,5 +1,7 @@
-//! The application: every route — the MCP endpoints, the admin API, the console, health and
-//! metrics — behind the host check and authentication, and the service the listeners serve.
+//! The application: the one door every request passes ([`ListenerService`]: the host check,
+//! then authentication and the MCP endpoint for the MCP paths), and the router of the rest —
+//! the admin API and every unknown path behind authentication, the console, health and
+//! metrics.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -17,10 +19,10 @@ use tokio_util::sync::CancellationToken;
 use warden_mcp::upstream::UpstreamStatus;
 use warden_mcp::{McpHandler, SessionAuth};
 
-use crate::session_store::StoredSessions;
-use crate::sessions::SessionOwners;
+use crate::mcp_session_store::StoredSessions;
+use crate::mcp_sessions::SessionOwners;
 use crate::state::{AppState, MAX_BODY_BYTES};
-use crate::{admin, auth, console, hosts, inline};
+use crate::{admin, auth, console, endpoint, hosts};
 
 /// The buckets of every latency histogram, in seconds: from the sub-millisecond governed call
 /// of a fast upstream to a minute-long one.
@@ -124,7 +126,7 @@ fn describe_metrics() {
 }
 
 /// The MCP endpoint [`ListenerService`] serves.
-type Endpoint = inline::McpEndpoint<StreamableHttpService<McpHandler, LocalSessionManager>>;
+type Endpoint = endpoint::McpEndpoint<StreamableHttpService<McpHandler, LocalSessionManager>>;
 
 /// The router of everything but the MCP endpoints, with authentication as middleware for the
 /// admin API and every path it does not know, and the MCP endpoint.
@@ -139,7 +141,7 @@ fn routes(state: Arc<AppState>, shutdown: CancellationToken) -> (Router, Endpoin
         .disable_allowed_hosts()
         .with_max_request_body_bytes(MAX_BODY_BYTES)
         .with_cancellation_token(shutdown.child_token());
-    // 2025-11-25 sessions are restored from the store on any replica (sessions.rs).
+    // 2025-11-25 sessions are restored from the store on any replica (mcp_sessions.rs).
     config.session_store = Some(Arc::new(StoredSessions::new(
         store.clone(),
         state.gateway.clock().clone(),
@@ -163,7 +165,7 @@ fn routes(state: Arc<AppState>, shutdown: CancellationToken) -> (Router, Endpoin
         state.session_limits,
     ));
     owners.expire_until(shutdown.child_token());
-    let endpoint = inline::McpEndpoint::new(state.gateway.clone(), mcp, owners);
+    let endpoint = endpoint::McpEndpoint::new(state.gateway.clone(), mcp, owners);
     // Authenticated: the admin API, and every path no route names (a client learns nothing
     // of which paths exist without a valid token).
     let authenticated =
@@ -198,18 +200,25 @@ fn mcp_endpoint(path: &str) -> bool {
 
 /// What the listeners serve, the one door of every request: the host check (XPORT-2) first;
 /// then, for an MCP endpoint, authentication and the endpoint, which answers a stateless
-/// 2026-07-28 `POST` inline and hands everything else to rmcp (`inline`); every other
+/// 2026-07-28 `POST` inline and hands everything else to rmcp (`endpoint`); every other
 /// request goes to the router. MCP requests, nearly all of an agent's traffic, skip the
 /// router's path match, its middleware and their boxed futures (docs/benchmarks.md).
 #[derive(Clone)]
-pub(crate) struct ListenerService {
+pub struct ListenerService {
     router: Router,
     endpoint: Endpoint,
     state: Arc<AppState>,
 }
 
+impl std::fmt::Debug for ListenerService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ListenerService").finish_non_exhaustive()
+    }
+}
+
 impl ListenerService {
-    pub(crate) fn new(state: Arc<AppState>, shutdown: CancellationToken) -> Self {
+    /// The door of `state`'s server; its streams and session expiry end with `shutdown`.
+    pub fn new(state: Arc<AppState>, shutdown: CancellationToken) -> Self {
         let (router, endpoint) = routes(state.clone(), shutdown);
         Self {
             router,
@@ -352,8 +361,8 @@ async fn metrics(State(state): State<Arc<AppState>>) -> Response {
     }
 }
 
-/// Bearer authentication as middleware (the admin API): puts the credential into the
-/// request's extensions.
+/// Bearer authentication as middleware (the admin API and every path the router does not
+/// know): puts the credential into the request's extensions.
 async fn authenticate(
     State(state): State<Arc<AppState>>,
     mut request: Request,
@@ -536,6 +545,21 @@ mod tests {
                 assert!(body.contains("\"result\""), "{body}");
             }
         }
+        // The refusals are the door's own: a bearer challenge on the MCP path, the admin API's
+        // JSON error under `/api/v1`.
+        let refused = front.clone().oneshot(call("/mcp", &[host])).await.unwrap();
+        assert!(refused.headers().contains_key("www-authenticate"));
+        let (_, body) = answer(refused).await;
+        assert!(body.contains("missing bearer token"), "{body}");
+        let (_, body) = answer(
+            front
+                .clone()
+                .oneshot(call("/api/v1/tokens", &[host]))
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert!(body.contains("\"code\":\"UNAUTHENTICATED\""), "{body}");
         shutdown.cancel();
         gateway.shutdown();
     }

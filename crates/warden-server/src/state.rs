@@ -10,9 +10,9 @@ use warden_mcp::Gateway;
 
 use crate::hosts::HostPolicy;
 use crate::limiter::{DEFAULT_FAILURE_LIMIT, FailureLimiter};
+use crate::mcp_sessions::SessionLimits;
 use crate::oauth::resource::Origins;
 use crate::oauth::verify::Oauth;
-use crate::sessions::SessionLimits;
 use warden_work::agents::Runner;
 
 /// The default of [`AppState::header_read_timeout`] (`warden serve --header-read-timeout`):

@@ -2,9 +2,6 @@
 //! kept), revoked and looked up; the first administrator made once per store; secrets the
 //! replicas share.
 
-use std::time::Duration;
-
-use warden_core::capability::CapabilitySet;
 use warden_core::config::{Kind, Resource};
 use warden_core::name::Name;
 use warden_core::principal::{Credential, CredentialKind, Principal, TokenHash, format_token};
@@ -13,33 +10,8 @@ use warden_core::time::Millis;
 use crate::config::resource_json;
 use crate::rows;
 use crate::sink::{AdminChange, AuditSink as _, admin_record};
+use crate::token::{NewToken, TokenRequest};
 use crate::{Store, StoreError};
-
-/// A token just created: the credential and its secret, shown once.
-#[derive(Debug)]
-pub struct NewToken {
-    /// The stored credential (no secret).
-    pub credential: Credential,
-    /// The secret (`wdn_…`). Never stored; print it once.
-    pub secret: String,
-}
-
-/// What to create a token for.
-#[derive(Clone, Debug)]
-pub struct TokenRequest {
-    /// The owner.
-    pub principal: Principal,
-    /// Project bindings (`None` = all of the owner's projects).
-    pub projects: Option<Vec<Name>>,
-    /// Capability scopes (`None` = all of the owner's capabilities).
-    pub scopes: Option<CapabilitySet>,
-    /// Time to live.
-    pub ttl: Option<Duration>,
-    /// Listing note.
-    pub description: Option<String>,
-    /// API key or run credential.
-    pub kind: CredentialKind,
-}
 
 impl Store {
     /// Creates a token and returns its secret once (AUTH-1). Only the hash is stored.

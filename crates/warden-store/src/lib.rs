@@ -24,6 +24,7 @@ mod sink;
 mod sql;
 mod sqlite;
 mod tasks;
+mod token;
 mod verify;
 mod views;
 
@@ -40,7 +41,6 @@ use warden_core::time::Millis;
 
 pub use anchor::{AuditKey, CHECKPOINT_FILE, KEY_FILE, read_checkpoints};
 pub use approvals::{Approval, ApprovalFilter, Transition};
-pub use credentials::{NewToken, TokenRequest};
 pub use error::StoreError;
 pub use location::{Location, SQLITE_FILE};
 pub use rows::{AgentRun, AuditFilter};
@@ -49,6 +49,7 @@ pub use tasks::{
     EnvironmentRepository, EnvironmentState, RequestedRepository, Task, TaskChange,
     TaskEnvironment, TaskFilter, TaskInsert, TaskState,
 };
+pub use token::{NewToken, TokenRequest};
 pub use views::{CallDetail, RunDetail, RunSummary};
 
 use backend::{Backend, Sink};

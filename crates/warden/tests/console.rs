@@ -2,7 +2,7 @@
 //! `chromium` and `chromium-driver`; OPS-5): sign-in, the live approvals inbox, deciding under
 //! APR-4, kill switches, anti-forgery, and every page — whose screenshots become
 //! `docs/console/*.png`. Rejecting and vetoing are in `console/decisions.rs`; sign-in's
-//! anti-forgery and revoking a token in `console/sessions.rs`; the browser in
+//! anti-forgery and revoking a token in `console/signed_in.rs`; the browser in
 //! `console/browser.rs`.
 //!
 //! Without `/usr/bin/chromedriver` these tests fail (they never skip): install
@@ -27,8 +27,8 @@ mod decisions;
 mod doors;
 #[path = "console/plain.rs"]
 mod plain;
-#[path = "console/sessions.rs"]
-mod sessions;
+#[path = "console/signed_in.rs"]
+mod signed_in;
 
 use std::time::Duration;
 

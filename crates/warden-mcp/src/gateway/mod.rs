@@ -9,7 +9,7 @@
 //!
 //! and [`approvals`]: deciding and executing parked calls (APR-1..APR-6); [`reconcile`]: the
 //! calls a stopped process left without an outcome, recorded `interrupted` (REL-3);
-//! [`tasks`]: following the tasks upstreams run calls as.
+//! [`upstream_tasks`]: following the tasks upstreams run calls as.
 //! [`Gateway`] holds the parts and is what the handler and the server talk to.
 
 #![allow(
@@ -43,17 +43,17 @@ mod federation;
 mod listing;
 mod live;
 mod reconcile;
-mod tasks;
+mod upstream_tasks;
 
 pub use approvals::{DecideError, Verb};
 pub use live::Snapshot;
-pub use tasks::{TaskAnswer, TaskOp};
+pub use upstream_tasks::{TaskAnswer, TaskOp};
 
 use approvals::Approvals;
 use authority::Authorities;
 use listing::WireCache;
 use live::Live;
-use tasks::UpstreamTasks;
+use upstream_tasks::UpstreamTasks;
 
 /// Options of the gateway.
 #[derive(Clone, Debug)]
@@ -83,7 +83,7 @@ pub struct Gateway {
     live: Arc<Live>,
     authorities: Authorities,
     wire: WireCache,
-    task_ids: crate::task_ids::TaskIds,
+    task_ids: crate::upstream_task_ids::TaskIds,
     /// The server's public base URL, once bound: where the console's pages are.
     public_url: std::sync::OnceLock<String>,
     cancel: CancellationToken,
@@ -98,7 +98,7 @@ impl Gateway {
             Secrets::new(options.secrets_dir.clone()),
             Some(store.clone()),
         );
-        let task_ids = tasks::task_ids(&store).await;
+        let task_ids = upstream_tasks::task_ids(&store).await;
         let live = Arc::new(Live::new(
             store,
             upstreams,

@@ -2,7 +2,7 @@
 //! a `subscriptions/listen` stream (there is no session to send them on), so the supervisor
 //! keeps one open for the lists the upstream says change (`listChanged`), refreshes the offer
 //! at each announcement, and reopens the stream when it ends (paced by
-//! [`crate::listening`]) — refreshing then too, since changes may have been missed meanwhile. The supervisor's periodic refresh stays the
+//! [`crate::listen_stream`]) — refreshing then too, since changes may have been missed meanwhile. The supervisor's periodic refresh stays the
 //! fallback. A 2025-11-25 upstream announces on its session (see [`super::relays`]).
 
 use std::future::Future;
@@ -15,7 +15,7 @@ use tokio::time::Instant;
 use warden_core::name::Name;
 
 use super::failure::short;
-use crate::listening::{self, Pacing};
+use crate::listen_stream::{self, Pacing};
 
 /// An attempt to open the stream, kept across cancellations of [`ListWatch::changed`].
 type Opening = Pin<Box<dyn Future<Output = Result<Subscription, String>> + Send>>;
@@ -62,7 +62,7 @@ impl ListWatch {
             pacing: Pacing::default(),
         };
         if let Some(filter) = watch.filter.clone() {
-            let opened = listening::open(peer, filter).await;
+            let opened = listen_stream::open(peer, filter).await;
             watch.opened(opened);
         }
         watch
@@ -112,9 +112,9 @@ impl ListWatch {
                 None => {
                     tokio::time::sleep_until(self.retry_at).await;
                     let peer = self.peer.clone();
-                    self.opening.insert(Box::pin(
-                        async move { listening::open(&peer, filter).await },
-                    ))
+                    self.opening.insert(Box::pin(async move {
+                        listen_stream::open(&peer, filter).await
+                    }))
                 }
             };
             let opened = opening.await;

@@ -15,7 +15,7 @@ use rmcp::service::{Peer, Subscription, SubscriptionSink};
 use rmcp::{RoleClient, RoleServer};
 use tokio_util::sync::CancellationToken;
 
-use crate::listening::{self, Pacing};
+use crate::listen_stream::{self, Pacing};
 
 /// Who hears a resource's updates.
 #[derive(Clone, Debug)]
@@ -166,7 +166,7 @@ impl Subscriptions {
                 let filter = SubscriptionFilter::builder()
                     .resource_subscriptions(vec![uri.clone()])
                     .build();
-                match listening::open(&peer, filter).await {
+                match listen_stream::open(&peer, filter).await {
                     Ok(open) => {
                         stream = Some((open, Instant::now()));
                         // An update may have come while there was no stream: subscribers

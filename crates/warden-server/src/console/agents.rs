@@ -16,7 +16,7 @@ use warden_work::tasks::{self as work, WorkError};
 use super::caps::{CONFIG_READ, RUNS_READ, Section};
 use super::fmt;
 use super::layout::{badge, closed, page, refusal};
-use super::session::Signed;
+use super::signed_in::Signed;
 use crate::state::AppState;
 
 /// `GET /agents`.

@@ -26,7 +26,7 @@ use warden_store::Approval;
 use super::caps::{APPROVALS_DECIDE, Section};
 use super::fmt;
 use super::layout::{self, badge, json_block, page, refusal, see_other};
-use super::session::{Signed, resolve};
+use super::signed_in::{Signed, resolve};
 use crate::state::AppState;
 
 /// How often the event stream looks for new parked calls.

@@ -18,7 +18,7 @@ use super::caps::{AUDIT_READ, Section};
 use super::fmt;
 use super::layout::{closed, csrf_field, page, refusal, refused};
 use super::runs::trail;
-use super::session::Signed;
+use super::signed_in::Signed;
 use crate::state::AppState;
 
 /// The search form, as the page's address carries it.

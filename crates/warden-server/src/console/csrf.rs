@@ -22,7 +22,7 @@ use serde::Deserialize;
 use subtle::ConstantTimeEq;
 use warden_control::Control;
 
-use super::session::{COOKIE, SIGN_IN_COOKIE, Sessions, cookie};
+use super::signed_in::{COOKIE, SIGN_IN_COOKIE, SignIns, cookie};
 use crate::state::MAX_BODY_BYTES;
 
 /// The hidden field of every form.
@@ -62,7 +62,7 @@ impl SignInKey {
 
     /// A new value, valid for `lifetime`: `<nonce>.<expiry ms>.<tag>`.
     pub(crate) async fn issue(&self, lifetime: Duration) -> Option<String> {
-        let nonce = super::session::random_hex()?;
+        let nonce = super::signed_in::random_hex()?;
         let expires = self
             .control
             .now()
@@ -129,7 +129,7 @@ pub(crate) async fn guard(request: Request, next: Next) -> Response {
         if request.uri().path() == "/sign-in" {
             cookie(headers, SIGN_IN_COOKIE).map(str::to_owned)
         } else {
-            let sessions = request.extensions().get::<Arc<Sessions>>();
+            let sessions = request.extensions().get::<Arc<SignIns>>();
             cookie(headers, COOKIE).and_then(|sid| sessions.and_then(|s| s.csrf(sid)))
         }
     };

@@ -18,7 +18,7 @@ use warden_core::principal::Principal;
 
 use super::caps::{EXPLAIN_ANY, Section};
 use super::layout::{badge, page, refusal, refusal_status};
-use super::session::Signed;
+use super::signed_in::Signed;
 use crate::state::AppState;
 
 #[derive(Debug, Default, Deserialize)]

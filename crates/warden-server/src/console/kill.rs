@@ -18,7 +18,7 @@ use warden_core::principal::Subject;
 use super::caps::{CONFIG_READ, KILLSWITCHES_WRITE, Section};
 use super::fmt;
 use super::layout::{closed, csrf_field, page, refusal, refused, see_other};
-use super::session::Signed;
+use super::signed_in::Signed;
 use crate::state::AppState;
 
 /// The scopes of the picker, as (value, label).

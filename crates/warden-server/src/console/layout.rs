@@ -13,7 +13,7 @@ use warden_control::{ConfigRefusal, Refusal};
 
 use super::caps::Section;
 use super::csrf;
-use super::session::Signed;
+use super::signed_in::Signed;
 
 /// The stylesheet.
 pub(crate) const CSS: &str = include_str!("assets/console.css");

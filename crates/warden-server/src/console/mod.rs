@@ -2,7 +2,7 @@
 //! one stylesheet and one small script embedded in the binary; nothing is fetched from
 //! anywhere else, so it works offline.
 //!
-//! - [`signin`] and [`session`]: sign-in with a token, a server-side session in an
+//! - [`signin`] and [`signed_in`]: sign-in with a token, a server-side session in an
 //!   `HttpOnly`, `SameSite=Strict` cookie, the credential checked again on every request;
 //! - [`csrf`]: an anti-forgery token in every form, checked before any handler runs;
 //! - one module per page: [`overview`], [`approvals`] (live, decisions through the gateway,
@@ -36,7 +36,7 @@ mod kill;
 mod layout;
 mod overview;
 mod runs;
-mod session;
+mod signed_in;
 mod signin;
 mod tokens;
 mod tools;
@@ -47,7 +47,7 @@ const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-
 
 /// The console's routes (its own sign-in; not behind the API's bearer authentication).
 pub(crate) fn routes(control: warden_control::Control) -> Router<Arc<AppState>> {
-    let sessions = Arc::new(session::Sessions::default());
+    let sessions = Arc::new(signed_in::SignIns::default());
     let failures = Arc::new(signin::Failures::default());
     let sign_in = Arc::new(csrf::SignInKey::new(control));
     Router::new()

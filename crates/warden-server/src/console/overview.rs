@@ -19,7 +19,7 @@ use super::caps::{AUDIT_READ, Section, TOOLS_INVENTORY};
 use super::chart::{self, Series};
 use super::fmt;
 use super::layout::{badge, page};
-use super::session::Signed;
+use super::signed_in::Signed;
 use crate::state::AppState;
 
 const MINUTES: usize = 60;

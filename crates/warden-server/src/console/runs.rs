@@ -15,7 +15,7 @@ use warden_core::audit::AuditRecord;
 use super::caps::{RUNS_READ, Section};
 use super::fmt;
 use super::layout::{badge, closed, json_block, page, refusal, refused};
-use super::session::Signed;
+use super::signed_in::Signed;
 use crate::state::AppState;
 
 #[derive(Debug, Deserialize)]

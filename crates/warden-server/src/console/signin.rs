@@ -18,8 +18,8 @@ use warden_core::principal::CredentialKind;
 
 use super::csrf::SignInKey;
 use super::layout;
-use super::session::{
-    COOKIE, Ended, LIFETIME, SIGN_IN_COOKIE, Sessions, Signed, over_https, set_cookie,
+use super::signed_in::{
+    COOKIE, Ended, LIFETIME, SIGN_IN_COOKIE, SignIns, Signed, over_https, set_cookie,
 };
 use crate::state::AppState;
 
@@ -138,7 +138,7 @@ pub(crate) async fn sign_in(State(state): State<Arc<AppState>>, request: Request
     let extensions = request.extensions().clone();
     let peer = extensions.get::<ConnectInfo<SocketAddr>>().copied();
     let (Some(sessions), Some(key)) = (
-        extensions.get::<Arc<Sessions>>().cloned(),
+        extensions.get::<Arc<SignIns>>().cloned(),
         extensions.get::<Arc<SignInKey>>().cloned(),
     ) else {
         return StatusCode::INTERNAL_SERVER_ERROR.into_response();

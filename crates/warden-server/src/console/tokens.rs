@@ -19,7 +19,7 @@ use warden_core::principal::{CredentialKind, Principal};
 use super::caps::{Section, TOKENS_ANY, TOKENS_READ, TOKENS_WRITE};
 use super::fmt;
 use super::layout::{badge, closed, csrf_field, page, refused, see_other};
-use super::session::Signed;
+use super::signed_in::Signed;
 use crate::state::AppState;
 
 /// `GET /tokens`.

@@ -12,7 +12,7 @@ use warden_core::tool::{GovernanceStatus, ToolDescriptor, ToolSource};
 
 use super::caps::{Section, TOOLS_INVENTORY};
 use super::layout::{badge, closed, page};
-use super::session::Signed;
+use super::signed_in::Signed;
 use crate::state::AppState;
 
 /// A serde enum's name as written (`mutation`, `dangerous`, `annotations`).

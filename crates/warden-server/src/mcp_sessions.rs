@@ -9,7 +9,7 @@
 //! here, beside the endpoint: written to the store (`mcp_sessions`) when rmcp answers an
 //! `initialize` with a new session id — before the client learns the id — and cached. A replica
 //! that does not know a session reads its owner from the store; rmcp then restores the session
-//! from the same row (`session_store.rs`). When the store cannot be read the request is refused
+//! from the same row (`mcp_session_store.rs`). When the store cannot be read the request is refused
 //! (503): an owner is never guessed.
 //!
 //! A replica notes a session's use in the store at most once a [`TOUCH_EVERY`]; when it finds

@@ -1,7 +1,7 @@
 //! rmcp's [`SessionStore`] over Warden's store (STORE-3): what a replica needs to serve a
 //! 2025-11-25 session another replica opened — the client's `initialize`, which rmcp replays
 //! to restore the session — kept in the store's `mcp_sessions` beside the session's owner
-//! (`sessions.rs`). A session the store has no owner for is not restored.
+//! (`mcp_sessions.rs`). A session the store has no owner for is not restored.
 
 use std::sync::Arc;
 

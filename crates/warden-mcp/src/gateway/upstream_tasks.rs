@@ -1,7 +1,7 @@
 //! Upstream tasks (the tasks extension, SEP-2663): a call an upstream runs as a task is
 //! followed by its caller through Warden — `tasks/get`, `tasks/update`, `tasks/cancel` reach
 //! the upstream that holds it, for the caller that created it (its id is Warden's,
-//! [`crate::task_ids`]), while the caller may still use that upstream's tools (RUN-8).
+//! [`crate::upstream_task_ids`]), while the caller may still use that upstream's tools (RUN-8).
 
 use rmcp::model::{
     CancelTaskParams, CancelTaskRequest, ClientCapabilities, ClientRequest, GetTaskParams,
@@ -13,7 +13,7 @@ use warden_core::authority::Authority;
 use warden_core::tool::ToolSource;
 
 use super::live::Live;
-use crate::task_ids::TaskIds;
+use crate::upstream_task_ids::TaskIds;
 
 /// What is asked of an upstream task.
 #[derive(Debug)]

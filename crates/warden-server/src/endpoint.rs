@@ -39,7 +39,7 @@ use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 use warden_mcp::{Gateway, McpHandler, SessionAuth};
 
-use crate::sessions::SessionOwners;
+use crate::mcp_sessions::SessionOwners;
 
 /// The MCP headers read on every request, as names: a lookup by string parses it first.
 static MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
@@ -92,13 +92,15 @@ where
     /// Serves one HTTP request.
     pub(crate) async fn serve(self, request: Request) -> Response {
         if !candidate(&request) {
-            return self.delegate(request).await;
+            // Boxed: rmcp's future is large, and held inline it would make the future of
+            // every request as large, inline ones included, each move copying it whole.
+            return Box::pin(self.delegate(request)).await;
         }
         self.serve_candidate(request).await
     }
 
-    /// Serves a request whose headers passed [`candidate`] (the caller checked them).
-    pub(crate) async fn serve_candidate(self, request: Request) -> Response {
+    /// Serves a request whose headers passed [`candidate`].
+    async fn serve_candidate(self, request: Request) -> Response {
         let (parts, body) = request.into_parts();
         let bytes = match axum::body::to_bytes(body, MAX_INLINE_BODY as usize).await {
             Ok(bytes) => bytes,
@@ -122,7 +124,7 @@ where
         }
     }
 
-    /// Hands a request to rmcp, on the session its credential owns (`sessions.rs`), with
+    /// Hands a request to rmcp, on the session its credential owns (`mcp_sessions.rs`), with
     /// JSON-RPC's own answer to a body that is no JSON-RPC request (`jsonrpc.rs`).
     async fn delegate(self, mut request: Request) -> Response {
         self.served.rmcp.increment(1);
@@ -242,7 +244,7 @@ fn json_content(headers: &HeaderMap) -> bool {
 }
 
 /// Whether the headers allow an inline answer; the body decides the rest.
-pub(crate) fn candidate(request: &Request) -> bool {
+fn candidate(request: &Request) -> bool {
     let headers = request.headers();
     request.method() == http::Method::POST
         && !headers.contains_key(&MCP_SESSION_ID)

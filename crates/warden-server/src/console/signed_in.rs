@@ -3,7 +3,7 @@
 //! credential is looked up again on every request, so revoking the token, its expiry or the
 //! removal of its owner ends the session at its next request (RUN-8).
 //!
-//! Sessions live in this process's memory: a restart signs everyone out, and replicas behind
+//! Sign-ins live in this process's memory: a restart signs everyone out, and replicas behind
 //! one address need sticky routing for the console (the API and MCP need none).
 
 use std::collections::HashMap;
@@ -28,11 +28,11 @@ pub(crate) const SIGN_IN_COOKIE: &str = "warden_sign_in";
 const IDLE: Duration = Duration::from_secs(8 * 3600);
 /// A session ends this long after sign-in, used or not.
 pub(crate) const LIFETIME: Duration = Duration::from_secs(24 * 3600);
-/// Sessions kept at most; past it the least recently used goes.
-const MAX_SESSIONS: usize = 10_000;
+/// Sign-ins kept at most; past it the least recently used goes.
+const MAX_SIGN_INS: usize = 10_000;
 
 #[derive(Debug)]
-struct Session {
+struct SignIn {
     credential_id: String,
     csrf: String,
     opened: Instant,
@@ -42,16 +42,16 @@ struct Session {
     ended: Option<Ended>,
 }
 
-impl Session {
+impl SignIn {
     fn live(&self, now: Instant) -> bool {
         now.duration_since(self.opened) < LIFETIME && now.duration_since(self.seen) < IDLE
     }
 }
 
-/// The open sessions, by the SHA-256 of their id (the id itself is kept by the browser only).
+/// The open sign-ins, by the SHA-256 of their id (the id itself is kept by the browser only).
 #[derive(Debug, Default)]
-pub(crate) struct Sessions {
-    open: Mutex<HashMap<[u8; 32], Session>>,
+pub(crate) struct SignIns {
+    open: Mutex<HashMap<[u8; 32], SignIn>>,
 }
 
 /// 32 random bytes as hex; `None` when the system has no randomness to give.
@@ -65,23 +65,23 @@ fn key(sid: &str) -> [u8; 32] {
     Sha256::digest(sid.as_bytes()).into()
 }
 
-impl Sessions {
+impl SignIns {
     /// Opens a session for `credential_id`: its id, for the cookie.
     pub(crate) fn open(&self, credential_id: &str) -> Option<String> {
         let (sid, csrf) = (random_hex()?, random_hex()?);
         let mut open = self.open.lock().ok()?;
         let now = Instant::now();
-        if open.len() >= MAX_SESSIONS {
+        if open.len() >= MAX_SIGN_INS {
             open.retain(|_, s| s.live(now));
         }
-        if open.len() >= MAX_SESSIONS
+        if open.len() >= MAX_SIGN_INS
             && let Some(oldest) = open.iter().min_by_key(|(_, s)| s.seen).map(|(k, _)| *k)
         {
             open.remove(&oldest);
         }
         open.insert(
             key(&sid),
-            Session {
+            SignIn {
                 credential_id: credential_id.to_owned(),
                 csrf,
                 opened: now,
@@ -279,7 +279,7 @@ pub(crate) struct Signed {
     pub(crate) csrf: String,
     /// A message left for this page by the previous request.
     pub(crate) flash: Option<String>,
-    pub(crate) sessions: Arc<Sessions>,
+    pub(crate) sessions: Arc<SignIns>,
 }
 
 impl Signed {
@@ -331,7 +331,7 @@ impl FromRequestParts<Arc<AppState>> for Signed {
         parts: &mut Parts,
         state: &Arc<AppState>,
     ) -> Result<Self, Self::Rejection> {
-        let Some(sessions) = parts.extensions.get::<Arc<Sessions>>().cloned() else {
+        let Some(sessions) = parts.extensions.get::<Arc<SignIns>>().cloned() else {
             return Err(StatusCode::INTERNAL_SERVER_ERROR.into_response());
         };
         let Some(sid) = cookie(&parts.headers, COOKIE).map(str::to_owned) else {
@@ -395,7 +395,7 @@ mod tests {
 
     #[test]
     fn an_ended_session_says_why_a_closed_one_is_gone_and_a_flash_is_read_once() {
-        let sessions = Sessions::default();
+        let sessions = SignIns::default();
         let sid = sessions.open("tok_1").unwrap();
         sessions.flash(&sid, "done");
         let (id, csrf, flash) = sessions.touch(&sid).unwrap();
