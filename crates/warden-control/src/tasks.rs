@@ -17,7 +17,15 @@ pub async fn create(
     authority: &Authority,
     args: CreateTaskArgs,
 ) -> Result<Created, WorkError> {
-    tasks::create(control.store(), policy, authority, args, Path::Own).await
+    tasks::create(
+        control.store(),
+        policy,
+        authority,
+        args,
+        Path::Own,
+        control.now(),
+    )
+    .await
 }
 
 /// The tasks of the workspaces `authority` may read, filtered by `args`.

@@ -420,7 +420,9 @@ impl Runner {
             .cloned()
             .ok_or_else(|| "this server has no directory for environments".to_owned())?;
         let policy = self.gateway.policy();
-        let dir = crate::environments::prepare(store, &policy, &root, &task).await?;
+        let dir =
+            crate::environments::prepare(store, &policy, &root, &task, self.gateway.clock().now())
+                .await?;
         Ok((dir, task.workspace))
     }
 

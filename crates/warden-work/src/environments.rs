@@ -8,20 +8,20 @@ use std::path::{Path, PathBuf};
 
 use warden_core::admission::{self, RequestedRepository};
 use warden_core::config::{Kind, Resource};
-use warden_core::pipeline::Clock as _;
 use warden_core::policy::Policy;
-use warden_runtime::SystemClock;
+use warden_core::time::Millis;
 use warden_store::{EnvironmentRepository, EnvironmentState, Store, Task, TaskEnvironment};
 
 use crate::materialise::{self, RepositoryOutcome, RepositorySource};
 
-/// Where a session of `task` works: the environment's directory, made ready. `root` is where
-/// environments live (the data dir's `environments/`).
+/// Where a session of `task` works: the environment's directory, made ready (one made now is
+/// stamped `now`). `root` is where environments live (the data dir's `environments/`).
 pub async fn prepare(
     store: &Store,
     policy: &Policy,
     root: &Path,
     task: &Task,
+    now: Millis,
 ) -> Result<PathBuf, String> {
     let existing = crate::tasks::effective_environment(store, task)
         .await
@@ -45,7 +45,7 @@ pub async fn prepare(
             task.id,
             task.parent_id.clone().unwrap_or_default()
         )),
-        None => materialise_new(store, policy, root, task).await,
+        None => materialise_new(store, policy, root, task, now).await,
     }
 }
 
@@ -87,6 +87,7 @@ async fn materialise_new(
     policy: &Policy,
     root: &Path,
     task: &Task,
+    now: Millis,
 ) -> Result<PathBuf, String> {
     let workspace = match policy.config.get(Kind::Workspace, &task.workspace) {
         Some(Resource::Workspace(w)) => w,
@@ -127,7 +128,7 @@ async fn materialise_new(
             RepositoryOutcome::Active => None,
         })
         .collect();
-    let now = SystemClock.now().0;
+    let now = now.0;
     let environment = TaskEnvironment {
         id,
         task_id: task.id.clone(),

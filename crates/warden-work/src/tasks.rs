@@ -19,9 +19,9 @@ use warden_core::config::{Kind, Resource, WorkspaceSpec};
 use warden_core::contract::ToolOutput;
 use warden_core::error::ExecError;
 use warden_core::name::Name;
-use warden_core::pipeline::Clock as _;
 use warden_core::policy::Policy;
 use warden_core::principal::Principal;
+use warden_core::time::Millis;
 use warden_store::{
     EnvironmentState, RequestedRepository, Store, StoreError, Task, TaskChange, TaskFilter,
     TaskInsert, TaskState,
@@ -87,20 +87,21 @@ fn unknown_task(id: &str) -> WorkError {
     )
 }
 
-/// Executes a tool of the `tasks` set for `authority`.
+/// Executes a tool of the `tasks` set for `authority`, at `now`.
 pub async fn execute(
     tool: &str,
     args: Option<Map<String, Value>>,
     authority: &Authority,
     policy: &Policy,
     store: &Store,
+    now: Millis,
 ) -> Result<ToolOutput, ExecError> {
     let args = Value::Object(args.unwrap_or_default());
     let invalid = |e: serde_json::Error| ExecError::Unavailable(format!("invalid arguments: {e}"));
     let done = match tool {
         "create_task" => {
             let a: CreateTaskArgs = serde_json::from_value(args).map_err(invalid)?;
-            create(store, policy, authority, a, Path::Mcp)
+            create(store, policy, authority, a, Path::Mcp, now)
                 .await
                 .map(|c| json!({"task": c.task, "created": c.created}))
         }
@@ -122,7 +123,7 @@ pub async fn execute(
                 workflow_step: a.workflow_step,
                 state: None,
             };
-            change_task(store, policy, authority, &a.task_id, change)
+            change_task(store, policy, authority, &a.task_id, change, now)
                 .await
                 .map(|t| json!({ "task": t }))
         }
@@ -138,7 +139,7 @@ pub async fn execute(
                 state: Some(state),
                 ..TaskChange::default()
             };
-            change_task(store, policy, authority, &a.task_id, change)
+            change_task(store, policy, authority, &a.task_id, change, now)
                 .await
                 .map(|t| json!({ "task": t }))
         }
@@ -148,7 +149,7 @@ pub async fn execute(
                 state: Some(TaskState::Archived),
                 ..TaskChange::default()
             };
-            change_task(store, policy, authority, &a.task_id, change)
+            change_task(store, policy, authority, &a.task_id, change, now)
                 .await
                 .map(|t| json!({ "task": t }))
         }
@@ -289,14 +290,15 @@ pub async fn effective_environment(
     Ok(None)
 }
 
-/// Creates a task through admission (TASK-2..TASK-7): nothing is looked up by its external id,
-/// nor written, before the creation is admitted.
+/// Creates a task through admission (TASK-2..TASK-7), stamped `now`: nothing is looked up by
+/// its external id, nor written, before the creation is admitted.
 pub async fn create(
     store: &Store,
     policy: &Policy,
     authority: &Authority,
     args: CreateTaskArgs,
     path: Path,
+    now: Millis,
 ) -> Result<Created, WorkError> {
     let caller = caller(store, authority).await?;
     let workspaces = workspaces(policy, authority, TASKS_CREATE);
@@ -350,7 +352,6 @@ pub async fn create(
     {
         return found(existing).await;
     }
-    let now = warden_runtime::SystemClock.now();
     let task = Task {
         id: format!("task_{}", uuid::Uuid::now_v7().simple()),
         workspace: admitted.workspace.to_string(),
@@ -475,10 +476,11 @@ async fn change_task(
     authority: &Authority,
     id: &str,
     change: TaskChange,
+    now: Millis,
 ) -> Result<Task, WorkError> {
     visible(store, policy, authority, id, "tasks:write").await?;
     store
-        .update_task(id, &change, warden_runtime::SystemClock.now())
+        .update_task(id, &change, now)
         .await?
         .ok_or_else(|| unknown_task(id))
 }

@@ -258,6 +258,7 @@ impl Executor for GatewayExecutor<'_> {
                     call.authority,
                     &self.snapshot.policy,
                     &self.live.store,
+                    self.live.clock.now(),
                 ))
                 .await
             }
