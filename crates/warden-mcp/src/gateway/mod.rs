@@ -33,7 +33,7 @@ use warden_store::{Approval, Store};
 
 use crate::builtin;
 use crate::client::ClientContext;
-use crate::upstream::Upstreams;
+use crate::upstream::{RelayLog, Upstreams};
 use warden_runtime::Secrets;
 
 mod approvals;
@@ -96,7 +96,7 @@ impl Gateway {
         let upstreams = Upstreams::new(
             events_tx,
             Secrets::new(options.secrets_dir.clone()),
-            Some(store.clone()),
+            Some(RelayLog::new(store.clone(), options.clock.clone())),
         );
         let task_ids = upstream_tasks::task_ids(&store).await;
         let live = Arc::new(Live::new(

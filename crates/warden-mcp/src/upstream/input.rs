@@ -10,16 +10,13 @@
     reason = "sampling is still part of the 2025-11-25 protocol"
 )]
 
-use std::sync::Arc;
-
 use rmcp::model::{CallToolResult, InputRequest, InputRequiredResult, InputResponses};
 use warden_core::config::RelaySpec;
-use warden_store::Store;
 
 use tokio_util::sync::CancellationToken;
 
 use super::failure::short;
-use super::relays::record_relay;
+use super::relays::{RelayLog, record_relay};
 use crate::client::{ClientContext, Relay, Reply, perform};
 
 /// The upstream side of an input round: who asks, under which policy, recorded where.
@@ -27,7 +24,7 @@ use crate::client::{ClientContext, Relay, Reply, perform};
 pub(super) struct Inputs<'a> {
     pub(super) upstream: &'a str,
     pub(super) policy: &'a RelaySpec,
-    pub(super) store: Option<&'a Arc<Store>>,
+    pub(super) log: Option<&'a RelayLog>,
 }
 
 /// The kind of an input request, as relay records name it.
@@ -42,7 +39,7 @@ fn kind(request: &InputRequest) -> &'static str {
 impl Inputs<'_> {
     async fn record(&self, run_id: &str, request: &InputRequest, relayed: bool, detail: &str) {
         record_relay(
-            self.store,
+            self.log,
             self.upstream,
             run_id,
             kind(request),

@@ -22,7 +22,6 @@ use std::sync::{Arc, RwLock};
 use tokio::sync::mpsc;
 use warden_core::config::UpstreamSpec;
 use warden_core::name::Name;
-use warden_store::Store;
 
 use warden_runtime::Secrets;
 
@@ -41,6 +40,7 @@ mod subscriptions;
 mod supervise;
 mod suspend;
 
+pub use relays::RelayLog;
 pub use slot::{DEFAULT_CALL_TIMEOUT, Offer, UpstreamAnswer, UpstreamSlot, UpstreamStatus};
 pub use subscriptions::Subscriber;
 
@@ -57,24 +57,24 @@ pub struct Upstreams {
     slots: RwLock<HashMap<Name, Arc<UpstreamSlot>>>,
     events: mpsc::UnboundedSender<UpstreamEvent>,
     secrets: Secrets,
-    store: Option<Arc<Store>>,
+    log: Option<RelayLog>,
     /// The runtime that created this set: supervisors run there, also when a reload is asked
     /// for from a request on a serving thread (whose runtime ends with its connections).
     runtime: Option<tokio::runtime::Handle>,
 }
 
 impl Upstreams {
-    /// No upstreams yet; events about them go to `events`; relays are recorded in `store`.
+    /// No upstreams yet; events about them go to `events`; relays are recorded in `log`.
     pub fn new(
         events: mpsc::UnboundedSender<UpstreamEvent>,
         secrets: Secrets,
-        store: Option<Arc<Store>>,
+        log: Option<RelayLog>,
     ) -> Self {
         Self {
             slots: RwLock::new(HashMap::new()),
             events,
             secrets,
-            store,
+            log,
             runtime: tokio::runtime::Handle::try_current().ok(),
         }
     }
@@ -97,7 +97,7 @@ impl Upstreams {
             if slots.contains_key(&spec.name) {
                 continue;
             }
-            let slot = Arc::new(UpstreamSlot::new(spec.clone(), self.store.clone()));
+            let slot = Arc::new(UpstreamSlot::new(spec.clone(), self.log.clone()));
             slots.insert(spec.name.clone(), slot.clone());
             let events = self.events.clone();
             let upstream = spec.name.clone();
@@ -107,7 +107,7 @@ impl Upstreams {
                 });
             };
             let supervisor =
-                supervise::supervise(slot, changed, self.secrets.clone(), self.store.clone());
+                supervise::supervise(slot, changed, self.secrets.clone(), self.log.clone());
             match &self.runtime {
                 Some(runtime) => runtime.spawn(supervisor),
                 None => tokio::spawn(supervisor),

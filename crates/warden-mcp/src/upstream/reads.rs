@@ -169,7 +169,7 @@ impl UpstreamSlot {
         let inputs = Inputs {
             upstream: self.spec.name.as_str(),
             policy: &policy,
-            store: self.store.as_ref(),
+            log: self.log.as_ref(),
         };
         // A retry: a 2026-07-28 upstream reads the answers itself; a 2025-11-25 upstream's
         // request is suspended here, waiting for them.

@@ -28,12 +28,11 @@ use tokio::sync::{Notify, mpsc, oneshot};
 use warden_core::audit::{NewRecord, RecordKind, canonical_json};
 use warden_core::config::RelaySpec;
 use warden_core::name::Name;
-use warden_core::pipeline::Clock as _;
+use warden_core::pipeline::Clock;
 use warden_store::Store;
 
 use super::subscriptions::Subscriptions;
 use crate::client::{Relay, Reply};
-use warden_runtime::SystemClock;
 
 /// How long after a call ends a log message of its upstream still counts as the call's.
 const JUST_ENDED: Duration = Duration::from_secs(1);
@@ -41,18 +40,33 @@ const JUST_ENDED: Duration = Duration::from_secs(1);
 /// The prefix of the temporary key a call is registered under while its request is sent.
 const SENDING_PREFIX: &str = "warden-sending-";
 
+/// Where the upstreams' relays are recorded: the audit trail in the store, stamped by the
+/// gateway's clock.
+#[derive(Clone, Debug)]
+pub struct RelayLog {
+    store: Arc<Store>,
+    clock: Arc<dyn Clock>,
+}
+
+impl RelayLog {
+    /// Relays recorded in `store` at the times of `clock`.
+    pub fn new(store: Arc<Store>, clock: Arc<dyn Clock>) -> Self {
+        Self { store, clock }
+    }
+}
+
 /// Records a relay (or its refusal) in the audit trail of the run it belongs to.
 pub(super) async fn record_relay(
-    store: Option<&Arc<Store>>,
+    log: Option<&RelayLog>,
     upstream: &str,
     run_id: &str,
     what: &str,
     relayed: bool,
     detail: &str,
 ) {
-    let Some(store) = store else { return };
+    let Some(log) = log else { return };
     let record = NewRecord {
-        at: SystemClock.now(),
+        at: log.clock.now(),
         kind: RecordKind::Relay,
         run_id: if run_id.is_empty() {
             "relay".into()
@@ -72,7 +86,7 @@ pub(super) async fn record_relay(
             "detail": detail,
         })),
     };
-    if let Err(e) = store.append_audit(vec![record]).await {
+    if let Err(e) = log.store.append_audit(vec![record]).await {
         tracing::error!(upstream, error = %e, "cannot record a relay");
     }
 }
@@ -266,7 +280,7 @@ pub(super) struct UpstreamClient {
     pub(super) inflight: Arc<InFlightTable>,
     pub(super) subscriptions: Arc<Subscriptions>,
     pub(super) relay: RelaySpec,
-    pub(super) store: Option<Arc<Store>>,
+    pub(super) log: Option<RelayLog>,
 }
 
 /// Which call an upstream's server-initiated request belongs to: the one call in flight at
@@ -296,7 +310,7 @@ impl UpstreamClient {
 
     async fn record(&self, run_id: &str, what: &str, relayed: bool, detail: &str) {
         record_relay(
-            self.store.as_ref(),
+            self.log.as_ref(),
             self.name.as_str(),
             run_id,
             what,

@@ -22,13 +22,12 @@ use tokio_util::sync::CancellationToken;
 use warden_core::config::UpstreamSpec;
 use warden_core::error::ExecError;
 use warden_core::tool::UpstreamTool;
-use warden_store::Store;
 
 use super::exit::Exit;
 use super::failure::{CallError, humanize, short};
 use super::input::{Inputs, Unanswered, error_result};
 use super::peer::PeerExit;
-use super::relays::{InFlightTable, narrowed, offered};
+use super::relays::{InFlightTable, RelayLog, narrowed, offered};
 use super::subscriptions::{Subscriber, Subscriptions};
 use super::suspend::{Owner, Suspensions};
 use crate::client::ClientContext;
@@ -118,11 +117,11 @@ pub struct UpstreamSlot {
     pub(super) subscriptions: Arc<Subscriptions>,
     /// Requests suspended for a 2026-07-28 client's answers (2025-11-25 upstreams).
     pub(super) suspended: Arc<Suspensions>,
-    pub(super) store: Option<Arc<Store>>,
+    pub(super) log: Option<RelayLog>,
 }
 
 impl UpstreamSlot {
-    pub(super) fn new(spec: UpstreamSpec, store: Option<Arc<Store>>) -> Self {
+    pub(super) fn new(spec: UpstreamSpec, log: Option<RelayLog>) -> Self {
         Self {
             spec,
             state: RwLock::new(SlotState {
@@ -135,7 +134,7 @@ impl UpstreamSlot {
             inflight: Arc::default(),
             subscriptions: Arc::default(),
             suspended: Arc::default(),
-            store,
+            log,
         }
     }
 
@@ -429,7 +428,7 @@ impl UpstreamSlot {
         let inputs = Inputs {
             upstream: name.as_str(),
             policy: &policy,
-            store: self.store.as_ref(),
+            log: self.log.as_ref(),
         };
         // A retry of a call a 2025-11-25 upstream asked questions in: the answers go to the
         // suspended request (the upstream itself knows nothing of `inputResponses`).

@@ -17,14 +17,13 @@ use warden_core::config::{UpstreamLimits, UpstreamProtocol, UpstreamSpec};
 use warden_core::name::Name;
 use warden_core::schema::SchemaText;
 use warden_core::tool::UpstreamTool;
-use warden_store::Store;
 
 use super::delivery::Routed;
 use super::exit::Exit;
 use super::failure::short;
 use super::http::{HttpExit, configured_headers, rmcp_transport};
 use super::list_watch::ListWatch;
-use super::relays::{UpstreamClient, client_config};
+use super::relays::{RelayLog, UpstreamClient, client_config};
 use super::slot::{Connection, LIST_TIMEOUT, Offer, UpstreamSlot};
 use super::stdio;
 use crate::era::Era;
@@ -49,7 +48,7 @@ pub(super) async fn supervise(
     slot: Arc<UpstreamSlot>,
     changed: impl Fn() + Send + Sync,
     secrets: Secrets,
-    store: Option<Arc<Store>>,
+    log: Option<RelayLog>,
 ) {
     let name = slot.spec.name.clone();
     let mut backoff = MIN_BACKOFF;
@@ -59,7 +58,7 @@ pub(super) async fn supervise(
             return;
         }
         let started = Instant::now();
-        let reason = match connect(&slot, &secrets, store.clone()).await {
+        let reason = match connect(&slot, &secrets, log.clone()).await {
             Err(reason) => reason,
             Ok(client) => {
                 let peer = client.peer().clone();
@@ -123,7 +122,7 @@ pub(super) async fn supervise(
 async fn connect(
     slot: &UpstreamSlot,
     secrets: &Secrets,
-    store: Option<Arc<Store>>,
+    log: Option<RelayLog>,
 ) -> Result<Client, String> {
     let spec = &slot.spec;
     let handler = UpstreamClient {
@@ -132,7 +131,7 @@ async fn connect(
         inflight: slot.inflight.clone(),
         subscriptions: slot.subscriptions.clone(),
         relay: spec.relay.clone().unwrap_or_default(),
-        store,
+        log,
     };
     let lifecycle = match spec.protocol {
         Some(UpstreamProtocol::V2025_11_25) => ClientLifecycleMode::Initialize,
