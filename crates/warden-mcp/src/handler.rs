@@ -27,7 +27,8 @@ use crate::list_changes::{ListChanged, Lists, notify_list_changes};
 use crate::upstream_task_ids::TaskIds;
 use crate::wire;
 
-/// The credential the server verified for this request (its one door, or the admin middleware), in the request's extensions.
+/// The credential the server verified for this request (its one door, or the admin
+/// middleware), in the request's extensions.
 #[derive(Clone, Debug)]
 pub struct Authenticated(pub Credential);
 
