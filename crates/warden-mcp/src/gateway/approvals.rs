@@ -24,9 +24,8 @@ use warden_core::pipeline::{ApprovedCall, Clock as _};
 use warden_core::principal::{Credential, PrincipalRef, Provenance};
 use warden_store::{Approval, ApprovalFilter, Transition};
 
-use super::authority::Authorities;
 use super::execution::GatewayExecutor;
-use super::live::Live;
+use super::state::Gateway;
 
 /// A decision on a parked call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -95,8 +94,7 @@ const EXECUTION_LEASE: Duration = Duration::from_secs(120);
 /// Deciding and executing parked calls, over the live snapshot.
 #[derive(Debug)]
 pub(super) struct Approvals<'a> {
-    pub(super) live: &'a Live,
-    pub(super) authorities: &'a Authorities,
+    pub(super) gateway: &'a Gateway,
 }
 
 impl Approvals<'_> {
@@ -104,16 +102,17 @@ impl Approvals<'_> {
         &self,
         credential: &Credential,
     ) -> Result<std::sync::Arc<Authority>, warden_core::authority::AuthorityError> {
-        self.authorities
-            .authority(&self.live.snapshot(), credential, None)
+        self.gateway
+            .authorities
+            .authority(&self.gateway.snapshot(), credential, None)
     }
 
     fn store(&self) -> &std::sync::Arc<warden_store::Store> {
-        &self.live.store
+        &self.gateway.store
     }
 
-    fn snapshot(&self) -> std::sync::Arc<super::live::Snapshot> {
-        self.live.snapshot()
+    fn snapshot(&self) -> std::sync::Arc<super::snapshot::Snapshot> {
+        self.gateway.snapshot()
     }
 
     /// Decides a parked call as `decider`.
@@ -139,7 +138,7 @@ impl Approvals<'_> {
             .map_err(store_err)?
             .ok_or_else(|| DecideError::NotFound(id.to_owned()))?;
         self.check_scope(&authority, &approval)?;
-        let now = self.live.clock.now().0;
+        let now = self.gateway.clock.now().0;
         let decided = Transition {
             decided_by: Some(reference_of(decider)),
             decided_at: Some(now),
@@ -253,7 +252,7 @@ impl Approvals<'_> {
     }
 
     async fn expire(&self, approval: &Approval) -> Result<(), warden_store::StoreError> {
-        let now = self.live.clock.now().0;
+        let now = self.gateway.clock.now().0;
         let expired = self
             .store()
             .transition(
@@ -291,7 +290,7 @@ impl Approvals<'_> {
         code: Option<DenyCode>,
     ) {
         let record = NewRecord {
-            at: self.live.clock.now(),
+            at: self.gateway.clock.now(),
             kind: RecordKind::Decision,
             run_id: a.run_id.clone(),
             call_id: Some(a.call_id.clone()),
@@ -322,11 +321,11 @@ impl Approvals<'_> {
     async fn execute_parked(&self, approval: &Approval, decider: Option<&Credential>) {
         let store = self.store();
         let snapshot = self.snapshot();
-        let now = self.live.clock.now();
+        let now = self.gateway.clock.now();
         let fail = |code: DenyCode, message: String| Transition {
             outcome_code: Some(code),
             outcome_message: Some(message),
-            finished_at: Some(self.live.clock.now().0),
+            finished_at: Some(self.gateway.clock.now().0),
             clear_args: true,
             ..Transition::default()
         };
@@ -388,7 +387,7 @@ impl Approvals<'_> {
                 from,
                 ApprovalStatus::Executing,
                 Transition {
-                    claimed_at: Some(self.live.clock.now().0),
+                    claimed_at: Some(self.gateway.clock.now().0),
                     ..Transition::default()
                 },
             )
@@ -397,10 +396,10 @@ impl Approvals<'_> {
             return;
         }
         let executor = GatewayExecutor {
-            live: self.live,
+            gateway: self.gateway,
             snapshot: &snapshot,
         };
-        let pipeline = self.live.pipeline(&executor);
+        let pipeline = self.gateway.pipeline(&executor);
         let decided_by = decider.map(|d| d.principal.to_string());
         let outcome = pipeline
             .execute_approved(
@@ -436,7 +435,7 @@ impl Approvals<'_> {
                         hash_value(&result)
                     )),
                     result: Some(result.to_string()),
-                    finished_at: Some(self.live.clock.now().0),
+                    finished_at: Some(self.gateway.clock.now().0),
                     clear_args: true,
                     ..Transition::default()
                 }
@@ -466,7 +465,7 @@ impl Approvals<'_> {
     /// in progress as interrupted (an embedded store has one server).
     pub(super) async fn sweep(&self, startup: bool) {
         let store = self.store();
-        let now = self.live.clock.now().0;
+        let now = self.gateway.clock.now().0;
         let due = |status: ApprovalStatus, due_before: Option<i64>| ApprovalFilter {
             status: vec![status],
             due_before,

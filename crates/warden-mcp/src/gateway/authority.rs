@@ -10,7 +10,7 @@ use warden_core::policy::Policy;
 use warden_core::principal::{Credential, CredentialRejection, TokenHash, looks_like_token};
 use warden_core::time::Millis;
 
-use super::live::Snapshot;
+use super::snapshot::Snapshot;
 
 /// How many resolved authorities are kept before the memo starts over.
 const MAX_RESOLVED: usize = 4096;

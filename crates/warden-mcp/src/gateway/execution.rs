@@ -25,18 +25,19 @@ use warden_core::pipeline::{
 };
 use warden_core::tool::{ToolDescriptor, ToolSource};
 
-use super::live::{Live, Snapshot};
+use super::snapshot::Snapshot;
+use super::state::Gateway;
 use crate::builtin;
 use crate::client::ClientContext;
 
 /// Executes admitted calls against one snapshot: built-in tools, or the upstream's exit.
 #[derive(Debug)]
 pub(super) struct GatewayExecutor<'a> {
-    pub(super) live: &'a Live,
+    pub(super) gateway: &'a Gateway,
     pub(super) snapshot: &'a Snapshot,
 }
 
-impl Live {
+impl Gateway {
     /// The pipeline over the store, the system clock and `executor`.
     pub(super) fn pipeline<'a>(
         &'a self,
@@ -60,7 +61,7 @@ impl Live {
 
     /// One `tools/call`, governed (GOV-2) or not (governance `off`, GOV-6), for the calling
     /// `client` (none for a call no client waits on).
-    pub(super) async fn call(
+    pub async fn call(
         &self,
         authority: &Authority,
         run: &RunState,
@@ -72,7 +73,7 @@ impl Live {
         let started = Instant::now();
         let snapshot = self.snapshot();
         let executor = GatewayExecutor {
-            live: self,
+            gateway: self,
             snapshot: &snapshot,
         };
         let request = CallRequest {
@@ -257,8 +258,8 @@ impl Executor for GatewayExecutor<'_> {
                     call.args,
                     call.authority,
                     &self.snapshot.policy,
-                    &self.live.store,
-                    self.live.clock.now(),
+                    &self.gateway.store,
+                    self.gateway.clock.now(),
                 ))
                 .await
             }
@@ -270,9 +271,15 @@ impl Executor for GatewayExecutor<'_> {
                 &self.snapshot.catalog,
             ),
             ToolSource::Upstream { upstream, tool } => {
-                let slot: Arc<_> = self.live.upstreams.get(upstream.as_str()).ok_or_else(|| {
-                    ExecError::Unavailable(format!("upstream `{upstream}` is not configured"))
-                })?;
+                let slot: Arc<_> =
+                    self.gateway
+                        .upstreams
+                        .get(upstream.as_str())
+                        .ok_or_else(|| {
+                            ExecError::Unavailable(format!(
+                                "upstream `{upstream}` is not configured"
+                            ))
+                        })?;
                 let unreadable = || {
                     ExecError::Unavailable(format!(
                         "upstream `{upstream}` sent an unreadable result"

@@ -18,12 +18,13 @@ use rmcp::model::{
 use warden_core::authority::Authority;
 use warden_core::tool::catalog_name;
 
-use super::live::{Live, prefix};
+use super::snapshot::prefix;
+use super::state::Gateway;
 use crate::client::ClientContext;
 use crate::knowledge;
 use crate::upstream::UpstreamSlot;
 
-impl Live {
+impl Gateway {
     /// Upstreams whose prompts and resources the run may read: those of projects whose tools
     /// it may use (the same project authority).
     fn readable_upstreams(&self, authority: &Authority) -> Vec<Arc<UpstreamSlot>> {
@@ -39,7 +40,7 @@ impl Live {
 
     /// `prompts/list`: the knowledge projects' prompts (`<project>/<prompt>`) and the prompts
     /// of readable upstreams (`<upstream>__<prompt>`).
-    pub(super) fn prompts(&self, authority: &Authority) -> Vec<Prompt> {
+    pub fn prompts(&self, authority: &Authority) -> Vec<Prompt> {
         let mut prompts = knowledge::project_prompts(&self.peek().policy, authority);
         for slot in self.readable_upstreams(authority) {
             let prefix = prefix(&slot.spec);
@@ -53,7 +54,7 @@ impl Live {
     }
 
     /// `prompts/get`.
-    pub(super) async fn get_prompt(
+    pub async fn get_prompt(
         &self,
         authority: &Authority,
         request: GetPromptRequestParams,
@@ -92,7 +93,7 @@ impl Live {
     /// `resources/list`: the knowledge projects' documents and the resources of readable
     /// upstreams, each URI once: as the one that answers `resources/read` for it (a document,
     /// else the first upstream by name that lists it).
-    pub(super) fn resources(&self, authority: &Authority) -> Vec<Resource> {
+    pub fn resources(&self, authority: &Authority) -> Vec<Resource> {
         let mut resources = knowledge::project_documents(&self.peek().policy, authority);
         let mut seen: HashSet<String> = resources.iter().map(|r| r.uri.clone()).collect();
         for slot in self.readable_upstreams(authority) {
@@ -109,7 +110,7 @@ impl Live {
 
     /// `resources/read`, for the calling `client` (what an upstream asks meanwhile goes to
     /// it; a 2026-07-28 retry's answers and state go back to the upstream).
-    pub(super) async fn read_resource(
+    pub async fn read_resource(
         &self,
         authority: &Authority,
         request: ReadResourceRequestParams,
@@ -143,7 +144,7 @@ impl Live {
 
     /// `resources/templates/list`: the templates of readable upstreams, each URI template
     /// once (the first upstream's by name, as reads of URIs no upstream lists go).
-    pub(super) fn resource_templates(&self, authority: &Authority) -> Vec<ResourceTemplate> {
+    pub fn resource_templates(&self, authority: &Authority) -> Vec<ResourceTemplate> {
         let mut seen = HashSet::new();
         self.readable_upstreams(authority)
             .iter()
@@ -154,7 +155,7 @@ impl Live {
 
     /// `resources/subscribe` (or one URI of `subscriptions/listen`): `subscriber` hears
     /// `notifications/resources/updated` for `uri`.
-    pub(super) async fn subscribe(
+    pub async fn subscribe(
         &self,
         authority: &Authority,
         uri: &str,
@@ -168,7 +169,7 @@ impl Live {
     }
 
     /// `resources/unsubscribe`.
-    pub(super) async fn unsubscribe(
+    pub async fn unsubscribe(
         &self,
         authority: &Authority,
         uri: &str,
@@ -182,7 +183,7 @@ impl Live {
 
     /// `completion/complete`, forwarded to the readable upstream that owns the prompt or the
     /// resource template; project prompts and unknown references complete to nothing.
-    pub(super) async fn complete(
+    pub async fn complete(
         &self,
         authority: &Authority,
         mut params: CompleteRequestParams,
@@ -226,7 +227,7 @@ impl Live {
     }
 
     /// `logging/setLevel`, forwarded to the upstreams whose tools the run may use.
-    pub(super) async fn set_log_level(&self, authority: &Authority, params: SetLevelRequestParams) {
+    pub async fn set_log_level(&self, authority: &Authority, params: SetLevelRequestParams) {
         for slot in self.readable_upstreams(authority) {
             slot.set_log_level(params.clone()).await;
         }

@@ -1,5 +1,5 @@
 //! What the gateway knows now, kept live: the policy, the federated catalog and the credential
-//! table in one immutable [`Snapshot`], replaced whole.
+//! table in one immutable [`Snapshot`], replaced whole, and the catalog built from them.
 //!
 //! A watcher polls the store's revision (every 250 ms by default) and swaps in a new snapshot
 //! when another process — the CLI with `--data-dir`, another replica — changed configuration
@@ -7,100 +7,26 @@
 //! rebuild the catalog. When the store cannot be reached, runs keep their knowledge and get no
 //! tools (RUN-4).
 
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, Weak};
+use std::collections::HashMap;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use arc_swap::ArcSwap;
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 use warden_core::config::{Config, Kind, Resource, UpstreamSpec};
-use warden_core::pipeline::Clock;
 use warden_core::policy::Policy;
-use warden_core::principal::{Credential, TokenHash};
 use warden_core::tool::{Catalog, ToolDescriptor, ToolSource, catalog_name, matching_policy};
-use warden_store::{Store, StoreError};
+use warden_store::StoreError;
 
-use crate::upstream::{UpstreamEvent, UpstreamStatus, Upstreams};
+use super::snapshot::{Snapshot, prefix};
+use super::state::Gateway;
+use crate::upstream::{UpstreamEvent, UpstreamStatus};
 
-/// What the gateway knows at one instant. Immutable; replaced whole.
-#[derive(Debug)]
-pub struct Snapshot {
-    /// The store revision it was built from.
-    pub revision: u64,
-    /// The policy.
-    pub policy: Arc<Policy>,
-    /// The federated catalog.
-    pub catalog: Arc<Catalog>,
-    pub(super) credentials: Arc<HashMap<TokenHash, Credential>>,
-    /// Whether the store answered the last poll; when not, runs get no tools (RUN-4).
-    pub store_ok: bool,
-    /// Whether a configuration was ever loaded; when not, runs get no tools (RUN-4).
-    pub loaded: bool,
-}
-
-impl Snapshot {
-    fn empty() -> Self {
-        Self {
-            revision: 0,
-            policy: Arc::new(Policy::default()),
-            catalog: Arc::new(Catalog::default()),
-            credentials: Arc::new(HashMap::new()),
-            store_ok: false,
-            loaded: false,
-        }
-    }
-
-    /// A credential by its public id (revoked and expired ones included), for resolving the
-    /// requester of a parked call.
-    pub fn credential_by_id(&self, id: &str) -> Option<Credential> {
-        self.credentials.values().find(|c| c.id == id).cloned()
-    }
-
-    /// A credential by the hash of its secret.
-    pub(super) fn credential(&self, hash: &TokenHash) -> Option<&Credential> {
-        self.credentials.get(hash)
-    }
-}
-
-/// The live snapshot, its sources (the store, the upstreams, the built-in tools) and whoever
-/// listens for catalog changes.
-#[derive(Debug)]
-pub(super) struct Live {
-    pub(super) store: Arc<Store>,
-    /// The gateway's clock (the system's, or a test's).
-    pub(super) clock: Arc<dyn Clock>,
-    snapshot: ArcSwap<Snapshot>,
-    pub(super) upstreams: Upstreams,
-    builtins: Vec<ToolDescriptor>,
-    catalog_changed: broadcast::Sender<()>,
-    /// The catalog's problems (a tool skipped, two tools wanting one name, a resource two
-    /// upstreams offer) as last built:
-    /// each is logged when it appears, not at every rebuild.
-    problems: Mutex<Problems>,
-}
-
-impl Live {
-    /// Nothing known yet; `upstreams` report their events to the watcher.
-    pub(super) fn new(
-        store: Arc<Store>,
-        upstreams: Upstreams,
-        builtins: Vec<ToolDescriptor>,
-        clock: Arc<dyn Clock>,
-    ) -> Self {
-        Self {
-            store,
-            clock,
-            snapshot: ArcSwap::from_pointee(Snapshot::empty()),
-            upstreams,
-            builtins,
-            catalog_changed: broadcast::channel(16).0,
-            problems: Mutex::default(),
-        }
-    }
-
+/// What the live snapshot is built from and who hears it change: the fields of [`Gateway`]
+/// that this module keeps up to date.
+impl Gateway {
     /// The current snapshot.
-    pub(super) fn snapshot(&self) -> Arc<Snapshot> {
+    pub fn snapshot(&self) -> Arc<Snapshot> {
         self.snapshot.load_full()
     }
 
@@ -109,19 +35,21 @@ impl Live {
         self.snapshot.load()
     }
 
-    /// Notified whenever the catalog changes.
-    pub(super) fn subscribe_catalog(&self) -> broadcast::Receiver<()> {
+    /// Notified whenever the catalog changes (for `notifications/tools/list_changed`).
+    pub fn subscribe_catalog(&self) -> broadcast::Receiver<()> {
         self.catalog_changed.subscribe()
     }
 
-    pub(super) fn catalog_followers(&self) -> usize {
+    /// How many clients hear list changes now: open 2025-11-25 sessions and 2026-07-28
+    /// `subscriptions/listen` streams that asked for them.
+    pub fn catalog_followers(&self) -> usize {
         self.catalog_changed.receiver_count()
     }
 
     /// Waits until every upstream has connected, or failed twice in a row (a first failure
     /// is often a child still starting on a loaded machine), bounded by `timeout`; then builds
     /// the catalog, so that the first `tools/list` sees every tool known by then.
-    pub(super) async fn wait_for_upstreams(&self, timeout: Duration) {
+    pub async fn wait_for_upstreams(&self, timeout: Duration) {
         let deadline = Instant::now() + timeout;
         while Instant::now() < deadline {
             let pending = self.upstreams.all().iter().any(|u| match u.status() {
@@ -138,8 +66,8 @@ impl Live {
         self.rebuild_catalog();
     }
 
-    /// Loads configuration and credentials from the store now.
-    pub(super) async fn reload(&self) {
+    /// Loads configuration and credentials from the store now, instead of at the next poll.
+    pub async fn refresh(&self) {
         let loaded = async {
             let (config, revision) = self.store.load_config().await?;
             let credentials = self.store.credential_hashes().await?;
@@ -283,26 +211,6 @@ impl Live {
     }
 }
 
-/// The catalog's problems as last built.
-#[derive(Debug, Default)]
-struct Problems(HashSet<String>);
-
-impl Problems {
-    /// Keeps `now` as the problems; those not known before, in order.
-    fn update(&mut self, now: Vec<String>) -> Vec<String> {
-        let now: HashSet<String> = now.into_iter().collect();
-        let mut new: Vec<String> = now.difference(&self.0).cloned().collect();
-        new.sort();
-        self.0 = now;
-        new
-    }
-}
-
-/// The prefix of an upstream's catalog names: its own, else its name.
-pub(super) fn prefix(spec: &UpstreamSpec) -> String {
-    spec.prefix.clone().unwrap_or_else(|| spec.name.to_string())
-}
-
 fn upstream_specs(config: &Config) -> Vec<UpstreamSpec> {
     config
         .of_kind(Kind::Upstream)
@@ -313,10 +221,10 @@ fn upstream_specs(config: &Config) -> Vec<UpstreamSpec> {
         .collect()
 }
 
-/// Keeps `live` up to date until `cancel`: polls the store's revision every `poll`, and
+/// Keeps `gateway`'s snapshot up to date until `cancel`: polls the store's revision every `poll`, and
 /// rebuilds the catalog on upstream events (a burst of them once).
 pub(super) async fn watch(
-    live: Weak<Live>,
+    gateway: Weak<Gateway>,
     mut events: mpsc::UnboundedReceiver<UpstreamEvent>,
     poll: Duration,
     cancel: CancellationToken,
@@ -327,40 +235,25 @@ pub(super) async fn watch(
         tokio::select! {
             () = cancel.cancelled() => return,
             _ = timer.tick() => {
-                let Some(live) = live.upgrade() else { return };
+                let Some(gateway) = gateway.upgrade() else { return };
                 // Health, not only the revision: the embedded store's file must still be the
                 // one it opened (a deleted database keeps answering through its open handle).
-                match live.store.health().await {
+                match gateway.store.health().await {
                     Ok(revision) => {
-                        let current = live.snapshot.load();
+                        let current = gateway.snapshot.load();
                         if revision != current.revision || !current.store_ok || !current.loaded {
-                            live.reload().await;
+                            gateway.refresh().await;
                         }
                     }
-                    Err(e) => live.mark_store(false, Some(&e.to_string())),
+                    Err(e) => gateway.mark_store(false, Some(&e.to_string())),
                 }
             }
             event = events.recv() => {
                 let Some(_event) = event else { return };
                 while events.try_recv().is_ok() {}
-                let Some(live) = live.upgrade() else { return };
-                live.rebuild_catalog();
+                let Some(gateway) = gateway.upgrade() else { return };
+                gateway.rebuild_catalog();
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Problems;
-
-    #[test]
-    fn a_problem_is_told_once_while_it_lasts_and_again_when_it_comes_back() {
-        let mut p = Problems::default();
-        let of = |v: &[&str]| v.iter().map(ToString::to_string).collect::<Vec<_>>();
-        assert_eq!(p.update(of(&["b", "a"])), of(&["a", "b"]));
-        assert!(p.update(of(&["a", "b"])).is_empty());
-        assert!(p.update(of(&["a"])).is_empty());
-        assert_eq!(p.update(of(&["a", "b"])), of(&["b"]));
     }
 }

@@ -1,4 +1,5 @@
-//! The governed gateway, one instance shared by every transport (GOV-8), made of four parts:
+//! The governed gateway, one instance shared by every transport (GOV-8). [`Gateway`] is one
+//! type, what the handler and the server talk to; its methods live in the module of their job:
 //!
 //! - [`live`]: the live snapshot — policy, catalog, credentials — and the upstreams it is
 //!   built from, kept up to date by a watcher;
@@ -9,8 +10,8 @@
 //!
 //! and [`approvals`]: deciding and executing parked calls (APR-1..APR-6); [`reconcile`]: the
 //! calls a stopped process left without an outcome, recorded `interrupted` (REL-3);
-//! [`upstream_tasks`]: following the tasks upstreams run calls as.
-//! [`Gateway`] holds the parts and is what the handler and the server talk to.
+//! [`upstream_tasks`]: following the tasks upstreams run calls as. [`state`] says what the
+//! gateway holds, and [`snapshot`] what it knows at one instant.
 
 #![allow(
     deprecated,
@@ -21,18 +22,17 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use arc_swap::ArcSwap;
 use serde_json::{Map, Value};
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 use warden_core::authority::{Authority, AuthorityError};
-use warden_core::contract::CallOutcome;
-use warden_core::pipeline::{Clock, Governance, RunState};
+use warden_core::pipeline::Clock;
 use warden_core::principal::{Credential, CredentialRejection};
 use warden_core::tool::ToolDescriptor;
 use warden_store::{Approval, Store};
 
 use crate::builtin;
-use crate::client::ClientContext;
 use crate::upstream::{RelayLog, Upstreams};
 use warden_runtime::Secrets;
 
@@ -43,16 +43,18 @@ mod federation;
 mod listing;
 mod live;
 mod reconcile;
+mod snapshot;
+mod state;
 mod upstream_tasks;
 
 pub use approvals::{DecideError, Verb};
-pub use live::Snapshot;
+pub use snapshot::Snapshot;
+pub use state::Gateway;
 pub use upstream_tasks::{TaskAnswer, TaskOp};
 
 use approvals::Approvals;
 use authority::Authorities;
 use listing::WireCache;
-use live::Live;
 use upstream_tasks::UpstreamTasks;
 
 /// Options of the gateway.
@@ -77,18 +79,6 @@ impl Default for GatewayOptions {
     }
 }
 
-/// The gateway.
-#[derive(Debug)]
-pub struct Gateway {
-    live: Arc<Live>,
-    authorities: Authorities,
-    wire: WireCache,
-    task_ids: crate::upstream_task_ids::TaskIds,
-    /// The server's public base URL, once bound: where the console's pages are.
-    public_url: std::sync::OnceLock<String>,
-    cancel: CancellationToken,
-}
-
 impl Gateway {
     /// Loads configuration and credentials, starts the upstreams and the watcher.
     pub async fn start(store: Arc<Store>, options: GatewayOptions) -> Arc<Self> {
@@ -99,29 +89,29 @@ impl Gateway {
             Some(RelayLog::new(store.clone(), options.clock.clone())),
         );
         let task_ids = upstream_tasks::task_ids(&store).await;
-        let live = Arc::new(Live::new(
-            store,
-            upstreams,
-            builtin::descriptors(),
-            options.clock.clone(),
-        ));
         let gateway = Arc::new(Self {
-            live: live.clone(),
+            store,
+            clock: options.clock.clone(),
+            snapshot: ArcSwap::from_pointee(Snapshot::empty()),
+            upstreams,
+            builtins: builtin::descriptors(),
+            catalog_changed: broadcast::channel(16).0,
+            problems: Default::default(),
             authorities: Authorities::default(),
             wire: WireCache::default(),
             task_ids,
             public_url: std::sync::OnceLock::new(),
             cancel: CancellationToken::new(),
         });
-        live.reload().await;
+        gateway.refresh().await;
         tokio::spawn(live::watch(
-            Arc::downgrade(&live),
+            Arc::downgrade(&gateway),
             events_rx,
             options.poll_interval,
             gateway.cancel.clone(),
         ));
         tokio::spawn(reconcile::sweep_forever(
-            Arc::downgrade(&live),
+            Arc::downgrade(&gateway),
             gateway.cancel.clone(),
         ));
         gateway
@@ -130,55 +120,27 @@ impl Gateway {
     /// Stops the watcher and every upstream.
     pub fn shutdown(&self) {
         self.cancel.cancel();
-        self.live.upstreams.shutdown();
-    }
-
-    /// The current snapshot.
-    pub fn snapshot(&self) -> Arc<Snapshot> {
-        self.live.snapshot()
+        self.upstreams.shutdown();
     }
 
     /// The store.
     pub fn store(&self) -> &Arc<Store> {
-        &self.live.store
+        &self.store
     }
 
     /// The gateway's clock, which the services beside it share.
     pub fn clock(&self) -> &Arc<dyn Clock> {
-        &self.live.clock
+        &self.clock
     }
 
     /// The upstreams.
     pub fn upstreams(&self) -> &Upstreams {
-        &self.live.upstreams
-    }
-
-    /// Notified whenever the catalog changes (for `notifications/tools/list_changed`).
-    pub fn subscribe_catalog(&self) -> broadcast::Receiver<()> {
-        self.live.subscribe_catalog()
-    }
-
-    /// How many clients hear list changes now: open 2025-11-25 sessions and 2026-07-28
-    /// `subscriptions/listen` streams that asked for them.
-    pub fn catalog_followers(&self) -> usize {
-        self.live.catalog_followers()
-    }
-
-    /// Waits until every upstream has connected, or failed twice in a row, bounded by
-    /// `timeout`; then builds the catalog, so that the first `tools/list` sees every tool
-    /// known by then.
-    pub async fn wait_for_upstreams(&self, timeout: Duration) {
-        self.live.wait_for_upstreams(timeout).await;
-    }
-
-    /// Reloads configuration and credentials now, instead of at the next poll.
-    pub async fn refresh(&self) {
-        self.live.reload().await;
+        &self.upstreams
     }
 
     /// Verifies a bearer token against the in-memory credential table (a hash lookup).
     pub fn authenticate(&self, token: &str) -> Result<Credential, CredentialRejection> {
-        authority::authenticate(&self.live.peek(), token, self.live.clock.now())
+        authority::authenticate(&self.peek(), token, self.clock.now())
     }
 
     /// The authority of a run, re-resolved from the current policy (RUN-8). Without a
@@ -188,130 +150,36 @@ impl Gateway {
         credential: &Credential,
         agent: Option<&str>,
     ) -> Result<Arc<Authority>, AuthorityError> {
-        self.authorities
-            .authority(&self.live.peek(), credential, agent)
+        self.authorities.authority(&self.peek(), credential, agent)
     }
 
     /// The tools `tools/list` shows this run: exactly those the decision function lets it see.
     pub fn list_tools(&self, authority: &Authority) -> Vec<Arc<ToolDescriptor>> {
         // `visible` is the scope step of `decide(…, Purpose::List)`, through the catalog's
         // project index: no pass over the tools of other projects.
-        warden_core::decision::visible(authority, &self.live.peek().catalog)
+        warden_core::decision::visible(authority, &self.peek().catalog)
     }
 
     /// Every tool of the catalog (governance `off`).
     pub fn all_tools(&self) -> Vec<Arc<ToolDescriptor>> {
-        self.live.peek().catalog.iter().cloned().collect()
+        self.peek().catalog.iter().cloned().collect()
     }
 
     /// `tools/list` in MCP form, each tool converted once per catalog (PERF-3).
     pub fn list_wire_tools(&self, tools: &[Arc<ToolDescriptor>]) -> Vec<rmcp::model::Tool> {
-        self.wire.tools(&self.live.peek().catalog, tools)
+        self.wire.tools(&self.peek().catalog, tools)
     }
 
     /// [`Gateway::list_wire_tools`] as a JSON array, each tool written once per catalog, so
     /// that an answer costs a copy of its bytes (PERF-3). `None` when a tool cannot be
     /// serialized.
     pub fn list_wire_json(&self, tools: &[Arc<ToolDescriptor>]) -> Option<Vec<u8>> {
-        self.wire.json(&self.live.peek().catalog, tools)
+        self.wire.json(&self.peek().catalog, tools)
     }
 
     /// The server instructions of a run (RUN-1, RUN-5).
     pub fn instructions(&self, authority: &Authority) -> String {
-        crate::knowledge::instructions(&self.live.peek().policy, authority)
-    }
-
-    /// `prompts/list`.
-    pub fn prompts(&self, authority: &Authority) -> Vec<rmcp::model::Prompt> {
-        self.live.prompts(authority)
-    }
-
-    /// `prompts/get`, for the calling `client` (what an upstream asks meanwhile goes to it).
-    pub async fn get_prompt(
-        &self,
-        authority: &Authority,
-        request: rmcp::model::GetPromptRequestParams,
-        client: Option<&ClientContext>,
-    ) -> Result<rmcp::model::GetPromptResponse, rmcp::ErrorData> {
-        self.live.get_prompt(authority, request, client).await
-    }
-
-    /// `resources/list`.
-    pub fn resources(&self, authority: &Authority) -> Vec<rmcp::model::Resource> {
-        self.live.resources(authority)
-    }
-
-    /// `resources/read`, for the calling `client` (what an upstream asks meanwhile goes to it).
-    pub async fn read_resource(
-        &self,
-        authority: &Authority,
-        request: rmcp::model::ReadResourceRequestParams,
-        client: Option<&ClientContext>,
-    ) -> Result<rmcp::model::ReadResourceResponse, rmcp::ErrorData> {
-        self.live.read_resource(authority, request, client).await
-    }
-
-    /// `resources/templates/list`.
-    pub fn resource_templates(&self, authority: &Authority) -> Vec<rmcp::model::ResourceTemplate> {
-        self.live.resource_templates(authority)
-    }
-
-    /// `resources/subscribe`, or one URI of `subscriptions/listen`; `key` names the
-    /// subscriber for [`Gateway::unsubscribe`].
-    pub async fn subscribe(
-        &self,
-        authority: &Authority,
-        uri: &str,
-        key: &str,
-        subscriber: crate::upstream::Subscriber,
-    ) -> Result<(), rmcp::ErrorData> {
-        self.live.subscribe(authority, uri, key, subscriber).await
-    }
-
-    /// `resources/unsubscribe`.
-    pub async fn unsubscribe(
-        &self,
-        authority: &Authority,
-        uri: &str,
-        session: &str,
-    ) -> Result<(), rmcp::ErrorData> {
-        self.live.unsubscribe(authority, uri, session).await
-    }
-
-    /// `completion/complete`, for the calling `client` (its progress, logs, cancellation).
-    pub async fn complete(
-        &self,
-        authority: &Authority,
-        params: rmcp::model::CompleteRequestParams,
-        client: Option<&ClientContext>,
-    ) -> Result<rmcp::model::CompleteResult, rmcp::ErrorData> {
-        self.live.complete(authority, params, client).await
-    }
-
-    /// `logging/setLevel`.
-    pub async fn set_log_level(
-        &self,
-        authority: &Authority,
-        params: rmcp::model::SetLevelRequestParams,
-    ) {
-        self.live.set_log_level(authority, params).await;
-    }
-
-    /// One `tools/call`: governed (GOV-2), or executed without decisions and still recorded
-    /// (governance `off`, GOV-6); `client` is the calling client's side of the call, for what
-    /// the upstream sends meanwhile and for cancellation (none when no client waits).
-    pub async fn call(
-        &self,
-        authority: &Authority,
-        run: &RunState,
-        name: &str,
-        args: Option<Map<String, Value>>,
-        governance: Governance,
-        client: Option<ClientContext>,
-    ) -> CallOutcome {
-        self.live
-            .call(authority, run, name, args, governance, client)
-            .await
+        crate::knowledge::instructions(&self.peek().policy, authority)
     }
 
     /// SEP-2243: whether a 2026-07-28 HTTP call's `Mcp-Param-*` headers agree with its
@@ -326,7 +194,7 @@ impl Gateway {
         args: Option<&Map<String, Value>>,
         headers: &http::HeaderMap,
     ) -> Result<(), rmcp::ErrorData> {
-        let snapshot = self.live.peek();
+        let snapshot = self.peek();
         let Some(tool) = snapshot.catalog.get(name) else {
             return Ok(());
         };
@@ -382,17 +250,11 @@ impl Gateway {
     }
 
     fn upstream_tasks(&self) -> UpstreamTasks<'_> {
-        UpstreamTasks {
-            live: &self.live,
-            task_ids: &self.task_ids,
-        }
+        UpstreamTasks { gateway: self }
     }
 
     fn approvals(&self) -> Approvals<'_> {
-        Approvals {
-            live: &self.live,
-            authorities: &self.authorities,
-        }
+        Approvals { gateway: self }
     }
 
     /// A parked call as a task of its requester (APR-7): the approval `id` when `authority` is
@@ -403,7 +265,7 @@ impl Gateway {
         authority: &Authority,
         id: &str,
     ) -> Result<Option<Approval>, warden_store::StoreError> {
-        let Some(approval) = self.live.store.approval(id).await? else {
+        let Some(approval) = self.store.approval(id).await? else {
             return Ok(None);
         };
         let requester = approval

@@ -19,7 +19,7 @@ use warden_core::config::{Kind, Resource};
 use warden_core::pipeline::{Clock as _, interrupted_record};
 use warden_core::time::Millis;
 
-use super::live::Live;
+use super::state::Gateway;
 use crate::upstream::DEFAULT_CALL_TIMEOUT;
 
 /// How often the chain is swept.
@@ -31,7 +31,7 @@ const MARGIN: Duration = Duration::from_secs(30);
 const WINDOW: i64 = 50_000;
 
 /// Sweeps until `cancel`.
-pub(super) async fn sweep_forever(live: Weak<Live>, cancel: CancellationToken) {
+pub(super) async fn sweep_forever(gateway: Weak<Gateway>, cancel: CancellationToken) {
     // (time of a sweep, head of the chain then): once that time is older than a cutoff,
     // every record up to that head was decided before the cutoff.
     let mut heads: VecDeque<(Millis, i64)> = VecDeque::new();
@@ -43,8 +43,10 @@ pub(super) async fn sweep_forever(live: Weak<Live>, cancel: CancellationToken) {
             () = cancel.cancelled() => return,
             _ = timer.tick() => {}
         }
-        let Some(live) = live.upgrade() else { return };
-        match sweep(&live, &mut heads, done_upto).await {
+        let Some(gateway) = gateway.upgrade() else {
+            return;
+        };
+        match sweep(&gateway, &mut heads, done_upto).await {
             Ok(upto) => done_upto = upto,
             Err(e) => {
                 tracing::warn!(error = %e, "crash reconciliation could not read the audit trail; next sweep retries")
@@ -56,19 +58,22 @@ pub(super) async fn sweep_forever(live: Weak<Live>, cancel: CancellationToken) {
 /// One sweep: marks the unfinished calls older than the cutoff after `done_upto`; returns up
 /// to where the next sweep need not look again.
 async fn sweep(
-    live: &Live,
+    gateway: &Gateway,
     heads: &mut VecDeque<(Millis, i64)>,
     done_upto: i64,
 ) -> Result<i64, warden_store::StoreError> {
-    let now = live.clock.now();
-    let cutoff = Millis(now.0.saturating_sub(millis(longest_timeout(live) + MARGIN)));
-    let head = live.store.audit_head().await?;
+    let now = gateway.clock.now();
+    let cutoff = Millis(
+        now.0
+            .saturating_sub(millis(longest_timeout(gateway) + MARGIN)),
+    );
+    let head = gateway.store.audit_head().await?;
     let mut from = done_upto;
     while from < head {
         let to = (from + WINDOW).min(head);
-        for decision in live.store.unfinished_calls(from, to, cutoff).await? {
+        for decision in gateway.store.unfinished_calls(from, to, cutoff).await? {
             let record = interrupted_record(&decision, now);
-            live.store.append_audit(vec![record]).await?;
+            gateway.store.append_audit(vec![record]).await?;
             tracing::warn!(
                 run = %decision.record.run_id,
                 tool = decision.record.tool.as_deref().unwrap_or_default(),
@@ -91,8 +96,8 @@ async fn sweep(
 }
 
 /// The longest upstream timeout of the current configuration.
-fn longest_timeout(live: &Live) -> Duration {
-    let snapshot = live.snapshot();
+fn longest_timeout(gateway: &Gateway) -> Duration {
+    let snapshot = gateway.snapshot();
     snapshot
         .policy
         .config

@@ -12,7 +12,7 @@ use serde_json::json;
 use warden_core::authority::Authority;
 use warden_core::tool::ToolSource;
 
-use super::live::Live;
+use super::state::Gateway;
 use crate::upstream_task_ids::TaskIds;
 
 /// What is asked of an upstream task.
@@ -38,17 +38,16 @@ pub enum TaskAnswer {
 /// The upstream tasks of one gateway.
 #[derive(Debug)]
 pub(super) struct UpstreamTasks<'a> {
-    pub(super) live: &'a Live,
-    pub(super) task_ids: &'a TaskIds,
+    pub(super) gateway: &'a Gateway,
 }
 
 impl UpstreamTasks<'_> {
     /// The id `caller` gets for task `task` that the upstream of catalog tool `tool` made.
     pub(super) fn issue(&self, caller: &str, tool: &str, task: &str) -> Option<String> {
-        let snapshot = self.live.peek();
+        let snapshot = self.gateway.peek();
         match &snapshot.catalog.get(tool)?.source {
             ToolSource::Upstream { upstream, .. } => {
-                self.task_ids.issue(caller, upstream.as_str(), task)
+                self.gateway.task_ids.issue(caller, upstream.as_str(), task)
             }
             ToolSource::Builtin { .. } => None,
         }
@@ -66,9 +65,9 @@ impl UpstreamTasks<'_> {
         op: TaskOp,
     ) -> Result<TaskAnswer, rmcp::ErrorData> {
         let unknown = || rmcp::ErrorData::invalid_params(format!("unknown task `{id}`"), None);
-        let (upstream, task) = self.task_ids.open(caller, id).ok_or_else(unknown)?;
+        let (upstream, task) = self.gateway.task_ids.open(caller, id).ok_or_else(unknown)?;
         let slot = self
-            .live
+            .gateway
             .upstreams
             .get(&upstream)
             .filter(|s| {
