@@ -20,6 +20,8 @@
 #   WARDEN_BIN        a built `warden` binary (default: `cargo build -p warden` and use it)
 #   FIXTURE_BIN       a built `warden_fixture` binary (default: next to WARDEN_BIN; built with
 #                     it when WARDEN_BIN is not set)
+#   FIXTURE_ARGS      more options of `warden_fixture conformance`, e.g. `--asks-on-session`
+#                     (a server whose tools ask the client only through a session's peer)
 #   CARGO_TARGET_DIR  where cargo builds (default: the workspace's `target/`)
 #   NODE_BIN_DIR      a directory holding Node ≥ 22 (`node`, `npx`), put first on PATH
 #   NODE22_PREFIX     where to install node@22 from npm when no Node ≥ 22 is found
@@ -121,7 +123,8 @@ if ((${#suite_args[@]} == 0)); then
 fi
 
 # Port 0: the kernel picks a free port; the fixture prints the address it bound.
-"$FIXTURE_BIN" conformance --listen 127.0.0.1:0 >"$work/fixture.out" 2>"$work/fixture.err" &
+# shellcheck disable=SC2086 # FIXTURE_ARGS is a list of options
+"$FIXTURE_BIN" conformance --listen 127.0.0.1:0 ${FIXTURE_ARGS:-} >"$work/fixture.out" 2>"$work/fixture.err" &
 pids+=($!)
 fixture_url="$(wait_for "$work/fixture.out" 's/^mcp: \(http:\/\/127\.0\.0\.1:[0-9]*\/mcp\)$/\1/p' "${pids[-1]}")"
 [[ -n "$fixture_url" ]] || {

@@ -199,10 +199,14 @@ impl McpHandler {
         let authority = self.authority(ctx)?;
         let caller = self.caller(ctx)?;
         let capabilities = ctx.client_capabilities();
-        Box::pin(
-            self.gateway
-                .upstream_task(&authority, &caller, id, capabilities.as_ref(), op),
-        )
+        Box::pin(self.gateway.upstream_task(
+            &authority,
+            &caller,
+            id,
+            era_of(ctx),
+            capabilities.as_ref(),
+            op,
+        ))
         .await
     }
 
@@ -411,7 +415,7 @@ impl ServerHandler for McpHandler {
         ctx: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
         let authority = self.authority(&ctx)?;
-        let retry = retry_of(request.input_responses.clone(), &request.request_state);
+        let retry = retry_of(request.input_responses.clone(), &request.request_state)?;
         let client = self.client_context(&ctx, &authority, retry)?;
         Box::pin(self.gateway.get_prompt(&authority, request, Some(&client))).await
     }
@@ -433,7 +437,7 @@ impl ServerHandler for McpHandler {
         ctx: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
         let authority = self.authority(&ctx)?;
-        let retry = retry_of(request.input_responses.clone(), &request.request_state);
+        let retry = retry_of(request.input_responses.clone(), &request.request_state)?;
         let client = self.client_context(&ctx, &authority, retry)?;
         Box::pin(
             self.gateway
@@ -547,6 +551,7 @@ impl ServerHandler for McpHandler {
         ctx: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         if TaskIds::is_upstream_task(&request.task_id) {
+            crate::wire::check_input_responses(&request.input_responses)?;
             let op = TaskOp::Update(request.input_responses);
             return Box::pin(self.upstream_task(&ctx, &request.task_id, op))
                 .await
@@ -607,7 +612,7 @@ impl ServerHandler for McpHandler {
     ) -> Result<CallToolResponse, McpError> {
         let authority = self.authority(&ctx)?;
         let run = self.run_state(&authority, &ctx);
-        let retry = retry_of(request.input_responses.clone(), &request.request_state);
+        let retry = retry_of(request.input_responses.clone(), &request.request_state)?;
         let client = self.client_context(&ctx, &authority, retry)?;
         if client.era == Era::V2026_07_28
             && let Some(parts) = ctx.extensions.get::<http::request::Parts>()
@@ -696,13 +701,17 @@ fn era_of(ctx: &RequestContext<RoleServer>) -> Era {
         .map_or(Era::V2025_11_25, |v| Era::of(&v))
 }
 
-/// A 2026-07-28 retry of a request that needed input.
+/// A 2026-07-28 retry of a request that needed input, its answers checked (SEP-2322).
 fn retry_of(
     input_responses: Option<rmcp::model::InputResponses>,
     request_state: &Option<String>,
-) -> Option<Retry> {
-    input_responses.map(|input_responses| Retry {
+) -> Result<Option<Retry>, McpError> {
+    let Some(input_responses) = input_responses else {
+        return Ok(None);
+    };
+    crate::wire::check_input_responses(&input_responses)?;
+    Ok(Some(Retry {
         input_responses,
         request_state: request_state.clone(),
-    })
+    }))
 }

@@ -1,7 +1,8 @@
 //! The one mapping between MCP and the governed call, both ways: an upstream's answer into
 //! the outcome the pipeline records ([`upstream_output`]; the core keeps it as JSON, knowing
 //! no MCP types), the outcome into the client's answer ([`response`], [`call_result`] —
-//! GOV-3), and a catalog entry into an MCP `Tool`. Free of side effects.
+//! GOV-3), a catalog entry into an MCP `Tool`, and the check of a client's `inputResponses`
+//! ([`check_input_responses`]). Free of side effects.
 
 use std::sync::Arc;
 
@@ -115,6 +116,38 @@ pub fn call_result(outcome: &CallOutcome) -> CallToolResult {
 /// Marks a result passed through as complete: a 2025-11-25 upstream sends no `resultType`, a
 /// 2026-07-28 client requires one on every result (rmcp takes it off again for a 2025-11-25
 /// client).
+/// SEP-2322: a retry's `inputResponses` holds, under each key of the input requests it
+/// answers, the client's result for that request (an elicitation, sampling or roots result:
+/// a JSON object). Anything else is refused before anything is forwarded or recorded, as
+/// invalid parameters naming the entry (-32602). Keys the requests did not name are left to
+/// the server, which ignores them.
+pub(crate) fn check_input_responses(
+    responses: &rmcp::model::InputResponses,
+) -> Result<(), McpError> {
+    match responses.iter().find(|(_, response)| !response.is_object()) {
+        None => Ok(()),
+        Some((key, response)) => Err(McpError::invalid_params(
+            format!(
+                "`inputResponses.{key}` must be an object (the client's result for input request `{key}`), not {}",
+                json_kind(response)
+            ),
+            Some(serde_json::json!({"field": format!("inputResponses.{key}")})),
+        )),
+    }
+}
+
+/// What kind of JSON value `value` is, in words.
+fn json_kind(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
 pub(crate) fn mark_complete(result_type: &mut Option<ResultType>) {
     result_type.get_or_insert(ResultType::COMPLETE);
 }
@@ -259,5 +292,26 @@ mod tests {
             "{full}"
         );
         assert!(full.contains(r#""icons":[{"#), "{full}");
+    }
+
+    /// SEP-2322 (conformance `input-required-result-validate-input`).
+    #[test]
+    fn input_responses_are_objects_or_refused_naming_the_entry() {
+        let of = |v: Value| serde_json::from_value::<rmcp::model::InputResponses>(v).unwrap();
+        let fine = of(
+            json!({"user_name": {"action": "accept", "content": {"name": "A"}},
+                             "unknown_extra_key": {"action": "decline"}}),
+        );
+        assert!(check_input_responses(&fine).is_ok());
+        assert!(check_input_responses(&of(json!({}))).is_ok());
+        for bad in [json!(12345), json!(null), json!("x"), json!([1])] {
+            let e = check_input_responses(&of(json!({"ok": {}, "user_name": bad}))).unwrap_err();
+            assert_eq!(e.code, rmcp::model::ErrorCode::INVALID_PARAMS);
+            assert!(
+                e.message.contains("`inputResponses.user_name`"),
+                "{}",
+                e.message
+            );
+        }
     }
 }

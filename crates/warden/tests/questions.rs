@@ -149,6 +149,38 @@ async fn a_2025_upstreams_elicitation_reaches_a_2026_client_as_input_required() 
     }
 }
 
+/// SEP-2322 (conformance `input-required-result-validate-input`): a retry whose
+/// `inputResponses` holds something other than a result object is invalid params naming the
+/// entry, and changes nothing — the upstream's request still waits, and the right answer
+/// then completes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_with_a_malformed_answer_is_refused_and_changes_nothing() {
+    let (w, prefix, _up) = warden_2025(false).await;
+    let tool = format!("{prefix}__ask");
+    let args = json!({"question": "Colour?"});
+    let (_, first) = call(&w, &tool, args.clone(), everything(), json!({})).await;
+    let (key, _) = one_question(&first);
+    let state = first["result"]["requestState"].as_str().unwrap().to_owned();
+    for bad in [json!(12345), json!("blue"), json!(null)] {
+        let retry = json!({"inputResponses": {key.clone(): bad}, "requestState": state});
+        let (_, refused) = call(&w, &tool, args.clone(), everything(), retry).await;
+        assert_eq!(refused["error"]["code"], -32602, "{refused}");
+        let message = refused["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains(&format!("`inputResponses.{key}`")),
+            "{refused}"
+        );
+    }
+    let answers = json!({key: {"action": "accept", "content": {"answer": "blue"}}});
+    let retry = json!({"inputResponses": answers, "requestState": state});
+    let (_, done) = call(&w, &tool, args, everything(), retry).await;
+    assert_eq!(done["result"]["resultType"], "complete", "{done}");
+    assert_eq!(
+        done["result"]["structuredContent"]["content"]["answer"], "blue",
+        "{done}"
+    );
+}
+
 /// Sampling asked by a 2025-11-25 upstream is a question for the 2026-07-28 client too; a
 /// question the client did not declare it can answer is refused to the upstream, which
 /// decides what its call does without it.

@@ -65,6 +65,7 @@ async fn fixture_warden(pin: &str) -> (TestWarden, tokio_util::sync::Cancellatio
     tokio::spawn(warden_testkit::conformance::serve_http(
         listener,
         shutdown.clone(),
+        warden_testkit::conformance::Asking::Natively,
     ));
     let w = TestWarden::start(&format!(
         "kind: Project\nname: conf\n---\nkind: Upstream\nname: conf\nproject: conf\nprefix: \"\"\n{pin}\

@@ -233,19 +233,20 @@ impl Gateway {
         self.upstream_tasks().issue(caller, tool, task)
     }
 
-    /// `op` on the upstream task `id`, for `caller` with `authority` and the client's
-    /// `capabilities`. Someone else's task, one of an upstream the run may no longer use, and
-    /// one that does not exist are all unknown (-32602).
+    /// `op` on the upstream task `id`, for `caller` with `authority`, the client's `era` and
+    /// its `capabilities`. Someone else's task, one of an upstream the run may no longer use,
+    /// and one that does not exist are all unknown (-32602).
     pub async fn upstream_task(
         &self,
         authority: &Authority,
         caller: &str,
         id: &str,
+        era: crate::era::Era,
         capabilities: Option<&rmcp::model::ClientCapabilities>,
         op: TaskOp,
     ) -> Result<TaskAnswer, rmcp::ErrorData> {
         self.upstream_tasks()
-            .run(authority, caller, id, capabilities, op)
+            .run(authority, caller, id, era, capabilities, op)
             .await
     }
 

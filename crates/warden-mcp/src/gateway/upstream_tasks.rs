@@ -13,6 +13,7 @@ use warden_core::authority::Authority;
 use warden_core::tool::ToolSource;
 
 use super::state::Gateway;
+use crate::era::Era;
 use crate::upstream_task_ids::TaskIds;
 
 /// What is asked of an upstream task.
@@ -61,6 +62,7 @@ impl UpstreamTasks<'_> {
         authority: &Authority,
         caller: &str,
         id: &str,
+        era: Era,
         capabilities: Option<&ClientCapabilities>,
         op: TaskOp,
     ) -> Result<TaskAnswer, rmcp::ErrorData> {
@@ -85,7 +87,7 @@ impl UpstreamTasks<'_> {
                 CancelTaskParams::new(task.clone()),
             )),
         };
-        let answer = slot.task_request(request, capabilities).await?;
+        let answer = slot.task_request(request, era, capabilities).await?;
         let TaskOp::Get = op else {
             return Ok(TaskAnswer::Done);
         };
@@ -108,7 +110,7 @@ impl UpstreamTasks<'_> {
             let cancel = ClientRequest::CancelTaskRequest(CancelTaskRequest::new(
                 CancelTaskParams::new(task),
             ));
-            let _ = slot.task_request(cancel, capabilities).await;
+            let _ = slot.task_request(cancel, era, capabilities).await;
             let message = format!(
                 "upstream `{upstream}` asked for {what}, which is not relayed for this upstream (relay policy)"
             );

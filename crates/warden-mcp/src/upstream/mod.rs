@@ -3,7 +3,8 @@
 //! not affected.
 //!
 //! - [`slot`]: one upstream — its offer, status and connection, and the requests sent to it;
-//! - [`supervise`]: connecting, listing, refreshing and reconnecting with backoff;
+//! - [`supervise`]: connecting, listing, refreshing and reconnecting with backoff, and the
+//!   2025-11-25 session of an upstream that speaks both eras, for 2025-11-25 clients;
 //!   [`list_watch`]: a 2026-07-28 upstream's announcements that its lists changed;
 //! - [`stdio`] and [`http`]: the two kinds of upstream (the HTTP exit and its connection pool
 //!   are in `http`);

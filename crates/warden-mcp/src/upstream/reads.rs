@@ -1,8 +1,9 @@
 //! The read-only requests routed to an upstream — `prompts/get`, `resources/read`,
 //! `completion/complete` — in the calling client's era, as a `tools/call` is (XPORT-1,
-//! XPORT-4): they leave through the rmcp exit ([`super::peer`]), so the upstream's progress
-//! and log messages reach the client, the client's cancellation reaches the upstream, and what
-//! the upstream asks meanwhile is asked in the client's era.
+//! XPORT-4): they leave through the rmcp exit ([`super::peer`]) — a 2025-11-25 client's on
+//! the upstream's 2025-11-25 session when it has one ([`super::supervise`]) — so the
+//! upstream's progress and log messages reach the client, the client's cancellation reaches
+//! the upstream, and what the upstream asks meanwhile is asked in the client's era.
 //!
 //! An upstream that needs input — a 2026-07-28 `input_required` answer, or a 2025-11-25
 //! server-to-client request — is answered as for a tool call: a 2026-07-28 client gets
@@ -135,16 +136,12 @@ impl UpstreamSlot {
         params: CompleteRequestParams,
         client: Option<&ClientContext>,
     ) -> Result<CompleteResult, rmcp::ErrorData> {
-        let peer = self.live_peer()?;
+        let (exit, era) = self.rmcp_route(client)?;
         let mut options = PeerRequestOptions::with_timeout(LIST_TIMEOUT);
-        options.meta = self.told(client);
+        options.meta = self.told(client, era);
         let request = ClientRequest::CompleteRequest(CompleteRequest::new(params));
         let no_suspension: Option<fn() -> Owner> = None;
-        match self
-            .peer_exit(&peer)
-            .request(request, options, client, no_suspension)
-            .await
-        {
+        match exit.request(request, options, client, no_suspension).await {
             Ok(ServerResult::CompleteResult(mut result)) => {
                 crate::wire::mark_complete(&mut result.result_type);
                 Ok(result)
@@ -161,10 +158,9 @@ impl UpstreamSlot {
         mut asked: Asked,
         client: Option<&ClientContext>,
     ) -> Result<ServerResult, rmcp::ErrorData> {
-        let peer = self.live_peer()?;
-        let exit = self.peer_exit(&peer);
+        let (exit, era) = self.rmcp_route(client)?;
         let timeout = self.spec.timeout.unwrap_or(DEFAULT_CALL_TIMEOUT);
-        let modern = self.speaks_2026();
+        let modern = era == Era::V2026_07_28;
         let policy = self.spec.relay.clone().unwrap_or_default();
         let inputs = Inputs {
             upstream: self.spec.name.as_str(),
@@ -188,7 +184,7 @@ impl UpstreamSlot {
                 Some(answer) => answer,
                 None => {
                     let mut options = PeerRequestOptions::with_timeout(timeout);
-                    options.meta = self.told(client);
+                    options.meta = self.told(client, era);
                     let owner = || asked.owner(client);
                     exit.request(asked.request(), options, client, Some(owner))
                         .await
@@ -228,11 +224,11 @@ impl UpstreamSlot {
 
     /// What Warden tells the upstream for one request of `client`: the client's capabilities
     /// narrowed by the relay policy (when they differ from what Warden offers on its own
-    /// behalf), and to a 2026-07-28 upstream the level to log at.
-    fn told(&self, client: Option<&ClientContext>) -> Option<RequestMetaObject> {
+    /// behalf), and to an upstream in 2026-07-28 (`era`) the level to log at.
+    fn told(&self, client: Option<&ClientContext>, era: Era) -> Option<RequestMetaObject> {
         let c = client?;
         let mut meta = RequestMetaObject::default();
-        if let Some(level) = c.log_level.filter(|_| self.speaks_2026()) {
+        if let Some(level) = c.log_level.filter(|_| era == Era::V2026_07_28) {
             meta.set_log_level(level);
         }
         if let Some(capabilities) = &c.capabilities {

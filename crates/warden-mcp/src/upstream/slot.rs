@@ -76,11 +76,38 @@ pub struct Offer {
 }
 
 /// A live connection: the rmcp client (lists, prompts, resources, subscriptions, logging)
-/// and the exit its `tools/call` take.
+/// and the exit its `tools/call` take, in the era the upstream was reached in; and, for an
+/// upstream reached in 2026-07-28 that speaks 2025-11-25 too, a 2025-11-25 session that the
+/// requests of 2025-11-25 clients take (docs/mcp.md, "Eras"): there, what the upstream asks
+/// during a request reaches the client in its own way, and `resources/subscribe` is known.
 #[derive(Clone, Debug)]
 pub(super) struct Connection {
     pub(super) peer: Peer<RoleClient>,
     pub(super) exit: Exit,
+    pub(super) era: Era,
+    pub(super) session: Option<PeerExit>,
+}
+
+impl Connection {
+    /// The 2025-11-25 session a request of a client in `era` takes: a 2025-11-25 client's,
+    /// while the session is open.
+    fn session_for(&self, era: Option<Era>) -> Option<&PeerExit> {
+        let legacy = era == Some(Era::V2025_11_25);
+        self.session
+            .as_ref()
+            .filter(|s| legacy && !s.peer.is_transport_closed())
+    }
+
+    /// The session side: the 2025-11-25 session when there is one, else the connection, with
+    /// the upstream's era on it. Subscriptions go there (`resources/subscribe`, which an
+    /// upstream that speaks both eras knows in 2025-11-25, when its 2026-07-28 side may not
+    /// know `subscriptions/listen`), and `logging/setLevel`, a 2025-11-25 client's request.
+    fn session_or_connection(&self) -> (&Peer<RoleClient>, Era) {
+        match &self.session {
+            Some(s) if !s.peer.is_transport_closed() => (&s.peer, Era::V2025_11_25),
+            _ => (&self.peer, self.era),
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -218,23 +245,54 @@ impl UpstreamSlot {
         let connection = self.state.read().ok().and_then(|s| s.connection.clone());
         match connection {
             Some(c) if !c.peer.is_transport_closed() => Ok(c),
-            _ => {
-                let reason = match self.status() {
-                    UpstreamStatus::Down { reason, .. } => format!(": {reason}"),
-                    _ => String::new(),
-                };
-                Err(format!(
-                    "upstream `{}` is unavailable{reason}",
-                    self.spec.name
-                ))
-            }
+            _ => Err(self.unavailable()),
         }
     }
 
-    pub(super) fn live_peer(&self) -> Result<Peer<RoleClient>, rmcp::ErrorData> {
+    /// Why there is no live connection.
+    fn unavailable(&self) -> String {
+        let reason = match self.status() {
+            UpstreamStatus::Down { reason, .. } => format!(": {reason}"),
+            _ => String::new(),
+        };
+        format!("upstream `{}` is unavailable{reason}", self.spec.name)
+    }
+
+    /// The live connection, as a client's JSON-RPC error when there is none.
+    fn live(&self) -> Result<Connection, rmcp::ErrorData> {
         self.connection()
-            .map(|c| c.peer)
             .map_err(|e| rmcp::ErrorData::internal_error(e, None))
+    }
+
+    /// The rmcp client a request of `client` takes and the upstream's era on it: the
+    /// 2025-11-25 session for a 2025-11-25 client when there is one, else the connection's.
+    pub(super) fn rmcp_route(
+        &self,
+        client: Option<&ClientContext>,
+    ) -> Result<(PeerExit, Era), rmcp::ErrorData> {
+        let connection = self.live()?;
+        Ok(match connection.session_for(client.map(|c| c.era)) {
+            Some(session) => (session.clone(), Era::V2025_11_25),
+            None => (self.peer_exit(&connection.peer), connection.era),
+        })
+    }
+
+    /// The exit a `tools/call` of `client` takes and the upstream's era on it (as
+    /// [`Self::rmcp_route`]; for a 2026-07-28 client the connection's own exit).
+    fn call_route(&self, client: Option<&ClientContext>) -> Result<(Exit, Era), String> {
+        let state = self.state.read().map_err(|_| self.unavailable())?;
+        match &state.connection {
+            Some(c) if !c.peer.is_transport_closed() => {
+                Ok(match c.session_for(client.map(|c| c.era)) {
+                    Some(session) => (Exit::Peer(session.clone()), Era::V2025_11_25),
+                    None => (c.exit.clone(), c.era),
+                })
+            }
+            _ => {
+                drop(state);
+                Err(self.unavailable())
+            }
+        }
     }
 
     /// Subscribes a client (a 2025-11-25 session or a 2026-07-28 listen stream) to a resource
@@ -245,26 +303,28 @@ impl UpstreamSlot {
         key: &str,
         subscriber: Subscriber,
     ) -> Result<(), rmcp::ErrorData> {
-        let peer = self.live_peer()?;
+        let connection = self.live()?;
         if !self.subscriptions.add(uri, key, subscriber) {
             return Ok(());
         }
-        let subscribed = self.subscribe_upstream(&peer, uri).await;
+        let (peer, era) = connection.session_or_connection();
+        let subscribed = self.subscribe_upstream(peer, era, uri).await;
         if subscribed.is_err() {
             self.subscriptions.remove(uri, key);
         }
         subscribed
     }
 
-    /// Subscribes the upstream to `uri` in its era: `resources/subscribe`, or a
-    /// `subscriptions/listen` stream whose updates are passed on until the last subscriber
-    /// leaves.
+    /// Subscribes the upstream to `uri` over `peer`, in its `era` there:
+    /// `resources/subscribe`, or a `subscriptions/listen` stream whose updates are passed on
+    /// until the last subscriber leaves.
     async fn subscribe_upstream(
         &self,
         peer: &Peer<RoleClient>,
+        era: Era,
         uri: &str,
     ) -> Result<(), rmcp::ErrorData> {
-        if self.speaks_2026() {
+        if era == Era::V2026_07_28 {
             let filter = SubscriptionFilter::builder()
                 .resource_subscriptions(vec![uri.to_owned()])
                 .build();
@@ -281,26 +341,21 @@ impl UpstreamSlot {
     /// Subscribes the upstream again to every URI clients are subscribed to, after it
     /// (re)connected: a new session or connection knows none of them (for the supervisor).
     pub(super) async fn resubscribe(&self) {
-        let Ok(peer) = self.live_peer() else { return };
+        let Ok(connection) = self.live() else { return };
+        let (peer, era) = connection.session_or_connection();
         for uri in self.subscriptions.uris() {
-            if let Err(e) = self.subscribe_upstream(&peer, &uri).await {
+            if let Err(e) = self.subscribe_upstream(peer, era, &uri).await {
                 tracing::warn!(upstream = %self.spec.name, uri, error = %e.message, "cannot subscribe to a resource again");
             }
         }
     }
 
-    /// Whether the upstream was reached in 2026-07-28 (no `resources/subscribe` there).
-    pub(super) fn speaks_2026(&self) -> bool {
-        self.state.read().is_ok_and(|s| {
-            matches!(&s.status, UpstreamStatus::Up { protocol } if Era::of_str(protocol.as_str()) == Era::V2026_07_28)
-        })
-    }
-
-    /// Unsubscribes a client (unsubscribing upstream when it was the last).
+    /// Unsubscribes a client (unsubscribing upstream when it was the last; a listen stream
+    /// ends with its last subscriber).
     pub async fn unsubscribe(&self, uri: &str, key: &str) -> Result<(), rmcp::ErrorData> {
         if self.subscriptions.remove(uri, key)
-            && !self.speaks_2026()
-            && let Ok(peer) = self.live_peer()
+            && let Ok(connection) = self.live()
+            && let (peer, Era::V2025_11_25) = connection.session_or_connection()
         {
             let _ = peer
                 .unsubscribe(UnsubscribeRequestParams::new(uri.to_owned()))
@@ -309,9 +364,11 @@ impl UpstreamSlot {
         Ok(())
     }
 
-    /// Forwards `logging/setLevel` (when the upstream offers logging).
+    /// Forwards `logging/setLevel` (a 2025-11-25 request: to the 2025-11-25 session when there
+    /// is one, where that client's requests go), when the upstream offers logging.
     pub async fn set_log_level(&self, params: SetLevelRequestParams) {
-        let Ok(peer) = self.live_peer() else { return };
+        let Ok(connection) = self.live() else { return };
+        let peer = connection.session_or_connection().0;
         if peer
             .peer_info()
             .is_some_and(|i| i.capabilities.logging.is_some())
@@ -321,14 +378,20 @@ impl UpstreamSlot {
     }
 
     /// A tasks-extension request (`tasks/get`, `tasks/update`, `tasks/cancel`) for one of this
-    /// upstream's tasks, telling it what the calling client can answer (as for the call that
-    /// made the task).
+    /// upstream's tasks, from a client in `era` (on the session its calls took, where the task
+    /// was made), telling it what the calling client can answer (as for the call that made
+    /// the task).
     pub async fn task_request(
         &self,
         request: ClientRequest,
+        era: Era,
         capabilities: Option<&rmcp::model::ClientCapabilities>,
     ) -> Result<ServerResult, rmcp::ErrorData> {
-        let peer = self.live_peer()?;
+        let connection = self.live()?;
+        let peer = match connection.session_for(Some(era)) {
+            Some(session) => session.peer.clone(),
+            None => connection.peer,
+        };
         let mut options = PeerRequestOptions::with_timeout(LIST_TIMEOUT);
         if let Some(capabilities) = capabilities {
             let policy = self.spec.relay.clone().unwrap_or_default();
@@ -393,7 +456,7 @@ impl UpstreamSlot {
         client: Option<&ClientContext>,
     ) -> Result<UpstreamAnswer, ExecError> {
         let name = &self.spec.name;
-        let exit = self.connection().map_err(ExecError::Unavailable)?.exit;
+        let (exit, era) = self.call_route(client).map_err(ExecError::Unavailable)?;
         let timeout = self.spec.timeout.unwrap_or(DEFAULT_CALL_TIMEOUT);
         let mut params = CallToolRequestParams::new(tool.to_owned());
         if let Some(args) = args {
@@ -409,7 +472,7 @@ impl UpstreamSlot {
         // it too; others ignore it); a 2026-07-28 upstream also the level to log at (it logs
         // only when asked).
         if let Some(c) = client {
-            if let Some(level) = c.log_level.filter(|_| self.speaks_2026()) {
+            if let Some(level) = c.log_level.filter(|_| era == Era::V2026_07_28) {
                 params
                     .meta
                     .get_or_insert_with(Default::default)
@@ -435,7 +498,7 @@ impl UpstreamSlot {
         let mut resumed = None;
         if let Some(c) = client
             && let Some(retry) = &c.retry
-            && !self.speaks_2026()
+            && era == Era::V2025_11_25
         {
             params.input_responses = None;
             params.request_state = None;

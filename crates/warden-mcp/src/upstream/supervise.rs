@@ -2,6 +2,14 @@
 //! 2025-11-25), lists what the upstream offers, chooses its exit, refreshes the offer on
 //! `list_changed` (on the session, or on a 2026-07-28 upstream's `subscriptions/listen`
 //! stream: [`super::list_watch`]) and on a timer, and reconnects with exponential backoff.
+//!
+//! A Streamable HTTP upstream reached in 2026-07-28 whose era is not pinned is also offered a
+//! 2025-11-25 session (`initialize`), for the requests of 2025-11-25 clients: a server that
+//! speaks both eras may ask its client only through a session, and know `resources/subscribe`
+//! but not `subscriptions/listen`. The session is a second connection to the same server; it
+//! opens before the upstream counts as up, and the two end together. An upstream that refuses
+//! it speaks 2026-07-28 alone, and Warden translates for 2025-11-25 clients. A stdio upstream
+//! is one process, whose state a second child would not share: it keeps one connection.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -23,7 +31,8 @@ use super::exit::Exit;
 use super::failure::short;
 use super::http::{HttpExit, configured_headers, rmcp_transport};
 use super::list_watch::ListWatch;
-use super::relays::{RelayLog, UpstreamClient, client_config};
+use super::peer::PeerExit;
+use super::relays::{InFlightTable, RelayLog, UpstreamClient, client_config};
 use super::slot::{Connection, LIST_TIMEOUT, Offer, UpstreamSlot};
 use super::stdio;
 use crate::era::Era;
@@ -31,6 +40,8 @@ use crate::http_client::{handshake_failure, request_failure};
 use warden_runtime::Secrets;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long opening the 2025-11-25 session of an upstream already connected may take.
+const SESSION_TIMEOUT: Duration = Duration::from_secs(5);
 const REFRESH_EVERY: Duration = Duration::from_secs(30);
 const MIN_BACKOFF: Duration = Duration::from_millis(250);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
@@ -58,7 +69,7 @@ pub(super) async fn supervise(
             return;
         }
         let started = Instant::now();
-        let reason = match connect(&slot, &secrets, log.clone()).await {
+        let reason = match connect(&slot, &secrets, log.clone(), None).await {
             Err(reason) => reason,
             Ok(client) => {
                 let peer = client.peer().clone();
@@ -80,6 +91,13 @@ pub(super) async fn supervise(
                             resources = offer.resources.len(), %protocol, "upstream connected"
                         );
                         failures = 0;
+                        let era = version.as_ref().map_or(Era::V2025_11_25, Era::of);
+                        let session = match (era, slot.spec.protocol, &slot.spec.http) {
+                            (Era::V2026_07_28, None, Some(_)) => {
+                                open_session(&slot, &secrets, log.clone()).await
+                            }
+                            _ => None,
+                        };
                         let exits = Exits {
                             slot: &slot,
                             secrets: &secrets,
@@ -89,10 +107,14 @@ pub(super) async fn supervise(
                         let connection = Connection {
                             peer: peer.clone(),
                             exit: exits.choose(&offer.tools),
+                            era,
+                            session: session.as_ref().map(|(_, exit)| exit.clone()),
                         };
                         slot.connected(connection, offer, protocol);
                         changed();
-                        let reason = run_connected(&slot, client, &peer, &changed, &exits).await;
+                        let session = session.map(|(client, _)| client);
+                        let reason =
+                            run_connected(&slot, client, session, &peer, &changed, &exits).await;
                         if slot.cancel.is_cancelled() {
                             return;
                         }
@@ -118,34 +140,72 @@ pub(super) async fn supervise(
     }
 }
 
-/// Opens the upstream's rmcp client: a child over stdio, or Streamable HTTP.
+/// Opens the 2025-11-25 session of an upstream reached in 2026-07-28: its client and the
+/// exit 2025-11-25 clients' requests take, or `None` when the upstream does not open one.
+async fn open_session(
+    slot: &UpstreamSlot,
+    secrets: &Secrets,
+    log: Option<RelayLog>,
+) -> Option<(Client, PeerExit)> {
+    let inflight = Arc::new(InFlightTable::default());
+    let opening = connect(slot, secrets, log, Some(inflight.clone()));
+    let client = match tokio::time::timeout(SESSION_TIMEOUT, opening).await {
+        Ok(Ok(client)) => client,
+        Ok(Err(why)) => {
+            tracing::info!(upstream = %slot.spec.name, %why, "the upstream speaks 2026-07-28 alone: Warden translates for 2025-11-25 clients");
+            return None;
+        }
+        Err(_) => {
+            tracing::info!(upstream = %slot.spec.name, "the upstream opened no 2025-11-25 session within {}s: Warden translates for 2025-11-25 clients", SESSION_TIMEOUT.as_secs());
+            return None;
+        }
+    };
+    let peer = client.peer().clone();
+    peer.set_response_cache_config(ClientCacheConfig::disabled())
+        .await;
+    tracing::info!(upstream = %slot.spec.name, "2025-11-25 session open, for 2025-11-25 clients");
+    let exit = PeerExit {
+        peer,
+        inflight,
+        suspended: slot.suspended.clone(),
+    };
+    Some((client, exit))
+}
+
+/// Opens an rmcp client of the upstream: a child over stdio, or Streamable HTTP. Its era is
+/// the one negotiated (or pinned); given `session`, the calls in flight on it, it opens a
+/// 2025-11-25 session beside the upstream's connection.
 async fn connect(
     slot: &UpstreamSlot,
     secrets: &Secrets,
     log: Option<RelayLog>,
+    session: Option<Arc<InFlightTable>>,
 ) -> Result<Client, String> {
     let spec = &slot.spec;
-    let handler = UpstreamClient {
-        name: spec.name.clone(),
-        refresh: slot.refresh.clone(),
-        inflight: slot.inflight.clone(),
-        subscriptions: slot.subscriptions.clone(),
-        relay: spec.relay.clone().unwrap_or_default(),
-        log,
-    };
-    let lifecycle = match spec.protocol {
-        Some(UpstreamProtocol::V2025_11_25) => ClientLifecycleMode::Initialize,
-        Some(UpstreamProtocol::V2026_07_28) => ClientLifecycleMode::Discover {
+    let lifecycle = match (&session, spec.protocol) {
+        (Some(_), _) | (None, Some(UpstreamProtocol::V2025_11_25)) => {
+            ClientLifecycleMode::Initialize
+        }
+        (None, Some(UpstreamProtocol::V2026_07_28)) => ClientLifecycleMode::Discover {
             preferred_versions: vec![ProtocolVersion::V_2026_07_28],
         },
-        None => ClientLifecycleMode::Auto {
+        (None, None) => ClientLifecycleMode::Auto {
             preferred_versions: vec![ProtocolVersion::V_2026_07_28],
             legacy_version: Some(ProtocolVersion::V_2025_11_25),
         },
     };
+    let inflight = session.unwrap_or_else(|| slot.inflight.clone());
+    let handler = UpstreamClient {
+        name: spec.name.clone(),
+        refresh: slot.refresh.clone(),
+        inflight: inflight.clone(),
+        subscriptions: slot.subscriptions.clone(),
+        relay: spec.relay.clone().unwrap_or_default(),
+        log,
+    };
     let connecting = async {
         if let Some(stdio) = &spec.stdio {
-            let transport = stdio::spawn(&spec.name, stdio, secrets, slot.inflight.clone())?;
+            let transport = stdio::spawn(&spec.name, stdio, secrets, inflight.clone())?;
             handler
                 .serve_with_lifecycle(transport, lifecycle)
                 .await
@@ -154,7 +214,7 @@ async fn connect(
             let transport = Routed::new(
                 rmcp_transport(http, secrets)?,
                 spec.name.clone(),
-                slot.inflight.clone(),
+                inflight.clone(),
             );
             handler
                 .serve_with_lifecycle(transport, lifecycle)
@@ -226,16 +286,28 @@ impl Exits<'_> {
     }
 }
 
-/// Serves one connection: subscribes again to the resources clients subscribed to, refreshes
-/// the offer on `list_changed` and on a timer, and returns why the connection ended.
+/// Serves one connection (and its 2025-11-25 `session`, which ends with it, and ends it):
+/// subscribes again to the resources clients subscribed to, refreshes the offer on
+/// `list_changed` and on a timer, and returns why the connection ended.
 async fn run_connected(
     slot: &UpstreamSlot,
     client: Client,
+    session: Option<Client>,
     peer: &Peer<RoleClient>,
     changed: &impl Fn(),
     exits: &Exits<'_>,
 ) -> String {
     let ct = client.cancellation_token();
+    // Holds the session: when this function returns, dropping it ends the session.
+    let session_ended = async move {
+        match session {
+            Some(session) => {
+                let _ = session.waiting().await;
+            }
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(session_ended);
     let mut waiting = tokio::spawn(client.waiting());
     let mut timer = tokio::time::interval(REFRESH_EVERY);
     timer.tick().await;
@@ -257,6 +329,10 @@ async fn run_connected(
             return "stopped".into();
         }
         end = &mut waiting => return ended(end),
+        () = &mut session_ended => {
+            ct.cancel();
+            return "its 2025-11-25 session ended".into();
+        }
         lists = setup => lists,
     };
     // The setup may have taken longer than a refresh period: no burst of refreshes after it.
@@ -281,6 +357,10 @@ async fn run_connected(
                 return "stopped".into();
             }
             end = &mut waiting => return ended(end),
+            () = &mut session_ended => {
+                ct.cancel();
+                return "its 2025-11-25 session ended".into();
+            }
             () = due => {}
         }
         fetched = tokio::time::Instant::now();

@@ -3,7 +3,8 @@
 //!
 //! ```text
 //! warden_fixture notes [--stdio | --listen ADDR] [--file FILE]   the tests' upstream
-//! warden_fixture conformance [--stdio | --listen ADDR]          the conformance suite's server
+//! warden_fixture conformance [--stdio | --listen ADDR] [--asks-on-session]
+//!                                                              the conformance suite's server
 //! warden_fixture hostile [--huge-metadata] [--tools N]           an upstream that misbehaves (stdio)
 //! ```
 //!
@@ -47,6 +48,10 @@ enum Server {
     Conformance {
         #[command(flatten)]
         transport: Transport,
+        /// Ask the client only through a session's peer, as servers written before
+        /// 2026-07-28 do (`conformance::Asking::OnSession`).
+        #[arg(long)]
+        asks_on_session: bool,
     },
     /// An upstream that misbehaves on request, over stdio (`warden_testkit::hostile`).
     Hostile {
@@ -93,7 +98,7 @@ fn main() -> anyhow::Result<()> {
 async fn serve(cli: Cli) -> anyhow::Result<()> {
     tracing_subscriber_init();
     let listen = match &cli.server {
-        Server::Notes { transport, .. } | Server::Conformance { transport } => transport.listen,
+        Server::Notes { transport, .. } | Server::Conformance { transport, .. } => transport.listen,
         Server::Hostile { .. } => None,
     };
     let Some(addr) = listen else {
@@ -109,7 +114,9 @@ async fn serve(cli: Cli) -> anyhow::Result<()> {
                     .only_2025(only_2025);
                 notes::serve_stdio(server).await
             }
-            Server::Conformance { .. } => conformance::serve_stdio().await,
+            Server::Conformance {
+                asks_on_session, ..
+            } => conformance::serve_stdio(asking(asks_on_session)).await,
             Server::Hostile { .. } => Ok(()),
         };
     };
@@ -135,8 +142,18 @@ async fn serve(cli: Cli) -> anyhow::Result<()> {
                 .only_2025(only_2025);
             notes::serve_http(server, listener, shutdown).await
         }
-        Server::Conformance { .. } => conformance::serve_http(listener, shutdown).await,
+        Server::Conformance {
+            asks_on_session, ..
+        } => conformance::serve_http(listener, shutdown, asking(asks_on_session)).await,
         Server::Hostile { .. } => Ok(()),
+    }
+}
+
+fn asking(on_session: bool) -> conformance::Asking {
+    if on_session {
+        conformance::Asking::OnSession
+    } else {
+        conformance::Asking::Natively
     }
 }
 

@@ -25,6 +25,11 @@
 //! Over HTTP it serves Streamable HTTP at `/mcp`: 2025-era clients get sessions (SSE responses,
 //! priming events, resumption with `Last-Event-ID`), 2026-07-28 requests are served statelessly
 //! on the same endpoint. Host and Origin must be loopback (DNS-rebinding protection).
+//!
+//! [`Asking::OnSession`] makes it a server written before 2026-07-28, as many still are: its
+//! tools ask the client only through the session's peer, so a 2026-07-28 request (which has
+//! none) gets "client does not support sampling/elicitation", and `subscriptions/listen` is
+//! not found; in a 2025-11-25 session it behaves as by default.
 
 mod catalog;
 mod input_required;
@@ -37,12 +42,12 @@ use std::sync::Arc;
 use rmcp::ServiceExt as _;
 use tokio_util::sync::CancellationToken;
 
-pub use server::ConformanceServer;
+pub use server::{Asking, ConformanceServer};
 use sessions::Sessions;
 
 /// Serves the fixture over stdin/stdout until stdin closes.
-pub async fn serve_stdio() -> anyhow::Result<()> {
-    let running = ConformanceServer::default()
+pub async fn serve_stdio(asking: Asking) -> anyhow::Result<()> {
+    let running = ConformanceServer::new(Arc::new(input_required::Shared::default()), asking)
         .serve(rmcp::transport::stdio())
         .await?;
     running.waiting().await?;
@@ -56,6 +61,7 @@ pub async fn serve_stdio() -> anyhow::Result<()> {
 pub async fn serve_http(
     listener: tokio::net::TcpListener,
     shutdown: CancellationToken,
+    asking: Asking,
 ) -> anyhow::Result<()> {
     use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
     let config = StreamableHttpServerConfig::default()
@@ -63,7 +69,7 @@ pub async fn serve_http(
         .with_cancellation_token(shutdown.child_token());
     let shared = Arc::new(input_required::Shared::default());
     let service = StreamableHttpService::new(
-        move || Ok(ConformanceServer::new(shared.clone())),
+        move || Ok(ConformanceServer::new(shared.clone(), asking)),
         Arc::new(Sessions::default()),
         config,
     );

@@ -30,6 +30,17 @@ use super::catalog::*;
 use super::input_required::{self, Shared};
 use super::sessions::RequestStream;
 
+/// How the fixture's tools ask the client in 2026-07-28.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Asking {
+    /// With `input_required` results, and `subscriptions/listen` is served (the default).
+    #[default]
+    Natively,
+    /// Only through a session's peer, which a 2026-07-28 request has not; no
+    /// `subscriptions/listen`.
+    OnSession,
+}
+
 /// The conformance fixture server. One instance per session (its log level and resource
 /// subscriptions are per session); cheap to clone.
 #[derive(Clone, Debug)]
@@ -38,17 +49,18 @@ pub struct ConformanceServer {
     log_level: Arc<Mutex<LoggingLevel>>,
     subscriptions: Arc<Mutex<BTreeSet<String>>>,
     shared: Arc<Shared>,
+    asking: Asking,
 }
 
 impl Default for ConformanceServer {
     fn default() -> Self {
-        Self::new(Arc::new(Shared::default()))
+        Self::new(Arc::new(Shared::default()), Asking::Natively)
     }
 }
 
 impl ConformanceServer {
     /// A fresh server (one per session).
-    pub(super) fn new(shared: Arc<Shared>) -> Self {
+    pub(super) fn new(shared: Arc<Shared>, asking: Asking) -> Self {
         let mut all = tools();
         all.extend(input_required::tools());
         all.extend(super::tasks::tools());
@@ -57,6 +69,7 @@ impl ConformanceServer {
             tools: Arc::new(all),
             log_level: Arc::new(Mutex::new(LoggingLevel::Debug)),
             subscriptions: Arc::new(Mutex::new(BTreeSet::new())),
+            asking,
         }
     }
 
@@ -119,6 +132,14 @@ impl ConformanceServer {
         params: Value,
     ) -> Result<Value, Asked> {
         if input_required::is_2026(ctx) {
+            if self.asking == Asking::OnSession {
+                // What rmcp's `Peer::create_elicitation` answers without a session: no peer
+                // info, so no capability.
+                let what = method.split('/').next().unwrap_or(method);
+                return Err(Asked::Failed(format!(
+                    "client does not support {what}: no {what} capability"
+                )));
+            }
             if let Some(answer) = responses.and_then(|r| r.get("request")) {
                 return Ok(answer.clone());
             }
@@ -720,7 +741,8 @@ impl ServerHandler for ConformanceServer {
         &self,
         requested: &rmcp::model::SubscriptionFilter,
     ) -> Option<rmcp::model::SubscriptionFilter> {
-        Some(requested.clone())
+        // `None` leaves `subscriptions/listen` unimplemented: rmcp answers it "method not found".
+        (self.asking == Asking::Natively).then(|| requested.clone())
     }
 
     async fn listen(
