@@ -17,8 +17,9 @@ use crate::client::ClientContext;
 /// The exit of a connected upstream.
 #[derive(Clone, Debug)]
 pub(super) enum Exit {
-    /// Through rmcp's client ([`super::peer`]): stdio, 2025-11-25, and upstreams with a tool
-    /// whose name or parameters need rmcp's encodings.
+    /// Through rmcp's client ([`super::peer`]): stdio, 2025-11-25 (an upstream's, or the
+    /// 2025-11-25 session a 2025-11-25 client's calls take), and upstreams with a tool whose
+    /// name needs rmcp's header encoding.
     Peer(PeerExit),
     /// Straight over HTTP from the calling task ([`super::http`]): a Streamable HTTP upstream
     /// that speaks 2026-07-28.

@@ -161,7 +161,8 @@ fn bare_header_value(name: &str) -> bool {
 impl HttpExit {
     /// The exit for an upstream at `url` that negotiated `protocol` and offers `tools`, or
     /// `None` when its calls need rmcp: a protocol with sessions (anything before 2026-07-28),
-    /// or a tool whose name or parameters need an encoding (see the module documentation).
+    /// or a tool whose name needs an encoding (see the module documentation). An argument
+    /// that cannot be sent as its `Mcp-Param-*` header fails its call.
     pub(crate) fn new(
         client: reqwest::Client,
         url: &str,
