@@ -184,6 +184,9 @@ fn routes(state: Arc<AppState>, shutdown: CancellationToken) -> (Router, Endpoin
         .merge(crate::oauth::metadata_routes())
         .merge(authenticated)
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(axum::Extension(crate::state::Stopping(
+            shutdown.child_token(),
+        )))
         .with_state(state);
     (router, endpoint)
 }

@@ -15,7 +15,7 @@ use std::time::Instant;
 use axum::extract::{ConnectInfo, Request};
 use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use warden_core::principal::{CredentialRejection, looks_like_token};
+use warden_core::principal::{Credential, CredentialRejection, looks_like_token};
 use warden_mcp::{AgentRoute, Authenticated, Gateway};
 
 use crate::limiter::FailureLimiter;
@@ -48,6 +48,26 @@ async fn reread_store(gateway: &Gateway, limiter: &FailureLimiter) {
         Ok(revision) if revision != gateway.snapshot().revision => gateway.refresh().await,
         Ok(_) => {}
         Err(e) => tracing::debug!(error = %e, "cannot read the store's revision"),
+    }
+}
+
+/// The credential of a Warden token, for every door that takes one (the MCP endpoints, the
+/// admin API, the console's sign-in): a hash lookup in the gateway's table, constant-time —
+/// and, for a token the table does not know, once more after the store is re-read
+/// ([`reread_store`]), so that a token another process created a moment ago works at once.
+pub(crate) async fn token_credential(
+    state: &AppState,
+    token: &str,
+) -> Result<Credential, CredentialRejection> {
+    let gateway = &state.gateway;
+    match gateway.authenticate(token) {
+        Err(CredentialRejection::Unknown)
+            if looks_like_token(token) && gateway.snapshot().loaded =>
+        {
+            Box::pin(reread_store(gateway, &state.auth_failures)).await;
+            gateway.authenticate(token)
+        }
+        other => other,
     }
 }
 
@@ -207,16 +227,7 @@ pub(crate) async fn verify(state: &AppState, request: &mut Request) -> Result<()
             .await
         }
     } else {
-        let credential = match gateway.authenticate(&token) {
-            Err(CredentialRejection::Unknown)
-                if looks_like_token(&token) && gateway.snapshot().loaded =>
-            {
-                Box::pin(reread_store(gateway, failures)).await;
-                gateway.authenticate(&token)
-            }
-            other => other,
-        };
-        credential.map_err(|e| {
+        token_credential(state, &token).await.map_err(|e| {
             if gateway.snapshot().loaded {
                 Refusal::InvalidToken(e.to_string())
             } else {

@@ -22,6 +22,12 @@ pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// Largest accepted request body (REL-1).
 pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 
+/// Cancelled when the server stops: long-lived answers (the console's event streams) end
+/// with it, so that a graceful shutdown does not wait for them. An extension of every
+/// request the router serves.
+#[derive(Clone, Debug)]
+pub(crate) struct Stopping(pub(crate) tokio_util::sync::CancellationToken);
+
 /// Shared state of the server.
 #[derive(Debug)]
 pub struct AppState {

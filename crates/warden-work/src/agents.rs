@@ -111,7 +111,7 @@ pub struct Runner {
     base_url: OnceLock<String>,
     environments: OnceLock<std::path::PathBuf>,
     secrets: Secrets,
-    next_fire: Mutex<HashMap<(String, String), Millis>>,
+    next_fire: Mutex<FireTimes>,
     /// The runtime that created the runner: runs execute there, also when started by a
     /// request on a serving thread (whose runtime ends with its connections).
     runtime: Option<tokio::runtime::Handle>,
@@ -125,7 +125,7 @@ impl Runner {
             base_url: OnceLock::new(),
             environments: OnceLock::new(),
             secrets,
-            next_fire: Mutex::new(HashMap::new()),
+            next_fire: Mutex::default(),
             runtime: tokio::runtime::Handle::try_current().ok(),
         }
     }
@@ -426,44 +426,26 @@ impl Runner {
         Ok((dir, task.workspace))
     }
 
-    /// Fires schedules until `cancel`.
+    /// Fires schedules until `cancel`, checking every second.
     pub async fn schedule(self: Arc<Self>, cancel: CancellationToken) {
-        let started = self.gateway.clock().now();
+        let mut since = self.gateway.clock().now();
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         loop {
             tokio::select! {
                 () = cancel.cancelled() => return,
-                _ = tick.tick() => self.fire_due(started).await,
+                _ = tick.tick() => since = self.fire_due(since).await,
             }
         }
     }
 
-    async fn fire_due(self: &Arc<Self>, started: Millis) {
+    /// Starts the runs of the schedules due now (the last check was at `since`); returns now.
+    async fn fire_due(self: &Arc<Self>, since: Millis) -> Millis {
         let now = self.gateway.clock().now();
         let policy = self.gateway.policy();
-        let mut due = Vec::new();
-        if let Ok(mut next) = self.next_fire.lock() {
-            for (name, agent) in policy.agents() {
-                for (i, s) in agent.schedules.iter().enumerate() {
-                    let Ok(schedule) = Schedule::parse(&s.cron) else {
-                        continue;
-                    };
-                    let key = format!("{i}:{}", s.cron);
-                    let slot = next.entry((name.to_string(), key.clone()));
-                    let at = *slot.or_insert_with(|| {
-                        schedule.next_after(started).unwrap_or(Millis(i64::MAX))
-                    });
-                    if now >= at {
-                        due.push((name.to_string(), key.clone(), at));
-                        // Missed times are not replayed: the next one is after now.
-                        next.insert(
-                            (name.to_string(), key),
-                            schedule.next_after(now).unwrap_or(Millis(i64::MAX)),
-                        );
-                    }
-                }
-            }
-        }
+        let due = match self.next_fire.lock() {
+            Ok(mut times) => times.due(policy.agents(), since, now),
+            Err(_) => Vec::new(),
+        };
         for (agent, key, fire_at) in due {
             match self
                 .start(
@@ -487,5 +469,82 @@ impl Runner {
                 }
             }
         }
+        now
+    }
+}
+
+/// When each schedule (by agent and `<index>:<cron>`) fires next.
+#[derive(Debug, Default)]
+struct FireTimes(HashMap<(String, String), Millis>);
+
+impl FireTimes {
+    /// The schedules of `agents` due at `now` (agent, key, the time each fires for), the last
+    /// check having been at `since`; each one's next time is then after `now` (missed times are
+    /// not replayed). A schedule seen for the first time fires at its first time after
+    /// `since`: one applied a moment ago waits for its next time, not the last one before it
+    /// (a `*/5` schedule applied at 01:32:27 fires at 01:35:00).
+    fn due(
+        &mut self,
+        agents: &std::collections::BTreeMap<Name, warden_core::config::AgentSpec>,
+        since: Millis,
+        now: Millis,
+    ) -> Vec<(String, String, Millis)> {
+        let mut due = Vec::new();
+        for (name, agent) in agents {
+            for (i, s) in agent.schedules.iter().enumerate() {
+                let Ok(schedule) = Schedule::parse(&s.cron) else {
+                    continue;
+                };
+                let key = (name.to_string(), format!("{i}:{}", s.cron));
+                let never = Millis(i64::MAX);
+                let at = *self
+                    .0
+                    .entry(key.clone())
+                    .or_insert_with(|| schedule.next_after(since).unwrap_or(never));
+                if now >= at {
+                    self.0
+                        .insert(key.clone(), schedule.next_after(now).unwrap_or(never));
+                    due.push((key.0, key.1, at));
+                }
+            }
+        }
+        due
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 45 (observed: `*/5` applied at 01:32:27 ran at 01:32:29).
+    #[test]
+    fn a_schedule_applied_after_the_scheduler_started_waits_for_its_next_time() {
+        let agents: std::collections::BTreeMap<Name, warden_core::config::AgentSpec> =
+            std::iter::once((
+                Name::new("sre").unwrap(),
+                serde_json::from_value(serde_json::json!({
+                    "name": "sre",
+                    "schedules": [{"cron": "*/5 * * * *", "runner": {"command": "/bin/true"}}]
+                }))
+                .unwrap(),
+            ))
+            .collect();
+        let at = |h: i64, m: i64, s: i64| Millis(((h * 60 + m) * 60 + s) * 1000);
+        let mut times = FireTimes::default();
+        // The scheduler started at 01:20:00 and checked every second since; the schedule is
+        // first seen at the check of 01:32:28.
+        assert!(times.due(&agents, at(1, 32, 27), at(1, 32, 28)).is_empty());
+        assert!(times.due(&agents, at(1, 32, 28), at(1, 34, 59)).is_empty());
+        let due = times.due(&agents, at(1, 34, 59), at(1, 35, 0));
+        assert_eq!(
+            due,
+            vec![("sre".into(), "0:*/5 * * * *".into(), at(1, 35, 0))]
+        );
+        // Once only; the next at 01:40.
+        assert!(times.due(&agents, at(1, 35, 0), at(1, 35, 1)).is_empty());
+        assert_eq!(times.due(&agents, at(1, 39, 59), at(1, 40, 0)).len(), 1);
+        // A schedule seen first just after its time, applied before it, fires at once.
+        let mut late = FireTimes::default();
+        assert_eq!(late.due(&agents, at(1, 34, 59), at(1, 35, 0)).len(), 1);
     }
 }

@@ -147,6 +147,18 @@ fn show_list(list: Vec<Value>, output: Output) -> anyhow::Result<()> {
     }
 }
 
+/// What became of an approval's call, in words: its denial code when it was refused at
+/// execution, else `executed` or `failed` once it ran, else `-` (not run yet, or never).
+fn outcome(a: &Value) -> String {
+    if !field(a, "outcomeCode").is_null() {
+        return cell(a, "outcomeCode");
+    }
+    match field(a, "status").as_str() {
+        Some(status @ ("executed" | "failed")) => status.to_owned(),
+        _ => "-".to_owned(),
+    }
+}
+
 /// One approval: one object (JSON, YAML) or its fields (table).
 fn show_one(a: Value, output: Output) -> anyhow::Result<()> {
     let a = &shown(a);
@@ -170,13 +182,9 @@ fn show_one(a: Value, output: Output) -> anyhow::Result<()> {
             if !field(a, "arguments").is_null() {
                 println!("{:<12} {}", "arguments:", field(a, "arguments"));
             }
-            for (label, key) in [
-                ("reason", "reason"),
-                ("outcome", "outcomeCode"),
-                ("message", "outcomeMessage"),
-            ] {
-                println!("{:<12} {}", format!("{label}:"), cell(a, key));
-            }
+            println!("{:<12} {}", "reason:", cell(a, "reason"));
+            println!("{:<12} {}", "outcome:", outcome(a));
+            println!("{:<12} {}", "message:", cell(a, "outcomeMessage"));
             if field(a, "dueAt").is_i64() {
                 println!("{:<12} {}", "due:", time_cell(a, "dueAt"));
             }

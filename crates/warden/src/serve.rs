@@ -113,6 +113,11 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     tokio::spawn(async move {
         shutdown_signal().await;
         signal.cancel();
+        // Open requests finish first; a second signal does not wait for them. Nothing is
+        // lost: what the audit spool holds is inserted at the next start (REL-3).
+        shutdown_signal().await;
+        tracing::warn!("second signal: stopping now, without waiting for open requests");
+        std::process::exit(130);
     });
     let threads = args.threads.map_or_else(
         || std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),

@@ -163,6 +163,33 @@ async fn calls_executed(client: &Client) -> u64 {
     r.structured_content.unwrap()["calls"].as_u64().unwrap()
 }
 
+/// Issue 45 (observed: `warden approvals approve` printed `outcome: -` for a call that
+/// executed): the CLI says what became of the call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approving_with_the_cli_says_the_call_executed() {
+    let w = TestWarden::start(&config("")).await;
+    let alice = w.token("alice", None, None).await;
+    let client = http_client(&w.mcp(), &alice, Era::Sessions).await;
+    let id = park(&client, "ledger__add_note", json!({"text": "refund 42"})).await;
+    let out = std::process::Command::new(WARDEN)
+        .args(["approvals", "approve", &id, "--server", &w.base])
+        .env("WARDEN_TOKEN", &w.admin)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let outcome = stdout.lines().find(|l| l.starts_with("outcome:"));
+    assert_eq!(
+        outcome.and_then(|l| l.split_whitespace().nth(1)),
+        Some("executed"),
+        "{stdout}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_approval_executes_once_cannot_be_replayed_and_changed_arguments_need_a_new_one() {
     let w = TestWarden::start(&config("")).await;

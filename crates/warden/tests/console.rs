@@ -288,6 +288,8 @@ async fn a_kill_switch_pulled_in_the_console_stops_a_connected_clients_next_call
     chrome
         .fill("#pull input[name=reason]", "incident 4411")
         .await;
+    // Pulling asks first (what it asks: console/signed_in.rs).
+    chrome.confirm_everything().await;
     chrome.click("#pull button").await;
     chrome
         .wait_for("tr[data-kill='tool:ledger__echo']", Duration::from_secs(10))
@@ -303,7 +305,8 @@ async fn a_kill_switch_pulled_in_the_console_stops_a_connected_clients_next_call
     assert_eq!(d["status"], "denied", "{refused:?}");
     assert_eq!(d["code"], "KILL_SWITCH", "{refused:?}");
     assert_eq!(refused.is_error, Some(true));
-    // Released, it runs again.
+    // Released (which asks first too), it runs again.
+    chrome.confirm_everything().await;
     chrome
         .submit("tr[data-kill='tool:ledger__echo'] button")
         .await;

@@ -50,6 +50,33 @@ pub enum RecordKind {
     Relay,
 }
 
+/// Every value a record's `decision` takes, by kind: calls' decisions (allow, deny, park,
+/// stage), outcomes (executed, failed, cancelled, input_required, task, interrupted),
+/// approvals (approve, reject, veto, expire, refuse) and relays (relayed, refused). The one
+/// list the CLI's and the console's audit filters offer.
+pub const DECISIONS: [&str; 17] = [
+    "allow",
+    "deny",
+    "park",
+    "stage",
+    "executed",
+    "failed",
+    "cancelled",
+    "input_required",
+    "task",
+    "interrupted",
+    "approve",
+    "reject",
+    "veto",
+    "expire",
+    "refuse",
+    "relayed",
+    "refused",
+];
+
+/// Every record kind, in its stored form.
+pub const KINDS: [&str; 6] = ["run", "call", "decision", "outcome", "admin", "relay"];
+
 impl RecordKind {
     /// The stored form.
     pub fn as_str(self) -> &'static str {

@@ -168,9 +168,10 @@ pub(crate) async fn inbox(State(state): State<Arc<AppState>>, signed: Signed) ->
 }
 
 /// `GET /approvals/events`: the inbox's rows, each time they change (and once at the start),
-/// for as long as the session lasts.
+/// for as long as the session lasts and the server runs.
 pub(crate) async fn events(
     State(state): State<Arc<AppState>>,
+    axum::Extension(stopping): axum::Extension<crate::state::Stopping>,
     signed: Signed,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let started = Instant::now();
@@ -210,6 +211,7 @@ pub(crate) async fn events(
             return Some((Ok(event), (state, signed, Some(print))));
         }
     });
+    let stream = futures::StreamExt::take_until(stream, stopping.0.cancelled_owned());
     Sse::new(stream).keep_alive(KeepAlive::default())
 }
 

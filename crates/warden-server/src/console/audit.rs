@@ -11,6 +11,7 @@ use maud::html;
 use serde::{Deserialize, Serialize};
 use warden_control::Caller;
 use warden_control::audit::{self, Verification};
+use warden_core::audit::{DECISIONS, KINDS};
 use warden_core::time::Millis;
 use warden_store::AuditFilter;
 
@@ -89,23 +90,6 @@ impl Search {
         pairs.join("&")
     }
 }
-
-const DECISIONS: [&str; 13] = [
-    "allow",
-    "deny",
-    "park",
-    "stage",
-    "approve",
-    "reject",
-    "veto",
-    "expire",
-    "refuse",
-    "executed",
-    "failed",
-    "cancelled",
-    "interrupted",
-];
-const KINDS: [&str; 6] = ["run", "call", "decision", "outcome", "admin", "relay"];
 
 /// `GET /audit`.
 pub(crate) async fn search(

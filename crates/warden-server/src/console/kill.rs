@@ -69,7 +69,7 @@ pub(crate) async fn list(State(state): State<Arc<AppState>>, signed: Signed) -> 
                         td { span.badge.bad { (k.scope) } }
                         td { (k.reason) }
                         td { @if writes {
-                            form method="post" action={ "/kill-switches/" (fmt::encode(key)) "/release" } {
+                            form method="post" action={ "/kill-switches/" (fmt::encode(key)) "/release" } data-confirm={ "Release kill switch " (key) " (" (k.scope) ")? Matching calls run again at once, on every replica." } {
                                 (csrf_field(&signed))
                                 button type="submit" { "Release" }
                             }
@@ -80,7 +80,7 @@ pub(crate) async fn list(State(state): State<Arc<AppState>>, signed: Signed) -> 
         }
         @if writes {
             h2 { "Pull a kill switch" }
-            form.stack #pull method="post" action="/kill-switches" {
+            form.stack #pull method="post" action="/kill-switches" data-confirm-kill {
                 (csrf_field(&signed))
                 label { "Scope " select name="scope" {
                     @for (value, label) in SCOPES { option value=(value) { (label) } }

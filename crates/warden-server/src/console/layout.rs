@@ -85,6 +85,13 @@ fn render(
                     }
                 }
                 main {
+                    @for (key, scope, reason) in &signed.kill_switches {
+                        p.killed role="alert" data-kill=(key) {
+                            "Kill switch " code { (key) } " is pulled: every call of " (scope)
+                            " is refused (" code { "KILL_SWITCH" } "). " (reason)
+                            " " a href="/kill-switches" { "Kill switches" }
+                        }
+                    }
                     @if let Some(flash) = &signed.flash {
                         p.flash role="status" { (flash) }
                     }

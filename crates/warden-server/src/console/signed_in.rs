@@ -38,8 +38,19 @@ struct SignIn {
     opened: Instant,
     seen: Instant,
     flash: Option<String>,
+    /// A token this session just created, until the tokens page shows its secret (once).
+    new_token: Option<NewToken>,
     /// Why the session ended, kept so that the next page says it.
     ended: Option<Ended>,
+}
+
+/// A token just created in the console, between the form's answer (a redirect) and the page
+/// that shows its secret once; kept in this process's memory only, never stored.
+#[derive(Clone, Debug)]
+pub(crate) struct NewToken {
+    pub(crate) id: String,
+    pub(crate) principal: String,
+    pub(crate) secret: String,
 }
 
 impl SignIn {
@@ -87,6 +98,7 @@ impl SignIns {
                 opened: now,
                 seen: now,
                 flash: None,
+                new_token: None,
                 ended: None,
             },
         );
@@ -131,6 +143,16 @@ impl SignIns {
         }
     }
 
+    /// How many live console sessions `credential_id` is signed in with (in this process).
+    pub(crate) fn signed_in_with(&self, credential_id: &str) -> usize {
+        let now = Instant::now();
+        self.open.lock().map_or(0, |open| {
+            open.values()
+                .filter(|s| s.credential_id == credential_id && s.ended.is_none() && s.live(now))
+                .count()
+        })
+    }
+
     /// Whether a session is open and grants its credential's authority.
     pub(crate) fn active(&self, sid: &str) -> bool {
         self.open.lock().is_ok_and(|open| {
@@ -145,6 +167,21 @@ impl SignIns {
         open.get(&key(sid))
             .filter(|s| s.live(Instant::now()))
             .map(|s| s.csrf.clone())
+    }
+
+    /// Keeps a token the session just created, for [`SignIns::take_new_token`].
+    fn keep_new_token(&self, sid: &str, token: NewToken) {
+        if let Ok(mut open) = self.open.lock()
+            && let Some(s) = open.get_mut(&key(sid))
+        {
+            s.new_token = Some(token);
+        }
+    }
+
+    /// The token the session just created, taken: it is shown once.
+    fn take_new_token(&self, sid: &str) -> Option<NewToken> {
+        let mut open = self.open.lock().ok()?;
+        open.get_mut(&key(sid))?.new_token.take()
     }
 
     /// Leaves a message for the session's next page.
@@ -279,6 +316,8 @@ pub(crate) struct Signed {
     pub(crate) csrf: String,
     /// A message left for this page by the previous request.
     pub(crate) flash: Option<String>,
+    /// The kill switches pulled now (name, scope, reason), which every page shows.
+    pub(crate) kill_switches: Vec<(String, String, String)>,
     pub(crate) sessions: Arc<SignIns>,
 }
 
@@ -291,6 +330,32 @@ impl Signed {
     pub(crate) fn flash(&self, message: impl Into<String>) {
         self.sessions.flash(&self.sid, message);
     }
+
+    /// Keeps a token just created until the tokens page shows its secret.
+    pub(crate) fn keep_new_token(&self, token: NewToken) {
+        self.sessions.keep_new_token(&self.sid, token);
+    }
+
+    /// The token this session just created, if the tokens page has not shown it yet.
+    pub(crate) fn take_new_token(&self) -> Option<NewToken> {
+        self.sessions.take_new_token(&self.sid)
+    }
+}
+
+/// The kill switches pulled now: (name, scope, reason).
+fn kill_switches(state: &AppState) -> Vec<(String, String, String)> {
+    let snapshot = state.gateway.snapshot();
+    snapshot
+        .policy
+        .config
+        .of_kind(warden_core::config::Kind::KillSwitch)
+        .filter_map(|r| match r {
+            warden_core::config::Resource::KillSwitch(k) => {
+                Some((r.key(), k.scope.to_string(), k.reason.clone()))
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// Where a request without a session goes: the sign-in page, or a plain 401 for event streams
@@ -348,6 +413,7 @@ impl FromRequestParts<Arc<AppState>> for Signed {
                 authority,
                 csrf,
                 flash,
+                kill_switches: kill_switches(state),
                 sessions,
             }),
             Err(ended) => {

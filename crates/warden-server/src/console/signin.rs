@@ -174,9 +174,9 @@ pub(crate) async fn sign_in(State(state): State<Arc<AppState>>, request: Request
         )
         .await;
     }
-    // The gateway's own check, as the API's bearer authentication makes it: a hash lookup in
-    // the live credential table, constant-time.
-    let credential = match state.gateway.authenticate(token.trim()) {
+    // The check every door makes of a Warden token (a token created a moment ago by another
+    // process included).
+    let credential = match crate::auth::token_credential(&state, token.trim()).await {
         Ok(c) => c,
         Err(_) if !state.gateway.snapshot().loaded => {
             return form(
@@ -193,7 +193,8 @@ pub(crate) async fn sign_in(State(state): State<Arc<AppState>>, request: Request
                 failures.record(ip);
             }
             metrics::counter!("warden_auth_failures_total", "reason" => e.to_string()).increment(1);
-            tracing::warn!(source = ?source, reason = %e, "console sign-in failed");
+            let source = source.map_or_else(|| "unknown".to_owned(), |ip| ip.to_string());
+            tracing::warn!(%source, reason = %e, "console sign-in failed");
             return form(
                 &key,
                 StatusCode::UNAUTHORIZED,

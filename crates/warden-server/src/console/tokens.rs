@@ -1,6 +1,7 @@
 //! Tokens (AUTH-1, AUTH-2): every credential without its secret; creating one for a user or
 //! a service account, narrowed by project bindings and capability scopes, with a time to live
-//! (its secret shown once, on the answer to the form); revoking one, which ends its sessions
+//! (the form's answer redirects to the tokens page, which shows its secret once: reloading it
+//! creates nothing and shows the secret no more); revoking one, which ends its sessions
 //! and runs at their next request (RUN-8). The rules are `warden_control::tokens`'; this page
 //! parses the form and renders the answer.
 
@@ -19,7 +20,7 @@ use warden_core::principal::{CredentialKind, Principal};
 use super::caps::{Section, TOKENS_ANY, TOKENS_READ, TOKENS_WRITE};
 use super::fmt;
 use super::layout::{badge, closed, csrf_field, page, refused, see_other};
-use super::signed_in::Signed;
+use super::signed_in::{NewToken, Signed};
 use crate::state::AppState;
 
 /// `GET /tokens`.
@@ -45,7 +46,15 @@ pub(crate) async fn list(State(state): State<Arc<AppState>>, signed: Signed) -> 
     {
         owners.push(name.to_string());
     }
+    let new_token = signed.take_new_token();
     let body = html! {
+        @if let Some(t) = &new_token {
+            div.created #created {
+                p.flash role="status" { "Token " code { (t.id) } " created for " (t.principal) "." }
+                p { "Copy its secret now: it is shown this once and never stored." }
+                pre.secret #secret { (t.secret) }
+            }
+        }
         @if writes {
         h2 { "Create a token" }
         form.stack #create-token method="post" action="/tokens" {
@@ -79,7 +88,7 @@ pub(crate) async fn list(State(state): State<Arc<AppState>>, signed: Signed) -> 
                         td { @if c.revoked_at.is_some() { (badge("revoked")) } @else if !usable { (badge("expired")) } @else { (badge("ok")) } }
                         td { (c.description.as_deref().unwrap_or("")) }
                         td { @if writes && c.revoked_at.is_none() && c.kind == CredentialKind::ApiKey {
-                            form method="post" action={ "/tokens/" (fmt::encode(&c.id)) "/revoke" } data-confirm="Revoke this token? Its sessions end at once." {
+                            form method="post" action={ "/tokens/" (fmt::encode(&c.id)) "/revoke" } data-confirm=(revoke_question(&signed, c)) {
                                 (csrf_field(&signed))
                                 button.bad type="submit" { "Revoke" }
                             }
@@ -89,7 +98,36 @@ pub(crate) async fn list(State(state): State<Arc<AppState>>, signed: Signed) -> 
             }
         }
     };
-    page(&signed, Section::Tokens, "Tokens", body)
+    let mut response = page(&signed, Section::Tokens, "Tokens", body);
+    if new_token.is_some() {
+        response.headers_mut().insert(
+            header::CACHE_CONTROL,
+            axum::http::HeaderValue::from_static("no-store"),
+        );
+    }
+    response
+}
+
+/// What revoking `c` does, said before it is done.
+fn revoke_question(signed: &Signed, c: &warden_core::principal::Credential) -> String {
+    if c.id == signed.credential.id {
+        return format!(
+            "This is the token you are signed in with ({}, {}). Revoking it signs you out at once, \
+             and every client using it is refused. If it is your only admin token, create \
+             another first: a lost one is recovered on the store with \
+             warden token create --user admin --data-dir DIR. Revoke it?",
+            c.id, c.principal
+        );
+    }
+    let sessions = signed.sessions.signed_in_with(&c.id);
+    format!(
+        "Revoke token {} of {}? Every client using it is refused from its next request, its \
+         runs end, and {sessions} console session{} signed in with it end{}.",
+        c.id,
+        c.principal,
+        if sessions == 1 { "" } else { "s" },
+        if sessions == 1 { "s" } else { "" },
+    )
 }
 
 #[derive(Debug, Deserialize)]
@@ -132,7 +170,8 @@ fn draft(form: &CreateForm) -> TokenDraft {
     }
 }
 
-/// `POST /tokens`: the new token's secret, shown once on this answer (never stored).
+/// `POST /tokens`: creates the token and redirects to the tokens page, which shows its
+/// secret once (post/redirect/get: a reload does not post again).
 pub(crate) async fn create(
     State(state): State<Arc<AppState>>,
     signed: Signed,
@@ -146,18 +185,12 @@ pub(crate) async fn create(
         Err(e) => return refused(&signed, &e),
     };
     tracing::info!(token = %token.credential.id, owner = %token.credential.principal, by = %signed.credential.principal, "token created in the console");
-    let body = html! {
-        p.flash role="status" { "Token " code { (token.credential.id) } " created for " (token.credential.principal) "." }
-        p { "Copy its secret now: it is shown this once and never stored." }
-        pre.secret #secret { (token.secret) }
-        p { a href="/tokens" { "Back to the tokens" } }
-    };
-    let mut response = page(&signed, Section::Tokens, "New token", body);
-    response.headers_mut().insert(
-        header::CACHE_CONTROL,
-        axum::http::HeaderValue::from_static("no-store"),
-    );
-    response
+    signed.keep_new_token(NewToken {
+        id: token.credential.id.clone(),
+        principal: token.credential.principal.to_string(),
+        secret: token.secret,
+    });
+    see_other("/tokens")
 }
 
 /// `POST /tokens/{id}/revoke`.

@@ -26,15 +26,15 @@ pub struct AuditArgs {
     #[arg(long)]
     pub tool: Option<String>,
     /// Only this decision: allow, deny, park, stage (calls); executed, failed, cancelled,
-    /// input_required (outcomes); approve, reject, veto, expire, refuse (approvals); relayed,
-    /// refused (relays).
-    #[arg(long, value_parser = ["allow", "deny", "park", "stage", "executed", "failed", "approve", "reject", "veto", "expire", "refuse", "cancelled", "input_required", "relayed", "refused"])]
+    /// input_required, task, interrupted (outcomes); approve, reject, veto, expire, refuse
+    /// (approvals); relayed, refused (relays).
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(warden_core::audit::DECISIONS))]
     pub decision: Option<String>,
     /// Only this denial code (e.g. CAPABILITY).
     #[arg(long)]
     pub code: Option<String>,
     /// Only this kind of record: run, call, decision, outcome, admin, relay.
-    #[arg(long, value_parser = ["run", "call", "decision", "outcome", "admin", "relay"])]
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(warden_core::audit::KINDS))]
     pub kind: Option<String>,
     /// At or after this time: RFC 3339 (`2026-11-29T10:00:00Z`) or an age (`1h`, `30m`).
     #[arg(long)]

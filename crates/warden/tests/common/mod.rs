@@ -86,6 +86,14 @@ pub struct TestWarden {
     shutdown: CancellationToken,
 }
 
+impl TestWarden {
+    /// Stops serving as a signal to `warden serve` does: open connections finish what they
+    /// are answering, and no new one is taken.
+    pub fn stop_serving(&self) {
+        self.shutdown.cancel();
+    }
+}
+
 impl Drop for TestWarden {
     fn drop(&mut self) {
         self.shutdown.cancel();

@@ -155,3 +155,41 @@ async fn a_staged_call_counts_down_in_the_open_inbox_and_a_veto_stops_it() {
     assert_eq!(calls_executed(&client).await, 0, "nothing was executed");
     chrome.quit().await;
 }
+
+/// Issue 45 (observed: every live update replaced every row, wiping a half-typed reason and
+/// the keyboard focus whenever another call parked): the inbox updates its rows in place and
+/// never touches the row being edited.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reason_being_typed_survives_another_call_parking() {
+    let w = TestWarden::start(&config()).await;
+    let alice = w.token("alice", None, None).await;
+    let client = http_client(&w.mcp(), &alice, Era::Sessions).await;
+    let (first, _) = park(&client, "refund 45").await;
+    let chrome = Chrome::start().await;
+    chrome.sign_in(&w, &w.admin).await;
+    chrome.wait_for("header.top", Duration::from_secs(10)).await;
+    chrome.goto(&format!("{}/approvals", w.base)).await;
+    let row = format!("#inbox-rows tr[data-approval={first}]");
+    chrome.wait_for(&row, Duration::from_secs(10)).await;
+    let reason = format!("{row} input[name=reason]");
+    chrome.click(&reason).await;
+    chrome.fill(&reason, "half-typ").await;
+    let (second, _) = park(&client, "refund 46").await;
+    chrome
+        .wait_for(
+            &format!("#inbox-rows tr[data-approval={second}]"),
+            Duration::from_secs(10),
+        )
+        .await;
+    let kept = chrome
+        .b()
+        .execute(
+            "var input = document.querySelector(arguments[0]); \
+             return [input.value, document.activeElement === input];",
+            vec![json!(reason)],
+        )
+        .await
+        .unwrap();
+    assert_eq!(kept, json!(["half-typ", true]));
+    chrome.quit().await;
+}

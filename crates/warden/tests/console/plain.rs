@@ -96,6 +96,16 @@ impl Plain {
         plain
     }
 
+    /// `GET path`, its answer to read as it comes (an event stream).
+    pub(crate) async fn open(&self, path: &str) -> reqwest::Response {
+        self.http
+            .get(format!("{}{path}", self.base))
+            .header(COOKIE, &self.cookie)
+            .send()
+            .await
+            .unwrap()
+    }
+
     /// `GET path`: the status and the page.
     pub(crate) async fn get(&self, path: &str) -> (u16, String) {
         let r = self

@@ -106,3 +106,111 @@ async fn a_token_revoked_in_the_console_stops_working_over_mcp() {
     assert_eq!(r.text().await.unwrap(), "token revoked\n");
     chrome.quit().await;
 }
+
+/// Issue 45 (observed: refused for ~0.2 s after creation): a token `warden token create`
+/// made on the store a moment ago signs in to the console at once, as it calls MCP at once —
+/// here on a gateway that would not read the store by itself for an hour.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_the_cli_just_created_signs_in_at_once() {
+    let store = warden_testkit::sqlite_store().await;
+    let w = TestWarden::start_polling(store, &config(), Duration::from_secs(3600)).await;
+    let out = cli(&["token", "create", "--user", "admin"], &w.store_args());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let token = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    let plain = crate::plain::Plain::sign_in(&w, &token).await;
+    let (status, home) = plain.get("/").await;
+    assert_eq!(status, 200, "{home}");
+}
+
+/// Issue 45 (observed: Ctrl-C on `warden serve` took ~29 s with a console tab open): the
+/// approvals inbox's event stream ends when the server stops, so that a graceful shutdown
+/// does not wait for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_inbox_stream_ends_when_the_server_stops() {
+    let w = TestWarden::start(&config()).await;
+    let plain = crate::plain::Plain::sign_in(&w, &w.admin).await;
+    let mut events = plain.open("/approvals/events").await;
+    assert_eq!(events.status(), 200);
+    // The first event: the inbox as it is.
+    assert!(events.chunk().await.unwrap().is_some());
+    w.stop_serving();
+    let ended = tokio::time::timeout(Duration::from_secs(10), async {
+        while let Ok(Some(_)) = events.chunk().await {}
+    })
+    .await;
+    assert!(ended.is_ok(), "the inbox stream outlived the server");
+}
+
+/// Issue 45 (observed: the only admin token was revoked by the session using it after a
+/// generic confirmation; pulling a kill switch on everything asked nothing): a destructive
+/// action says what it will do before it is done — which token, that it is the one signed in
+/// with, how to recover; which scope — and nothing is done when the answer is no.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn destructive_actions_say_what_they_do_and_nothing_happens_when_declined() {
+    let w = TestWarden::start(&config()).await;
+    let id = w.gateway.authenticate(&w.admin).unwrap().id;
+    let chrome = Chrome::start().await;
+    chrome.sign_in(&w, &w.admin).await;
+    chrome.wait_for("header.top", Duration::from_secs(10)).await;
+    let decline = || async {
+        chrome
+            .b()
+            .execute(
+                "window.asked = []; \
+                 window.confirm = function (q) { window.asked.push(q); return false; };",
+                vec![],
+            )
+            .await
+            .unwrap();
+    };
+    let asked = || async {
+        chrome
+            .b()
+            .execute("return window.asked.join(' | ');", vec![])
+            .await
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    chrome.goto(&format!("{}/tokens", w.base)).await;
+    let row = format!("#tokens tr[data-token={id}]");
+    chrome.wait_for(&row, Duration::from_secs(10)).await;
+    decline().await;
+    chrome.click(&format!("{row} button")).await;
+    let question = asked().await;
+    assert!(
+        question.contains("This is the token you are signed in with")
+            && question.contains("warden token create --user admin"),
+        "{question}"
+    );
+    assert!(
+        w.gateway.authenticate(&w.admin).is_ok(),
+        "declined, yet revoked"
+    );
+
+    chrome.goto(&format!("{}/kill-switches", w.base)).await;
+    chrome.wait_for("#pull", Duration::from_secs(10)).await;
+    decline().await;
+    chrome
+        .fill("#pull input[name=reason]", "incident 4411")
+        .await;
+    chrome.click("#pull button").await;
+    let question = asked().await;
+    assert!(question.starts_with("Freeze EVERYTHING?"), "{question}");
+    let snapshot = w.gateway.snapshot();
+    assert_eq!(
+        snapshot
+            .policy
+            .config
+            .of_kind(warden_core::config::Kind::KillSwitch)
+            .count(),
+        0,
+        "declined, yet pulled"
+    );
+    chrome.quit().await;
+}

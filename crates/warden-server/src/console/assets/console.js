@@ -21,6 +21,68 @@
     });
   }
 
+  // Whether someone is working in a row: its focus, or text typed into it.
+  function editing(row) {
+    var active = document.activeElement;
+    if (active && active !== document.body && row.contains(active)) return true;
+    var typed = false;
+    row.querySelectorAll("input[type=text], textarea").forEach(function (input) {
+      if (input.value) typed = true;
+    });
+    return typed;
+  }
+
+  // Brings the inbox's rows up to date in place: a new row is inserted, a changed one
+  // replaced, a gone one removed — but a row being edited is never touched (nor moved), so a
+  // half-typed reason and the keyboard focus survive every update.
+  function merge(rows, html) {
+    var fresh = document.createElement("tbody");
+    fresh.innerHTML = html;
+    var old = {};
+    Array.prototype.forEach.call(rows.children, function (row) {
+      var id = row.getAttribute("data-approval");
+      if (id) old[id] = row;
+      else rows.removeChild(row);
+    });
+    var cursor = rows.firstElementChild;
+    Array.prototype.slice.call(fresh.children).forEach(function (row) {
+      var id = row.getAttribute("data-approval");
+      var kept = id ? old[id] : null;
+      if (!kept) {
+        rows.insertBefore(row, cursor);
+        return;
+      }
+      delete old[id];
+      if (!editing(kept)) {
+        if (kept.outerHTML !== row.outerHTML) {
+          rows.replaceChild(row, kept);
+          kept = row;
+        }
+        if (kept !== cursor) rows.insertBefore(kept, cursor);
+      }
+      cursor = kept.nextElementSibling;
+    });
+    Object.keys(old).forEach(function (id) {
+      var row = old[id];
+      if (editing(row)) row.classList.add("gone");
+      else rows.removeChild(row);
+    });
+  }
+
+  // What pulling the kill switch the form describes does, said before it is done.
+  function killQuestion(form) {
+    var scope = form.querySelector("select[name=scope]");
+    var target = form.querySelector("input[name=target]");
+    var which = target && target.value.trim();
+    if (!scope || scope.value === "all") {
+      return "Freeze EVERYTHING? Every tool call of every client and agent is refused " +
+        "(KILL_SWITCH) until the switch is released, on every replica.";
+    }
+    var label = scope.options[scope.selectedIndex].text.replace(/^(A|An) /, "").toLowerCase();
+    return "Pull a kill switch on " + label + " " + (which || "(none named)") + "? Every " +
+      "matching call is refused (KILL_SWITCH) until it is released, on every replica.";
+  }
+
   function live() {
     var rows = document.querySelector("[data-stream]");
     if (!rows || !window.EventSource) return;
@@ -30,7 +92,7 @@
     };
     var source = new EventSource(rows.getAttribute("data-stream"));
     source.addEventListener("approvals", function (event) {
-      rows.innerHTML = event.data;
+      merge(rows, event.data);
       rows.setAttribute("data-updated", String(Date.now()));
       state("live");
       tick();
@@ -48,6 +110,9 @@
     function (event) {
       var form = event.target;
       var question = form && form.getAttribute && form.getAttribute("data-confirm");
+      if (form && form.hasAttribute && form.hasAttribute("data-confirm-kill")) {
+        question = killQuestion(form);
+      }
       if (question && !window.confirm(question)) event.preventDefault();
     },
     true
