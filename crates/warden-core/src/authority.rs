@@ -260,7 +260,12 @@ pub fn resolve(
             let projects: BTreeMap<Name, String> = match mode {
                 // Exactly the service account's own bindings (RUN-2), whatever the agent.
                 Mode::ServiceAccount => owner_projects,
-                Mode::Caller | Mode::Agent => owner_projects
+                // An agent run's reason already is the membership; a caller's says both.
+                Mode::Agent => owner_projects
+                    .into_iter()
+                    .filter(|(p, _)| members.contains(p))
+                    .collect(),
+                Mode::Caller => owner_projects
                     .into_iter()
                     .filter(|(p, _)| members.contains(p))
                     .map(|(p, why)| {

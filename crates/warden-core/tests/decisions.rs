@@ -368,3 +368,29 @@ fn decision_fixtures() {
         insta::assert_yaml_snapshot!(run_fixture(&text));
     });
 }
+
+/// Issue 45 (observed: an agent run's page said "agent `sre-bot` is a member" twice): an
+/// agent run's reason for a project is its membership, said once; a caller's run through the
+/// agent says both the membership and the caller's own grant.
+#[test]
+fn an_agent_runs_reason_for_a_project_says_the_membership_once() {
+    let yaml = "kind: Project\nname: ops\n---\nkind: Agent\nname: sre-bot\nmemberships: [ops]\n---\n\
+                kind: User\nname: alice\n---\nkind: Role\nname: r\npermissions: [\"run:projects:ops\"]\n---\n\
+                kind: RoleBinding\nrole: r\nsubject: { user: alice }\n";
+    let config = Config::validate(parse_documents("t", yaml).unwrap()).unwrap();
+    let policy = Policy::compile(config, 1);
+    let run = credential("run", &yaml_serde::from_str("agentRun: sre-bot").unwrap());
+    let authority = resolve(&policy, &run, Some("sre-bot")).unwrap();
+    assert_eq!(
+        authority.projects[&name("ops")],
+        "agent `sre-bot` is a member"
+    );
+    let alice = credential("alice", &yaml_serde::from_str("user: alice").unwrap());
+    let authority = resolve(&policy, &alice, Some("sre-bot")).unwrap();
+    let why = &authority.projects[&name("ops")];
+    assert!(
+        why.starts_with("agent `sre-bot` is a member and ")
+            && why.matches("is a member").count() == 1,
+        "{why}"
+    );
+}

@@ -34,6 +34,11 @@ use crate::client::ClientContext;
 use crate::era::Era;
 use crate::http_client::request_failure;
 
+/// The capabilities a calling client declared.
+fn capabilities_of(client: Option<&ClientContext>) -> Option<&rmcp::model::ClientCapabilities> {
+    client.and_then(|c| c.capabilities.as_ref())
+}
+
 /// Default time an upstream call may take.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a list request, a subscription or a log level may take (a prompt or a resource,
@@ -78,8 +83,9 @@ pub struct Offer {
 /// A live connection: the rmcp client (lists, prompts, resources, subscriptions, logging)
 /// and the exit its `tools/call` take, in the era the upstream was reached in; and, for an
 /// upstream reached in 2026-07-28 that speaks 2025-11-25 too, a 2025-11-25 session that the
-/// requests of 2025-11-25 clients take (docs/mcp.md, "Eras"): there, what the upstream asks
-/// during a request reaches the client in its own way, and `resources/subscribe` is known.
+/// requests of 2025-11-25 clients that can be asked something take (docs/mcp.md, "Which era a
+/// client's request reaches an upstream in"): there, what the upstream asks during a request
+/// reaches the client in its own way, and `resources/subscribe` is known.
 #[derive(Clone, Debug)]
 pub(super) struct Connection {
     pub(super) peer: Peer<RoleClient>,
@@ -89,10 +95,19 @@ pub(super) struct Connection {
 }
 
 impl Connection {
-    /// The 2025-11-25 session a request of a client in `era` takes: a 2025-11-25 client's,
-    /// while the session is open.
-    fn session_for(&self, era: Option<Era>) -> Option<&PeerExit> {
-        let legacy = era == Some(Era::V2025_11_25);
+    /// The 2025-11-25 session a request of a client in `era` with `capabilities` takes, while
+    /// the session is open: a 2025-11-25 client's that declares something a server may ask
+    /// during a request (elicitation, sampling, roots). Asking is all a session adds to a
+    /// request; a client that cannot be asked keeps the stateless exit, which costs less
+    /// (`scripts/bench.sh eras`).
+    fn session_for(
+        &self,
+        era: Option<Era>,
+        capabilities: Option<&rmcp::model::ClientCapabilities>,
+    ) -> Option<&PeerExit> {
+        let askable = capabilities
+            .is_some_and(|c| c.elicitation.is_some() || c.sampling.is_some() || c.roots.is_some());
+        let legacy = era == Some(Era::V2025_11_25) && askable;
         self.session
             .as_ref()
             .filter(|s| legacy && !s.peer.is_transport_closed())
@@ -271,10 +286,12 @@ impl UpstreamSlot {
         client: Option<&ClientContext>,
     ) -> Result<(PeerExit, Era), rmcp::ErrorData> {
         let connection = self.live()?;
-        Ok(match connection.session_for(client.map(|c| c.era)) {
-            Some(session) => (session.clone(), Era::V2025_11_25),
-            None => (self.peer_exit(&connection.peer), connection.era),
-        })
+        Ok(
+            match connection.session_for(client.map(|c| c.era), capabilities_of(client)) {
+                Some(session) => (session.clone(), Era::V2025_11_25),
+                None => (self.peer_exit(&connection.peer), connection.era),
+            },
+        )
     }
 
     /// The exit a `tools/call` of `client` takes and the upstream's era on it (as
@@ -282,12 +299,12 @@ impl UpstreamSlot {
     fn call_route(&self, client: Option<&ClientContext>) -> Result<(Exit, Era), String> {
         let state = self.state.read().map_err(|_| self.unavailable())?;
         match &state.connection {
-            Some(c) if !c.peer.is_transport_closed() => {
-                Ok(match c.session_for(client.map(|c| c.era)) {
+            Some(c) if !c.peer.is_transport_closed() => Ok(
+                match c.session_for(client.map(|c| c.era), capabilities_of(client)) {
                     Some(session) => (Exit::Peer(session.clone()), Era::V2025_11_25),
                     None => (c.exit.clone(), c.era),
-                })
-            }
+                },
+            ),
             _ => {
                 drop(state);
                 Err(self.unavailable())
@@ -388,7 +405,7 @@ impl UpstreamSlot {
         capabilities: Option<&rmcp::model::ClientCapabilities>,
     ) -> Result<ServerResult, rmcp::ErrorData> {
         let connection = self.live()?;
-        let peer = match connection.session_for(Some(era)) {
+        let peer = match connection.session_for(Some(era), capabilities) {
             Some(session) => session.peer.clone(),
             None => connection.peer,
         };

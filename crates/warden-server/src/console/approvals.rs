@@ -308,7 +308,11 @@ pub(crate) async fn detail(
         .map(|p| p.to_string());
     let body = html! {
         dl.facts #approval data-status=(a.status) {
-            dt { "Status" } dd { (badge(a.status.as_str())) " " span.muted { (a.kind) } }
+            dt { "Kind" } dd { @match a.kind {
+                ApprovalKind::Approval => "a parked call: it runs only when approved",
+                ApprovalKind::Staged => "a staged action: it runs when its veto window ends, unless vetoed",
+            } }
+            dt { "Status" } dd { (badge(a.status.as_str())) }
             dt { "Tool" } dd { strong { (a.tool) } @if let Some(p) = &a.project { " in " (p) } }
             dt { "Requester" } dd { (a.principal) @if let Some(agent) = &a.agent { " (agent " (agent) ")" } }
             dt { "Run" } dd { a href={ "/runs/" (a.run_id) } { code { (a.run_id) } } " · call " code { (a.call_id) } }
@@ -322,6 +326,8 @@ pub(crate) async fn detail(
             }
             @if a.outcome_code.is_some() || a.outcome_message.is_some() {
                 dt { "Outcome" } dd { @if let Some(c) = a.outcome_code { code { (c.as_str()) } " " } (a.outcome_message.as_deref().unwrap_or("")) }
+            } @else if a.status == ApprovalStatus::Executed {
+                dt { "Outcome" } dd { "executed" }
             }
         }
         @if let Some(args) = shown_arguments(&state, &a) {

@@ -31,6 +31,17 @@ fn nice(max: u64) -> u64 {
         .unwrap_or(max)
 }
 
+/// The values the axis up to `top` (a [`nice`] one) is marked at: evenly spaced whole numbers
+/// from 0 to `top`, four or five steps where `top` divides so (0, 1, 2, 3, 4, 5 for 5 — never
+/// a skipped 4).
+fn ticks(top: u64) -> Vec<u64> {
+    let steps = [4, 5, 2, 1]
+        .into_iter()
+        .find(|k| top.is_multiple_of(*k))
+        .unwrap_or(1);
+    (0..=steps).map(|i| top / steps * i).collect()
+}
+
 /// Stacked bars, one per bucket (oldest first), each bucket one count per series; `labels`
 /// are (bucket index, text) under the axis.
 pub(crate) fn stacked_bars(
@@ -63,8 +74,7 @@ pub(crate) fn stacked_bars(
     html! {
         figure.chart {
             svg viewBox={ "0 0 " (W) " " (H) } role="img" aria-label=(format!("{title}: {total} in all")) {
-                @for i in 0..=4u64 {
-                    @let v = top * i / 4;
+                @for v in ticks(top) {
                     @let y = y_of(v);
                     line.grid x1=(LEFT) x2=(W - 4.0) y1=(y) y2=(y) {}
                     text.axis x=(LEFT - 4.0) y=(y + 4.0) text-anchor="end" { (v) }
@@ -152,5 +162,21 @@ mod tests {
         assert_eq!(svg.matches("<rect").count(), 3, "{svg}");
         assert!(svg.contains("aria-label=\"Calls: 6 in all\""), "{svg}");
         assert!(!svg.contains("style="), "{svg}");
+    }
+
+    /// Issue 45 (observed: the Overview chart's y axis read 0, 1, 2, 3, 5).
+    #[test]
+    fn the_axis_is_marked_at_even_whole_steps() {
+        assert_eq!(ticks(nice(5)), vec![0, 1, 2, 3, 4, 5]);
+        assert_eq!(ticks(nice(7)), vec![0, 2, 4, 6, 8, 10]);
+        assert_eq!(ticks(nice(2)), vec![0, 1, 2]);
+        assert_eq!(ticks(nice(0)), vec![0, 1]);
+        for max in 0..5000 {
+            let top = nice(max);
+            let t = ticks(top);
+            let step = t[1] - t[0];
+            assert!(t.windows(2).all(|w| w[1] - w[0] == step), "{max}: {t:?}");
+            assert_eq!(*t.last().unwrap(), top, "{max}: {t:?}");
+        }
     }
 }

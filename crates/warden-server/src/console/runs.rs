@@ -14,7 +14,7 @@ use warden_core::audit::AuditRecord;
 
 use super::caps::{RUNS_READ, Section};
 use super::fmt;
-use super::layout::{badge, closed, json_block, page, refusal, refused};
+use super::layout::{badge, closed, page, refusal, refused};
 use super::signed_in::Signed;
 use crate::state::AppState;
 
@@ -145,8 +145,16 @@ pub(crate) async fn detail(
                 }
             }
         }
-        @if let Some(projects) = authority.and_then(|a| a.get("projects")) {
-            details { summary { "Projects and why" } (json_block(&projects.to_string())) }
+        @if let Some(projects) = authority.and_then(|a| a.get("projects")).and_then(|p| p.as_object()) {
+            h2 { "Projects and why" }
+            table.grid.compact #projects {
+                thead { tr { th { "Project" } th { "Why the run may use its tools" } } }
+                tbody {
+                    @for (project, why) in projects {
+                        tr { td { code { (project) } } td { (why.as_str().unwrap_or_default()) } }
+                    }
+                }
+            }
         }
         h2 { "Calls" }
         table.grid #calls {
