@@ -134,6 +134,88 @@ impl Api {
         })
     }
 
+    /// A `tools/call` of `tool` with `arguments` on the server's MCP endpoint, as an MCP client
+    /// of 2026-07-28 sends it (stateless): governed like any other client's call. The result's
+    /// JSON, or the JSON-RPC error as a refusal.
+    pub(crate) async fn mcp_call(
+        &self,
+        tool: &str,
+        arguments: Option<Value>,
+    ) -> Result<Value, Failure> {
+        const VERSION: &str = "2026-07-28";
+        let mut url = self.base.clone();
+        if let Ok(mut segments) = url.path_segments_mut() {
+            segments.pop_if_empty().push("mcp");
+        }
+        let body = serde_json::json!({
+            "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {
+                "name": tool,
+                "arguments": arguments.unwrap_or_else(|| serde_json::json!({})),
+                "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": VERSION,
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                    "io.modelcontextprotocol/clientInfo": {"name": "warden-cli", "version": env!("CARGO_PKG_VERSION")}
+                }
+            }
+        });
+        let mut request = self
+            .client
+            .post(url)
+            .bearer_auth(&self.token)
+            .header(
+                reqwest::header::ACCEPT,
+                "application/json, text/event-stream",
+            )
+            .header("mcp-protocol-version", VERSION)
+            .header("mcp-method", "tools/call")
+            .json(&body);
+        // A name that cannot travel as a header value is left to the server to refuse.
+        if let Ok(name) = reqwest::header::HeaderValue::from_str(tool) {
+            request = request.header("mcp-name", name);
+        }
+        let response = request.send().await.map_err(|e| {
+            Failure::Failed(anyhow::anyhow!(
+                "cannot reach the server at {}: {e}; is `warden serve` running there (--server, WARDEN_SERVER)?",
+                self.server
+            ))
+        })?;
+        let status = response.status().as_u16();
+        let text = response.text().await.map_err(|e| self.unreadable(&e))?;
+        // An event stream's last `data:` line is the answer; a JSON body is one.
+        let answer = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .next_back()
+            .unwrap_or(&text);
+        let message: Value = serde_json::from_str(answer.trim()).map_err(|_| Failure::Refused {
+            status,
+            code: "UNEXPECTED".into(),
+            message: format!(
+                "the server at {} answered {status}: {}",
+                self.server,
+                text.trim()
+            ),
+            errors: Vec::new(),
+        })?;
+        if let Some(error) = message.get("error") {
+            return Err(Failure::Refused {
+                status,
+                code: error
+                    .get("code")
+                    .map(ToString::to_string)
+                    .unwrap_or_default(),
+                message: error
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("the call was refused")
+                    .to_owned(),
+                errors: Vec::new(),
+            });
+        }
+        Ok(message.get("result").cloned().unwrap_or(Value::Null))
+    }
+
     /// `GET /api/v1/<path…>?<query>` answered in JSON Lines, each line handed to `each` as it
     /// arrives.
     pub(crate) async fn lines(

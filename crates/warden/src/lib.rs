@@ -114,6 +114,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Config(cmd) => config_cmd::config(cmd),
         Command::Stdio(args) => stdio::run(args).await,
         Command::Explain(args) => remote::explain(args).await,
+        Command::Call(args) => remote::call(args).await,
         Command::Approvals(cmd) => approvals_cmd::run(cmd).await,
         Command::Context(cmd) => context_cmd::run(cmd),
         Command::Tools(cli::ToolsCommand::Inventory(args)) => remote::inventory(args).await,

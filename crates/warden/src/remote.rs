@@ -1,12 +1,15 @@
 //! The verbs that only a running server can do, through its admin API: `explain`, `tools
 //! inventory` and `tools upstreams` (they need the live catalog and connections), `run agent`
-//! (the server's runner) and `task create` (admission by the caller's verified credential). Given a store instead, they
+//! (the server's runner) and `task create` (admission by the caller's verified credential);
+//! and through its MCP endpoint, `call` (a governed call, as a client makes it). Given a store instead, they
 //! say why they need `--server` (docs/cli.md).
 
 use serde_json::{Value, json};
 
 use crate::api::Api;
-use crate::cli::{ExplainArgs, InventoryArgs, Output, RunAgentArgs, TargetArgs, TaskCreateArgs};
+use crate::cli::{
+    CallArgs, ExplainArgs, InventoryArgs, Output, RunAgentArgs, TargetArgs, TaskCreateArgs,
+};
 use crate::common::usage;
 use crate::output;
 use crate::target::{Reach, Target, resolve};
@@ -22,16 +25,66 @@ async fn server(target: &TargetArgs, verb: &'static str, why: &'static str) -> a
     }
 }
 
-pub(crate) async fn explain(args: ExplainArgs) -> anyhow::Result<()> {
-    let arguments: Option<Value> = args
-        .arguments
-        .as_deref()
+/// `--args`: a JSON object, or nothing.
+fn json_arguments(text: Option<&str>) -> anyhow::Result<Option<Value>> {
+    let arguments: Option<Value> = text
         .map(serde_json::from_str)
         .transpose()
         .map_err(|e| usage(format!("--args: not JSON: {e}")))?;
     if arguments.as_ref().is_some_and(|a| !a.is_object()) {
         return Err(usage("--args: must be a JSON object"));
     }
+    Ok(arguments)
+}
+
+/// `warden call TOOL --args JSON`: the decision, and the result when it executed; exit
+/// status 1 when the call was denied.
+pub(crate) async fn call(args: CallArgs) -> anyhow::Result<()> {
+    let arguments = json_arguments(args.arguments.as_deref())?;
+    let api = server(
+        &args.target,
+        "call",
+        "a call is executed, parked or denied by a running server",
+    )
+    .await?;
+    let result = api.mcp_call(&args.tool, arguments).await?;
+    match args.output {
+        Output::Json => output::json(&result),
+        Output::Yaml => output::yaml_docs(&[result]),
+        Output::Table => {
+            let decision = f(f(&result, "_meta"), "warden/decision");
+            let s = |key: &str| f(decision, key).as_str().unwrap_or("-").to_owned();
+            println!("status:   {}", s("status"));
+            if let Some(code) = f(decision, "code").as_str() {
+                println!("code:     {code}");
+            }
+            if let Some(id) = f(decision, "approvalId").as_str() {
+                println!("approval: {id}");
+            }
+            println!("message:  {}", s("message"));
+            println!("run:      {}", s("runId"));
+            if s("status") == "executed" {
+                match f(&result, "structuredContent") {
+                    Value::Null => {
+                        for block in f(&result, "content").as_array().into_iter().flatten() {
+                            if let Some(text) = f(block, "text").as_str() {
+                                println!("{text}");
+                            }
+                        }
+                    }
+                    data => println!("result:   {data}"),
+                }
+            }
+            if s("status") == "denied" {
+                return Err(anyhow::anyhow!("the call was denied ({})", s("code")));
+            }
+            Ok(())
+        }
+    }
+}
+
+pub(crate) async fn explain(args: ExplainArgs) -> anyhow::Result<()> {
+    let arguments = json_arguments(args.arguments.as_deref())?;
     let mut body = serde_json::Map::new();
     body.insert("tool".into(), json!(args.tool));
     body.insert("arguments".into(), json!(arguments));

@@ -20,8 +20,8 @@ pub(crate) use context::{ContextCommand, ContextSetArgs, ContextShowArgs};
 pub(crate) use options::{Output, StoreArgs, TargetArgs};
 pub(crate) use resources::{ApplyArgs, DeleteArgs, DescribeArgs, GetArgs, KillArgs};
 pub(crate) use server::{
-    ApprovalDecideArgs, ApprovalsCommand, ExplainArgs, InventoryArgs, RunAgentArgs, RunCommand,
-    TaskCommand, TaskCreateArgs, ToolsCommand,
+    ApprovalDecideArgs, ApprovalsCommand, CallArgs, ExplainArgs, InventoryArgs, RunAgentArgs,
+    RunCommand, TaskCommand, TaskCreateArgs, ToolsCommand,
 };
 pub(crate) use token::{TokenCommand, TokenCreateArgs};
 
@@ -125,6 +125,11 @@ pub enum Command {
     /// Explain what a call would decide, with the rules, without executing or recording
     /// anything (asks a running server; token in `WARDEN_TOKEN`).
     Explain(ExplainArgs),
+
+    /// Call a tool through a running server's MCP endpoint, governed and recorded as any
+    /// client's call is (token in `WARDEN_TOKEN`): it executes, parks for approval, or is
+    /// denied.
+    Call(CallArgs),
 
     /// Parked calls: list them, read one (on a server or a store), approve, reject or veto (a
     /// running server executes the decision; token in `WARDEN_TOKEN`).

@@ -34,6 +34,22 @@ pub struct ExplainArgs {
     pub target: TargetArgs,
 }
 
+/// `warden call`.
+#[derive(Debug, Args)]
+pub struct CallArgs {
+    /// The tool's catalog name.
+    pub tool: String,
+    /// The call's arguments as a JSON object.
+    #[arg(long = "args", value_name = "JSON")]
+    pub arguments: Option<String>,
+    /// Output format (json: the MCP result).
+    #[arg(short, long, value_enum, default_value_t = Output::Table)]
+    pub output: Output,
+    /// The server (this verb does not work on a store: a call is made by a running server).
+    #[command(flatten)]
+    pub target: TargetArgs,
+}
+
 /// `warden approvals …`.
 #[derive(Debug, Subcommand)]
 pub enum ApprovalsCommand {

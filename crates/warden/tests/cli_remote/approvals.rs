@@ -219,3 +219,64 @@ async fn a_staged_call_vetoed_through_the_cli_never_runs_and_reads_the_same_both
         format!("error: approval `{id}` is vetoed, it cannot be vetoed\n")
     );
 }
+
+/// Issue 45 (observed: the README's tour could not park a call, so `approvals list` showed
+/// none): `warden call` makes a governed call through the server's MCP endpoint as any client
+/// does — it parks, executes or is denied (exit status 1) — and needs a running server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn warden_call_parks_executes_and_is_denied_as_a_clients_call_is() {
+    let w = TestWarden::start(&config()).await;
+    let cli = Both::new(&w);
+    let parked = cli
+        .api(&["call", "alpha__delete_note", "--args", r#"{"id": 1}"#])
+        .ok();
+    assert!(
+        parked.stdout.starts_with("status:   pending_approval\n"),
+        "{}",
+        parked.stdout
+    );
+    let id = parked
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("approval: "))
+        .expect("an approval id")
+        .to_owned();
+    let listed = cli.api(&["approvals", "list", "-o", "json"]).ok().json();
+    assert!(
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["id"] == id.as_str()),
+        "{listed}"
+    );
+    let executed = cli
+        .api(&["call", "alpha__list_notes", "-o", "json"])
+        .ok()
+        .json();
+    assert_eq!(
+        executed["_meta"]["warden/decision"]["status"], "executed",
+        "{executed}"
+    );
+    let denied = cli.api(&["call", "alpha__nothing_here"]);
+    assert_eq!(denied.code, Some(1), "{}", denied.stderr);
+    assert!(
+        denied.stdout.contains("code:     UNKNOWN_TOOL"),
+        "{}",
+        denied.stdout
+    );
+    let bad = cli.api(&["call", "alpha__add_note", "--args", "[1]"]);
+    assert_eq!(bad.code, Some(2));
+    assert!(
+        bad.stderr.contains("--args: must be a JSON object"),
+        "{}",
+        bad.stderr
+    );
+    let on_store = cli.store(&["call", "alpha__add_note"]);
+    assert_eq!(on_store.code, Some(2), "{}", on_store.stderr);
+    assert!(
+        on_store.stderr.contains("works through a running server"),
+        "{}",
+        on_store.stderr
+    );
+}

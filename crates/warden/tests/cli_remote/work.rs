@@ -93,6 +93,7 @@ async fn each_one_sided_verb_refuses_the_other_side_in_one_line_naming_the_flags
             "approvals reject",
             "approvals veto",
             "explain",
+            "call",
             "tools inventory",
             "tools upstreams",
             "run agent",
@@ -105,6 +106,7 @@ async fn each_one_sided_verb_refuses_the_other_side_in_one_line_naming_the_flags
         args.extend(match verb.as_str() {
             "approvals approve" | "approvals reject" | "approvals veto" => vec!["apr_x"],
             "explain" => vec!["--tool", "alpha__echo"],
+            "call" => vec!["alpha__echo"],
             "run agent" => vec!["bot"],
             "task create" => vec!["--title", "t"],
             _ => vec![],
