@@ -77,7 +77,13 @@ pub fn explain(
         }
     };
     let authority =
-        authority(&target, question.agent).map_err(|e| Refusal::NotFound(e.to_string()))?;
+        authority(&target, question.agent).map_err(|e| match (e, question.subject) {
+            // The principal asked about, not a credential's owner that went away.
+            (AuthorityError::OwnerGone, Some((principal, _))) => {
+                Refusal::NotFound(format!("`{principal}` is not configured"))
+            }
+            (e, _) => Refusal::NotFound(e.to_string()),
+        })?;
     let explanation = warden_core::explain::explain(
         policy,
         catalog,

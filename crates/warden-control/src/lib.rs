@@ -13,6 +13,7 @@ pub mod explain;
 pub mod killswitches;
 pub mod resources;
 pub mod runs;
+pub mod sign_ins;
 pub mod tasks;
 pub mod tokens;
 
@@ -149,6 +150,21 @@ impl Caller {
                 capability,
                 what: what.to_owned(),
             })
+        }
+    }
+}
+
+impl Refusal {
+    /// The argument a refusal is about, as the admin API's body names it: the field of
+    /// [`Refusal::Invalid`], or the one a message begins with (`` `user`: no User named … ``).
+    pub fn field(&self) -> Option<&str> {
+        match self {
+            Self::Invalid { field, .. } => Some(field),
+            Self::Unprocessable(m) | Self::NotFound(m) | Self::Malformed(m) => m
+                .strip_prefix('`')
+                .and_then(|rest| rest.split_once("`: "))
+                .map(|(field, _)| field),
+            _ => None,
         }
     }
 }

@@ -168,11 +168,11 @@ impl CallOutcome {
                 Some(approval_id.clone()),
                 match kind {
                     crate::approval::ApprovalKind::Approval => format!(
-                        "`{}` is parked as `{approval_id}` until a human approves it; see `warden approvals get {approval_id}`",
+                        "`{}` is parked as `{approval_id}` until a human approves it; see `warden approvals get {approval_id}` or the console's page /approvals/{approval_id}",
                         self.tool
                     ),
                     crate::approval::ApprovalKind::Staged => format!(
-                        "`{}` is staged as `{approval_id}`: it runs when its veto window ends, unless vetoed; see `warden approvals get {approval_id}`",
+                        "`{}` is staged as `{approval_id}`: it runs when its veto window ends, unless vetoed; see `warden approvals get {approval_id}` or the console's page /approvals/{approval_id}",
                         self.tool
                     ),
                 },
@@ -285,7 +285,7 @@ mod tests {
         });
         assert_eq!(
             serde_json::to_value(pending.contract()).unwrap(),
-            json!({"status":"pending_approval","approvalId":"apr_1","runId":"run_1","message":"`t` is parked as `apr_1` until a human approves it; see `warden approvals get apr_1`"})
+            json!({"status":"pending_approval","approvalId":"apr_1","runId":"run_1","message":"`t` is parked as `apr_1` until a human approves it; see `warden approvals get apr_1` or the console's page /approvals/apr_1"})
         );
         assert!(!pending.is_error());
         let staged = outcome(Verdict::Pending {
@@ -295,7 +295,7 @@ mod tests {
         });
         assert_eq!(
             serde_json::to_value(staged.contract()).unwrap(),
-            json!({"status":"pending_approval","approvalId":"apr_2","runId":"run_1","message":"`t` is staged as `apr_2`: it runs when its veto window ends, unless vetoed; see `warden approvals get apr_2`"})
+            json!({"status":"pending_approval","approvalId":"apr_2","runId":"run_1","message":"`t` is staged as `apr_2`: it runs when its veto window ends, unless vetoed; see `warden approvals get apr_2` or the console's page /approvals/apr_2"})
         );
         let denied = outcome(Verdict::Denied(Denial::new(
             DenyCode::Capability,

@@ -7,6 +7,8 @@ use crate::error::StoreError;
 use crate::postgres::{PgBackend, PgSink};
 use crate::rows::{AuditFilter, AuditRow, CredentialRow, ResourceRow};
 use crate::sessions::sql::SessionRow;
+use crate::sign_ins::sql::SignInRow;
+use crate::sign_ins::{SignIn, SignInNote};
 use crate::sink::{AdminChange, AuditSink};
 use crate::sqlite::{SqliteBackend, SqliteSink};
 use crate::tasks::sql::{EnvironmentRepoRow, EnvironmentRow, TaskRow};
@@ -237,6 +239,61 @@ impl Backend {
 
     pub(crate) async fn expire_sessions(&self, unseen_since: i64) -> Result<u64, StoreError> {
         dispatch!(self, b => b.expire_sessions(unseen_since).await)
+    }
+
+    pub(crate) async fn insert_sign_in(&self, sign_in: &SignIn) -> Result<(), StoreError> {
+        dispatch!(self, b => b.insert_sign_in(sign_in).await)
+    }
+
+    pub(crate) async fn sign_in_row(&self, id_hash: &str) -> Result<Option<SignInRow>, StoreError> {
+        dispatch!(self, b => b.sign_in_row(id_hash).await)
+    }
+
+    pub(crate) async fn touch_sign_in(
+        &self,
+        id_hash: &str,
+        now: i64,
+        older_than: i64,
+    ) -> Result<(), StoreError> {
+        dispatch!(self, b => b.touch_sign_in(id_hash, now, older_than).await)
+    }
+
+    pub(crate) async fn set_sign_in_note(
+        &self,
+        id_hash: &str,
+        note: SignInNote,
+        value: &str,
+    ) -> Result<bool, StoreError> {
+        dispatch!(self, b => b.set_sign_in_note(id_hash, note, value).await)
+    }
+
+    pub(crate) async fn clear_sign_in_note(
+        &self,
+        id_hash: &str,
+        note: SignInNote,
+        value: &str,
+    ) -> Result<bool, StoreError> {
+        dispatch!(self, b => b.clear_sign_in_note(id_hash, note, value).await)
+    }
+
+    pub(crate) async fn delete_sign_in(&self, id_hash: &str) -> Result<bool, StoreError> {
+        dispatch!(self, b => b.delete_sign_in(id_hash).await)
+    }
+
+    pub(crate) async fn count_sign_ins(
+        &self,
+        opened_since: i64,
+        seen_since: i64,
+    ) -> Result<Vec<(String, i64)>, StoreError> {
+        dispatch!(self, b => b.count_sign_ins(opened_since, seen_since).await)
+    }
+
+    pub(crate) async fn expire_sign_ins(
+        &self,
+        opened_before: i64,
+        seen_before: i64,
+    ) -> Result<u64, StoreError> {
+        dispatch!(self, b => b.expire_sign_ins(opened_before, seen_before).await)
     }
 
     pub(crate) async fn task(&self, id: &str) -> Result<Option<TaskRow>, StoreError> {

@@ -20,6 +20,7 @@ mod postgres;
 mod reads;
 mod rows;
 mod sessions;
+mod sign_ins;
 mod sink;
 mod sql;
 mod sqlite;
@@ -45,6 +46,7 @@ pub use error::StoreError;
 pub use location::{Location, SQLITE_FILE};
 pub use rows::{AgentRun, AuditFilter};
 pub use sessions::McpSession;
+pub use sign_ins::{SignIn, SignInNote};
 pub use tasks::{
     EnvironmentRepository, EnvironmentState, RequestedRepository, Task, TaskChange,
     TaskEnvironment, TaskFilter, TaskInsert, TaskState,

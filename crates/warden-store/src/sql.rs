@@ -209,6 +209,29 @@ macro_rules! shared_operations {
                 qb.push(if f.newest_first { " AND seq < " } else { " AND seq > " })
                     .push_bind(after);
             }
+            if let Some(text) = f.contains.as_deref().filter(|t| !t.is_empty()) {
+                // `%`, `_` and the escape itself stand for themselves.
+                let pattern = format!(
+                    "%{}%",
+                    text.to_lowercase()
+                        .replace('\\', "\\\\")
+                        .replace('%', "\\%")
+                        .replace('_', "\\_")
+                );
+                qb.push(" AND (");
+                let columns = ["run_id", "call_id", "principal", "agent", "tool", "code", "payload"];
+                for (i, column) in columns.into_iter().enumerate() {
+                    if i > 0 {
+                        qb.push(" OR ");
+                    }
+                    qb.push("LOWER(COALESCE(")
+                        .push(column)
+                        .push(", '')) LIKE ")
+                        .push_bind(pattern.clone())
+                        .push(" ESCAPE '\\'");
+                }
+                qb.push(")");
+            }
         }
 
         /// Records with `after < seq <= through`, in order, at most `limit` of them.

@@ -897,7 +897,7 @@ async fn a_schema_newer_than_the_binary_is_refused() {
         );
         assert_eq!(
             err.to_string(),
-            "the store's schema is at version 99999, newer than this warden knows (version 7); run a newer warden"
+            "the store's schema is at version 99999, newer than this warden knows (version 8); run a newer warden"
         );
         s.cleanup().await;
     }
@@ -1292,6 +1292,73 @@ async fn credentials_in_a_stored_upstream_url_are_moved_out_of_it_and_new_ones_r
             serde_json::to_string(&config.resources().map(|r| &r.resource).collect::<Vec<_>>())
                 .unwrap();
         assert!(!shown.contains("pw_777"), "{}: {shown}", s.name);
+        s.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn a_free_text_search_finds_text_in_any_field_ignoring_case_and_wildcards() {
+    use warden_core::audit::{NewRecord, RecordKind};
+    for s in stores().await {
+        let record = |tool: &str, payload: &str| NewRecord {
+            at: NOW,
+            kind: RecordKind::Decision,
+            run_id: "run_search".into(),
+            call_id: Some("call_1".into()),
+            principal: Some("user:alice".into()),
+            agent: None,
+            tool: Some(tool.into()),
+            decision: Some("allow".into()),
+            code: None,
+            payload: payload.into(),
+        };
+        s.store
+            .append_audit(vec![
+                record("ledger__refund", r#"{"rule":"policy:Refunds"}"#),
+                record("notes__add", r#"{"rule":"50%_off"}"#),
+                record("notes__list", "{}"),
+            ])
+            .await
+            .unwrap();
+        let found = |text: &str| {
+            let store = &s.store;
+            let text = text.to_owned();
+            async move {
+                store
+                    .audit(&AuditFilter {
+                        contains: Some(text),
+                        ..AuditFilter::default()
+                    })
+                    .await
+                    .unwrap()
+                    .iter()
+                    .map(|r| r.record.tool.clone().unwrap_or_default())
+                    .collect::<Vec<_>>()
+            }
+        };
+        assert_eq!(found("REFUND").await, ["ledger__refund"], "{}", s.name);
+        assert_eq!(
+            found("policy:refunds").await,
+            ["ledger__refund"],
+            "{}",
+            s.name
+        );
+        assert_eq!(found("50%_").await, ["notes__add"], "{}", s.name);
+        assert!(
+            found("5_%").await.is_empty(),
+            "wildcards are literal: {}",
+            s.name
+        );
+        assert_eq!(found("notes__").await.len(), 2, "{}", s.name);
+        let count = s
+            .store
+            .count_audit(&AuditFilter {
+                contains: Some("alice".into()),
+                ..AuditFilter::default()
+            })
+            .await
+            .unwrap();
+        assert!(count >= 3, "{}", s.name);
         s.cleanup().await;
     }
 }

@@ -52,6 +52,7 @@ fn filter_of(args: &AuditArgs) -> anyhow::Result<AuditFilter> {
         kind: args.kind.clone(),
         since: time(&args.since)?,
         until: time(&args.until)?,
+        contains: args.text.clone(),
         after_seq: None,
         limit: None,
         newest_first: !args.oldest_first,
@@ -69,6 +70,7 @@ fn query_of(filter: &AuditFilter) -> Vec<(&'static str, String)> {
         ("decision", &filter.decision),
         ("code", &filter.code),
         ("kind", &filter.kind),
+        ("text", &filter.contains),
     ] {
         if let Some(v) = value {
             query.push((key, v.clone()));

@@ -25,10 +25,16 @@ mod browser;
 mod decisions;
 #[path = "console/doors.rs"]
 mod doors;
+#[path = "console/forms.rs"]
+mod forms;
+#[path = "console/overview.rs"]
+mod overview;
 #[path = "console/plain.rs"]
 mod plain;
 #[path = "console/signed_in.rs"]
 mod signed_in;
+#[path = "console/widths.rs"]
+mod widths;
 
 use std::time::Duration;
 
@@ -233,8 +239,10 @@ async fn a_member_who_could_perform_the_action_but_may_not_approve_is_refused_by
         .await;
     assert_eq!(
         chrome.text("p.refusal[data-status='403']").await,
-        "deciding approvals needs the `approvals:decide` capability"
+        "deciding approvals needs the approvals:decide capability"
     );
+    // Names in a message show as code, not between backticks.
+    assert_eq!(chrome.text("p.refusal code").await, "approvals:decide");
     assert_eq!(status_of(&w, &id).await, "pending");
     chrome.sign_out().await;
     // Dave may approve but could not perform the call (no `ledger:write`): he sees the button,
@@ -249,7 +257,7 @@ async fn a_member_who_could_perform_the_action_but_may_not_approve_is_refused_by
         .await;
     assert_eq!(
         chrome.text("p.refusal").await,
-        "your own authority does not cover `ledger__add_note` with these arguments, so you may not decide on it"
+        "your own authority does not cover ledger__add_note with these arguments, so you may not decide on it"
     );
     assert_eq!(status_of(&w, &id).await, "pending");
     assert_eq!(

@@ -59,6 +59,12 @@ impl Gateway {
         }
     }
 
+    /// The refusals of the last hour that left no audit record (GOV-2 steps 1 and 2), counted
+    /// by this process.
+    pub fn unaudited_refusals(&self) -> Vec<super::unaudited::Unaudited> {
+        self.unaudited.last_hour(self.clock.now())
+    }
+
     /// One `tools/call`, governed (GOV-2) or not (governance `off`, GOV-6), for the calling
     /// `client` (none for a call no client waits on).
     pub async fn call(
@@ -110,6 +116,12 @@ impl Gateway {
         span.record("warden.decision", status);
         span.record("warden.code", code.map(DenyCode::as_str));
         record_metrics(snapshot.catalog.get(name), status, code, elapsed);
+        if let Some(code) = code
+            && !outcome.audited
+        {
+            let tool = snapshot.catalog.get(name).map(|_| name);
+            self.unaudited.note(self.clock.now(), code, tool);
+        }
         tracing::info!(
             tool = name,
             decision = status,

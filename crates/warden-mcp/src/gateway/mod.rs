@@ -10,6 +10,7 @@
 //!
 //! and [`approvals`]: deciding and executing parked calls (APR-1..APR-6); [`reconcile`]: the
 //! calls a stopped process left without an outcome, recorded `interrupted` (REL-3);
+//! [`unaudited`]: the refusals that leave no audit record, counted for the console;
 //! [`upstream_tasks`]: following the tasks upstreams run calls as. [`state`] says what the
 //! gateway holds, and [`snapshot`] what it knows at one instant.
 
@@ -45,11 +46,13 @@ mod live;
 mod reconcile;
 mod snapshot;
 mod state;
+mod unaudited;
 mod upstream_tasks;
 
 pub use approvals::{DecideError, Verb};
 pub use snapshot::Snapshot;
 pub use state::Gateway;
+pub use unaudited::{OTHER as UNAUDITED_OTHER, Unaudited};
 pub use upstream_tasks::{TaskAnswer, TaskOp};
 
 use approvals::Approvals;
@@ -101,6 +104,7 @@ impl Gateway {
             wire: WireCache::default(),
             task_ids,
             public_url: std::sync::OnceLock::new(),
+            unaudited: Default::default(),
             cancel: CancellationToken::new(),
         });
         gateway.refresh().await;

@@ -35,5 +35,7 @@ pub struct Gateway {
     pub(super) task_ids: crate::upstream_task_ids::TaskIds,
     /// The server's public base URL, once bound: where the console's pages are.
     pub(super) public_url: std::sync::OnceLock<String>,
+    /// The refusals of the last hour that left no audit record.
+    pub(super) unaudited: super::unaudited::Tally,
     pub(super) cancel: CancellationToken,
 }

@@ -49,6 +49,9 @@ pub(crate) struct AuditQuery {
     since: Option<String>,
     /// Before this time: milliseconds since the epoch, or an age.
     until: Option<String>,
+    /// Text found, ignoring ASCII case, in the run or call id, principal, agent, tool, code or
+    /// payload (`%` and `_` are literal).
+    text: Option<String>,
     /// Listing only: records before this sequence number, the `next` of the previous page.
     before: Option<i64>,
     /// At most this many (default 100, at most 1000; for an export, all by default).
@@ -101,6 +104,7 @@ impl AuditQuery {
             kind: self.kind.clone(),
             since: time("since", self.since.as_deref(), now)?,
             until: time("until", self.until.as_deref(), now)?,
+            contains: self.text.clone().filter(|t| !t.is_empty()),
             ..AuditFilter::default()
         })
     }

@@ -185,7 +185,7 @@ pub(crate) async fn events(
                 return None;
             }
             // The session and its credential, checked again on every round (RUN-8).
-            let live = signed.sessions.active(&signed.sid);
+            let live = signed.sessions.active(&signed.sid).await;
             let Ok((_, authority)) = resolve(&state, &signed.credential.id) else {
                 return None;
             };
@@ -255,15 +255,17 @@ pub(crate) async fn decide(
     {
         Ok(a) => {
             let message = a.outcome_message.as_deref().unwrap_or("");
-            signed.flash(match a.status {
-                ApprovalStatus::Executed => "Approved: the call was executed.".to_owned(),
-                ApprovalStatus::Failed => {
-                    format!("Approved, but the call was refused or failed: {message}")
-                }
-                ApprovalStatus::Rejected => "Rejected: the call will not run.".to_owned(),
-                ApprovalStatus::Vetoed => "Vetoed: the staged call will not run.".to_owned(),
-                other => format!("Decided: the approval is {other}."),
-            });
+            signed
+                .flash(match a.status {
+                    ApprovalStatus::Executed => "Approved: the call was executed.".to_owned(),
+                    ApprovalStatus::Failed => {
+                        format!("Approved, but the call was refused or failed: {message}")
+                    }
+                    ApprovalStatus::Rejected => "Rejected: the call will not run.".to_owned(),
+                    ApprovalStatus::Vetoed => "Vetoed: the staged call will not run.".to_owned(),
+                    other => format!("Decided: the approval is {other}."),
+                })
+                .await;
             see_other(&format!("/approvals/{}", a.id))
         }
         Err(e) => {

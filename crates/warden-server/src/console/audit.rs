@@ -43,8 +43,14 @@ pub(crate) struct Search {
     since: String,
     #[serde(default)]
     until: String,
+    /// Free text, found in any field.
+    #[serde(default)]
+    q: String,
     #[serde(default)]
     limit: Option<i64>,
+    /// The page's cursor: records older than this sequence number.
+    #[serde(default)]
+    before: Option<i64>,
 }
 
 fn some(text: &str) -> Option<String> {
@@ -65,6 +71,7 @@ impl Search {
             kind: some(&self.kind),
             since: time(&self.since).map_err(|e| format!("since: {e}"))?,
             until: time(&self.until).map_err(|e| format!("until: {e}"))?,
+            contains: some(&self.q),
             limit: Some(self.limit.unwrap_or(100).clamp(1, max)),
             newest_first: true,
             after_seq: None,
@@ -82,6 +89,7 @@ impl Search {
             ("kind", &self.kind),
             ("since", &self.since),
             ("until", &self.until),
+            ("q", &self.q),
         ]
         .into_iter()
         .filter(|(_, v)| !v.trim().is_empty())
@@ -90,6 +98,9 @@ impl Search {
         pairs.join("&")
     }
 }
+
+/// Records on one page, unless the address asks for another number.
+const PAGE: i64 = 100;
 
 /// `GET /audit`.
 pub(crate) async fn search(
@@ -101,13 +112,21 @@ pub(crate) async fn search(
         return closed(&signed, Section::Audit);
     }
     let caller = Caller::Credential(signed.authority.clone());
-    let (records, problem) = match q.filter(1_000, state.control.now()) {
-        Ok(filter) => match audit::records(&state.control, &caller, &filter).await {
-            Ok(r) => (r, None),
-            Err(e) => (Vec::new(), Some(e.to_string())),
-        },
-        Err(e) => (Vec::new(), Some(e)),
+    let size = q.limit.unwrap_or(PAGE).clamp(1, audit::MAX_PAGE);
+    let (found, problem) = match q.filter(audit::MAX_PAGE, state.control.now()) {
+        Ok(filter) => {
+            match audit::page(&state.control, &caller, filter, q.before, size, true).await {
+                Ok(p) => (Some(p), None),
+                Err(e) => (None, Some(e.to_string())),
+            }
+        }
+        Err(e) => (None, Some(e)),
     };
+    let records = found.as_ref().map_or(&[][..], |p| &p.records[..]);
+    let matching = found.as_ref().and_then(|p| p.matching).unwrap_or(0);
+    let next = found.as_ref().and_then(|p| p.next);
+    let query = q.query();
+    let amp = if query.is_empty() { "" } else { "&" };
     let text = |name: &'static str, label: &'static str, value: &str, hint: &'static str| {
         html! { label { (label) input type="text" name=(name) value=(value) placeholder=(hint); } }
     };
@@ -128,12 +147,23 @@ pub(crate) async fn search(
             } }
             (text("since", "Since", &q.since, "1h or 2026-12-02T14:00"))
             (text("until", "Until", &q.until, ""))
+            (text("q", "Text", &q.q, "any id, name, rule or value"))
             button type="submit" { "Search" }
-            a.button href={ "/audit/export?" (q.query()) } download="audit.jsonl" { "Export JSON Lines" }
+            a.button href={ "/audit/export?" (query) } download="audit.jsonl" { "Export JSON Lines" }
         }
-        @if let Some(p) = &problem { p.refusal role="alert" { (p) } }
-        p.muted { (records.len()) " records, newest first (at most 1,000 here; the export takes up to 100,000)." }
-        (trail(&records, true))
+        @if let Some(p) = &problem { p.refusal role="alert" { (fmt::prose(p)) } }
+        p.muted #showing {
+            @if records.is_empty() { "No records match." } @else {
+                "Showing " (records.len()) " of " (matching) " matching records, newest first"
+                @if let (Some(first), Some(last)) = (records.first(), records.last()) { " (#" (first.seq) " to #" (last.seq) ")" }
+                ". The export takes up to 100,000."
+            }
+        }
+        (trail(records, true))
+        nav.pager {
+            @if q.before.is_some() { a.button href={ "/audit?" (query) } { "Newest" } " " }
+            @if let Some(n) = next { a.button #older href={ "/audit?" (query) (amp) "before=" (n) } { "Older" } }
+        }
         h2 { "Verify the chain" }
         form method="post" action="/audit/verify" {
             (csrf_field(&signed))

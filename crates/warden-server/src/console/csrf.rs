@@ -130,7 +130,10 @@ pub(crate) async fn guard(request: Request, next: Next) -> Response {
             cookie(headers, SIGN_IN_COOKIE).map(str::to_owned)
         } else {
             let sessions = request.extensions().get::<Arc<SignIns>>();
-            cookie(headers, COOKIE).and_then(|sid| sessions.and_then(|s| s.csrf(sid)))
+            match (cookie(headers, COOKIE), sessions) {
+                (Some(sid), Some(sessions)) => sessions.csrf(sid).await,
+                _ => None,
+            }
         }
     };
     let Some(expected) = expected else {

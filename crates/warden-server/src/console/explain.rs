@@ -11,13 +11,13 @@ use axum::response::Response;
 use maud::{Markup, html};
 use serde::Deserialize;
 use serde_json::{Map, Value};
-use warden_control::Caller;
 use warden_control::explain::{self, Explained, Question};
+use warden_control::{Caller, Refusal};
 use warden_core::name::Name;
 use warden_core::principal::Principal;
 
 use super::caps::{EXPLAIN_ANY, Section};
-use super::layout::{badge, page, refusal, refusal_status};
+use super::layout::{FormError, badge, form_error, page_with, refusal_status};
 use super::signed_in::Signed;
 use crate::state::AppState;
 
@@ -48,17 +48,22 @@ type Subject = Option<(Principal, Option<Vec<String>>)>;
 
 /// The principal explained: none (the caller's own credential), or the named one with the
 /// given projects (as a token bound to them would be).
-fn subject(form: &ExplainForm) -> Result<Subject, (StatusCode, String)> {
-    let bad = |e: String| (StatusCode::BAD_REQUEST, e);
+fn subject(form: &ExplainForm) -> Result<Subject, FormError> {
+    let bad = |field, e: String| FormError::new(StatusCode::BAD_REQUEST, Some(field), e);
     let principal = match (some(&form.user), some(&form.service_account)) {
         (None, None) => return Ok(None),
         (Some(u), None) => Principal::User {
-            name: Name::new(u).map_err(|e| bad(format!("user: {e}")))?,
+            name: Name::new(u).map_err(|e| bad("user", e.to_string()))?,
         },
         (None, Some(s)) => Principal::ServiceAccount {
-            name: Name::new(s).map_err(|e| bad(format!("service account: {e}")))?,
+            name: Name::new(s).map_err(|e| bad("service_account", e.to_string()))?,
         },
-        (Some(_), Some(_)) => return Err(bad("give a user or a service account, not both".into())),
+        (Some(_), Some(_)) => {
+            return Err(bad(
+                "service_account",
+                "give a user or a service account, not both".into(),
+            ));
+        }
     };
     let projects = some(&form.projects).map(|list| {
         list.split(',')
@@ -70,11 +75,20 @@ fn subject(form: &ExplainForm) -> Result<Subject, (StatusCode, String)> {
     Ok(Some((principal, projects)))
 }
 
-fn answer(
-    state: &AppState,
-    signed: &Signed,
-    form: &ExplainForm,
-) -> Result<Markup, (StatusCode, String)> {
+/// The form field a refusal of the explain service is about.
+fn field_of(form: &ExplainForm, e: &Refusal) -> Option<&'static str> {
+    match e {
+        Refusal::Invalid {
+            field: "projects", ..
+        } => Some("projects"),
+        Refusal::NotFound(m) if m.starts_with("no agent named") => Some("agent"),
+        Refusal::NotFound(_) if some(&form.user).is_some() => Some("user"),
+        Refusal::NotFound(_) if some(&form.service_account).is_some() => Some("service_account"),
+        _ => None,
+    }
+}
+
+fn answer(state: &AppState, signed: &Signed, form: &ExplainForm) -> Result<Markup, FormError> {
     let Some(tool) = some(&form.tool) else {
         return Ok(html! {});
     };
@@ -83,14 +97,16 @@ fn answer(
         Some(text) => match serde_json::from_str::<Value>(text) {
             Ok(Value::Object(m)) => Some(m),
             Ok(_) => {
-                return Err((
+                return Err(FormError::new(
                     StatusCode::BAD_REQUEST,
+                    Some("arguments"),
                     "the arguments must be a JSON object".into(),
                 ));
             }
             Err(e) => {
-                return Err((
+                return Err(FormError::new(
                     StatusCode::BAD_REQUEST,
+                    Some("arguments"),
                     format!("the arguments are not JSON: {e}"),
                 ));
             }
@@ -117,7 +133,7 @@ fn answer(
         question,
         |c, agent| state.gateway.authority(c, agent),
     )
-    .map_err(|e| (refusal_status(&e), e.to_string()))?;
+    .map_err(|e| FormError::new(refusal_status(&e), field_of(form, &e), e.to_string()))?;
     Ok(html! {
         section.explanation #explanation data-would=(e.would) {
             h2 { "For " (authority.principal) @if let Some(a) = &authority.agent { ", a run of " (a) } " (" (authority.mode) " mode)" }
@@ -150,14 +166,16 @@ pub(crate) async fn show(
     signed: Signed,
     Query(form): Query<ExplainForm>,
 ) -> Response {
-    let result = match answer(&state, &signed, &form) {
-        Ok(m) => m,
-        Err((status, message)) => return refusal(&signed, status, &message),
+    let (result, error) = match answer(&state, &signed, &form) {
+        Ok(m) => (m, None),
+        Err(e) => (html! {}, Some(e)),
     };
+    let error = error.as_ref();
     let snapshot = state.gateway.snapshot();
     let any = signed.holds(EXPLAIN_ANY);
     let body = html! {
         form.stack #explain method="get" action="/explain" {
+            (form_error(error, None))
             label { "Tool " input type="text" name="tool" value=(form.tool) list="explain-tools" required placeholder="ledger__refund"; }
             datalist #explain-tools {
                 @for t in snapshot.catalog.iter() {
@@ -167,15 +185,21 @@ pub(crate) async fn show(
                 }
             }
             label { "Arguments (JSON) " textarea name="arguments" rows="4" placeholder="{\"amount\": 42}" { (form.arguments) } }
+            (form_error(error, Some("arguments")))
             @if any {
                 label { "User " input type="text" name="user" value=(form.user) placeholder="blank: yourself"; }
+                (form_error(error, Some("user")))
                 label { "Service account " input type="text" name="service_account" value=(form.service_account); }
+                (form_error(error, Some("service_account")))
                 label { "As if bound to projects " input type="text" name="projects" value=(form.projects) placeholder="payments, infra"; }
+                (form_error(error, Some("projects")))
             }
             label { "Agent " input type="text" name="agent" value=(form.agent) placeholder="blank: no agent"; }
+            (form_error(error, Some("agent")))
             button type="submit" { "Explain" }
         }
         (result)
     };
-    page(&signed, Section::Explain, "Explain", body)
+    let status = error.map_or(StatusCode::OK, |e| e.status);
+    page_with(status, &signed, Section::Explain, "Explain", body)
 }

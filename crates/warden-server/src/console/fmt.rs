@@ -22,6 +22,16 @@ pub(crate) fn span(ms: i64) -> String {
     }
 }
 
+/// A message as prose: what it puts between backticks (names, commands) shown as code, not
+/// as backticks.
+pub(crate) fn prose(text: &str) -> maud::Markup {
+    maud::html! {
+        @for (i, part) in text.split('`').enumerate() {
+            @if i % 2 == 1 { code { (part) } } @else { (part) }
+        }
+    }
+}
+
 /// `text` cut to `max` characters, with an ellipsis when cut.
 pub(crate) fn cut(text: &str, max: usize) -> String {
     if text.chars().count() <= max {

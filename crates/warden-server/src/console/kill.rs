@@ -17,7 +17,7 @@ use warden_core::principal::Subject;
 
 use super::caps::{CONFIG_READ, KILLSWITCHES_WRITE, Section};
 use super::fmt;
-use super::layout::{closed, csrf_field, page, refusal, refused, see_other};
+use super::layout::{FormError, closed, csrf_field, form_error, page_with, refused, see_other};
 use super::signed_in::Signed;
 use crate::state::AppState;
 
@@ -40,6 +40,16 @@ pub(crate) async fn list(State(state): State<Arc<AppState>>, signed: Signed) -> 
     if !open_to(&signed) {
         return closed(&signed, Section::KillSwitches);
     }
+    render(&state, &signed, &PullForm::default(), None)
+}
+
+/// The page, its form filled with `typed` and showing `error` (a refused pull).
+fn render(
+    state: &AppState,
+    signed: &Signed,
+    typed: &PullForm,
+    error: Option<&FormError>,
+) -> Response {
     let snapshot = state.gateway.snapshot();
     let config = &snapshot.policy.config;
     let pulled: Vec<(String, &KillSwitchSpec)> = config
@@ -70,7 +80,7 @@ pub(crate) async fn list(State(state): State<Arc<AppState>>, signed: Signed) -> 
                         td { (k.reason) }
                         td { @if writes {
                             form method="post" action={ "/kill-switches/" (fmt::encode(key)) "/release" } data-confirm={ "Release kill switch " (key) " (" (k.scope) ")? Matching calls run again at once, on every replica." } {
-                                (csrf_field(&signed))
+                                (csrf_field(signed))
                                 button type="submit" { "Release" }
                             }
                         } }
@@ -81,27 +91,35 @@ pub(crate) async fn list(State(state): State<Arc<AppState>>, signed: Signed) -> 
         @if writes {
             h2 { "Pull a kill switch" }
             form.stack #pull method="post" action="/kill-switches" data-confirm-kill {
-                (csrf_field(&signed))
+                (csrf_field(signed))
+                (form_error(error, None))
                 label { "Scope " select name="scope" {
-                    @for (value, label) in SCOPES { option value=(value) { (label) } }
+                    @for (value, label) in SCOPES { option value=(value) selected[typed.scope == value] { (label) } }
                 } }
-                label { "Which " input type="text" name="target" list="kill-targets" placeholder="the project, agent, tool or principal (not for everything)"; }
+                (form_error(error, Some("scope")))
+                label { "Which " input type="text" name="target" value=(typed.target) list="kill-targets" placeholder="the project, agent, tool or principal (not for everything)"; }
+                (form_error(error, Some("target")))
                 datalist #kill-targets { @for t in &targets { option value=(t) {} } }
-                label { "Reason " input type="text" name="reason" required maxlength="500" placeholder="incident 4411"; }
-                label { "Name " input type="text" name="name" placeholder="optional; by default the scope"; }
+                label { "Reason " input type="text" name="reason" value=(typed.reason) required maxlength="500" placeholder="incident 4411"; }
+                (form_error(error, Some("reason")))
+                label { "Name " input type="text" name="name" value=(typed.name) placeholder="optional; by default the scope"; }
+                (form_error(error, Some("name")))
                 button.bad type="submit" { "Pull" }
             }
             p.muted { "A pulled switch refuses every matching call with " code { "KILL_SWITCH" } " before anything is recorded, on every replica." }
         }
     };
-    page(&signed, Section::KillSwitches, "Kill switches", body)
+    let status = error.map_or(StatusCode::OK, |e| e.status);
+    page_with(status, signed, Section::KillSwitches, "Kill switches", body)
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 pub(crate) struct PullForm {
+    #[serde(default)]
     scope: String,
     #[serde(default)]
     target: String,
+    #[serde(default)]
     reason: String,
     #[serde(default)]
     name: String,
@@ -111,21 +129,31 @@ fn name(what: &str, value: &str) -> Result<Name, String> {
     Name::new(value.trim()).map_err(|e| format!("{what}: {e}"))
 }
 
-fn scope_of(form: &PullForm) -> Result<KillScope, String> {
+fn scope_of(form: &PullForm) -> Result<KillScope, FormError> {
     let target = form.target.trim();
+    let bad = |field, message| FormError::new(StatusCode::BAD_REQUEST, Some(field), message);
+    let named = |what: &str| name(what, target).map_err(|e| bad("target", e));
     if form.scope != "all" && target.is_empty() {
-        return Err("name what the switch freezes (or choose everything)".into());
+        return Err(bad(
+            "target",
+            "name what the switch freezes (or choose everything)".into(),
+        ));
     }
     Ok(match form.scope.as_str() {
         "all" => KillScope::All(true),
-        "project" => KillScope::Project(name("project", target)?),
-        "agent" => KillScope::Agent(name("agent", target)?),
+        "project" => KillScope::Project(named("project")?),
+        "agent" => KillScope::Agent(named("agent")?),
         "tool" => KillScope::Tool(target.to_owned()),
-        "user" => KillScope::Principal(Subject::User(name("user", target)?)),
+        "user" => KillScope::Principal(Subject::User(named("user")?)),
         "service-account" => {
-            KillScope::Principal(Subject::ServiceAccount(name("service account", target)?))
+            KillScope::Principal(Subject::ServiceAccount(named("service account")?))
         }
-        other => return Err(format!("`{}` is not a scope", fmt::cut(other, 32))),
+        other => {
+            return Err(bad(
+                "scope",
+                format!("`{}` is not a scope", fmt::cut(other, 32)),
+            ));
+        }
     })
 }
 
@@ -141,17 +169,25 @@ pub(crate) async fn pull(
     }
     let scope = match scope_of(&form) {
         Ok(s) => s,
-        Err(e) => return refusal(&signed, StatusCode::BAD_REQUEST, &e),
+        Err(e) => return render(&state, &signed, &form, Some(&e)),
     };
     let reason = form.reason.trim();
     if reason.is_empty() {
-        return refusal(&signed, StatusCode::BAD_REQUEST, "give a reason");
+        let e = FormError::new(
+            StatusCode::BAD_REQUEST,
+            Some("reason"),
+            "give a reason".into(),
+        );
+        return render(&state, &signed, &form, Some(&e));
     }
     let switch_name = match form.name.trim() {
         "" => None,
         n => match name("name", n) {
             Ok(n) => Some(n),
-            Err(e) => return refusal(&signed, StatusCode::BAD_REQUEST, &e),
+            Err(e) => {
+                let e = FormError::new(StatusCode::BAD_REQUEST, Some("name"), e);
+                return render(&state, &signed, &form, Some(&e));
+            }
         },
     };
     let spec = KillSwitchSpec {
@@ -162,10 +198,12 @@ pub(crate) async fn pull(
     match killswitches::pull(&state.control, &caller, spec).await {
         Ok(pulled) => {
             tracing::warn!(kill_switch = %pulled.key, by = %signed.credential.principal, "kill switch pulled in the console");
-            signed.flash(format!("Kill switch {} pulled.", pulled.key));
+            signed
+                .flash(format!("Kill switch {} pulled.", pulled.key))
+                .await;
             see_other("/kill-switches")
         }
-        Err(e) => refused(&signed, &e),
+        Err(e) => render(&state, &signed, &form, Some(&FormError::refusal(&e, &[]))),
     }
 }
 
@@ -179,7 +217,7 @@ pub(crate) async fn release(
     match killswitches::release(&state.control, &caller, &key).await {
         Ok(_) => {
             tracing::warn!(kill_switch = %key, by = %signed.credential.principal, "kill switch released in the console");
-            signed.flash(format!("Kill switch {key} released."));
+            signed.flash(format!("Kill switch {key} released.")).await;
             see_other("/kill-switches")
         }
         Err(e) => refused(&signed, &e),

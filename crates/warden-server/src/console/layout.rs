@@ -57,6 +57,62 @@ pub(crate) fn page(signed: &Signed, section: Section, title: &str, body: Markup)
     render(StatusCode::OK, signed, Some(section), title, body)
 }
 
+/// A signed-in page answered with `status` (a form shown again with its error).
+pub(crate) fn page_with(
+    status: StatusCode,
+    signed: &Signed,
+    section: Section,
+    title: &str,
+    body: Markup,
+) -> Response {
+    render(status, signed, Some(section), title, body)
+}
+
+/// Why a form was not accepted: the page shows the form again as it was typed, with this
+/// beside the field it names (or above the form, when it names none).
+#[derive(Debug)]
+pub(crate) struct FormError {
+    pub(crate) status: StatusCode,
+    /// The form's field, by its `name`.
+    pub(crate) field: Option<&'static str>,
+    pub(crate) message: String,
+}
+
+impl FormError {
+    pub(crate) fn new(status: StatusCode, field: Option<&'static str>, message: String) -> Self {
+        Self {
+            status,
+            field,
+            message,
+        }
+    }
+
+    /// A service's refusal, beside the form field that `fields` maps the argument it names
+    /// to (the admin API's name → the form's).
+    pub(crate) fn refusal(e: &Refusal, fields: &[(&str, &'static str)]) -> Self {
+        let field = e.field().and_then(|f| {
+            fields
+                .iter()
+                .find(|(api, _)| *api == f)
+                .map(|(_, form)| *form)
+        });
+        Self::new(
+            refusal_status(e),
+            field,
+            super::fmt::cut(&e.to_string(), 2000),
+        )
+    }
+}
+
+/// The error of `error` that belongs beside `field`, if any (`None` for the form's own).
+pub(crate) fn form_error(error: Option<&FormError>, field: Option<&str>) -> Markup {
+    html! {
+        @if let Some(e) = error.filter(|e| e.field == field) {
+            p.field-error role="alert" data-field=[e.field] { (super::fmt::prose(&e.message)) }
+        }
+    }
+}
+
 fn render(
     status: StatusCode,
     signed: &Signed,
@@ -87,8 +143,9 @@ fn render(
                 main {
                     @for (key, scope, reason) in &signed.kill_switches {
                         p.killed role="alert" data-kill=(key) {
-                            "Kill switch " code { (key) } " is pulled: every call of " (scope)
-                            " is refused (" code { "KILL_SWITCH" } "). " (reason)
+                            "Kill switch " code { (key) } " is pulled: "
+                            @if scope == "all" { "every call is refused" } @else { "every call in " (scope) " is refused" }
+                            " (" code { "KILL_SWITCH" } "). " (reason)
                             " " a href="/kill-switches" { "Kill switches" }
                         }
                     }
@@ -169,7 +226,7 @@ pub(crate) fn refusal(signed: &Signed, status: StatusCode, message: &str) -> Res
         _ => "Unavailable",
     };
     let body = html! {
-        p.refusal role="alert" data-status=(status.as_u16()) { (message) }
+        p.refusal role="alert" data-status=(status.as_u16()) { (super::fmt::prose(message)) }
         p { a href="/" { "Back to the overview" } }
     };
     render(status, signed, None, title, body)

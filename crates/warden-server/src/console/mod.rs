@@ -47,7 +47,7 @@ const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-
 
 /// The console's routes (its own sign-in; not behind the API's bearer authentication).
 pub(crate) fn routes(control: warden_control::Control) -> Router<Arc<AppState>> {
-    let sessions = Arc::new(signed_in::SignIns::default());
+    let sessions = Arc::new(signed_in::SignIns::new(control.clone()));
     let failures = Arc::new(signin::Failures::default());
     let sign_in = Arc::new(csrf::SignInKey::new(control));
     Router::new()

@@ -1,6 +1,10 @@
 //! The overview: the last hour at a glance — calls per minute by decision, the tools and
 //! codes refused most, what waits for a decision, and the upstreams' health — drawn from the
 //! audit trail and the gateway, each part shown only to a credential that may read it.
+//!
+//! Refusals that leave no audit record (a kill switch, a failed schema validation: GOV-2
+//! steps 1 and 2) are counted by the gateway of this process (`Gateway::unaudited_refusals`)
+//! and shown with the trail's, so that a freeze or a flood of bad requests is never invisible.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -12,6 +16,7 @@ use warden_control::{Caller, approvals, audit};
 use warden_core::approval::ApprovalStatus;
 use warden_core::audit::AuditRecord;
 use warden_core::time::Millis;
+use warden_mcp::gateway::Unaudited;
 use warden_mcp::upstream::UpstreamStatus;
 use warden_store::AuditFilter;
 
@@ -41,32 +46,66 @@ const SERIES: [Series; 3] = [
     },
 ];
 
+/// A refusal of the last hour, from the trail (one record) or the gateway's count of those
+/// that leave none.
+#[derive(Debug)]
+struct Refused {
+    at: Millis,
+    tool: String,
+    code: String,
+    count: u64,
+}
+
+/// Every refusal of the last hour: the trail's `deny` decisions and the unaudited ones.
+fn refusals(records: &[AuditRecord], unaudited: &[Unaudited]) -> Vec<Refused> {
+    let audited = records
+        .iter()
+        .filter(|r| r.record.decision.as_deref() == Some("deny"))
+        .map(|r| Refused {
+            at: r.record.at,
+            tool: r.record.tool.clone().unwrap_or_default(),
+            code: r.record.code.clone().unwrap_or_default(),
+            count: 1,
+        });
+    let counted = unaudited.iter().map(|u| Refused {
+        at: u.minute,
+        tool: u.tool.clone(),
+        code: u.code.as_str().to_owned(),
+        count: u.count,
+    });
+    audited.chain(counted).collect()
+}
+
 /// Calls per minute by decision, oldest minute first, ending with the current one.
-fn per_minute(records: &[AuditRecord], now: Millis) -> Vec<Vec<u64>> {
+fn per_minute(records: &[AuditRecord], refused: &[Refused], now: Millis) -> Vec<Vec<u64>> {
     let mut buckets = vec![vec![0u64; SERIES.len()]; MINUTES];
     let start_minute = now.0 / 60_000 - (MINUTES as i64 - 1);
-    for r in records {
-        let series = match r.record.decision.as_deref() {
-            Some("allow") => 0,
-            Some("park" | "stage") => 1,
-            Some("deny") => 2,
-            _ => continue,
-        };
-        let Ok(i) = usize::try_from(r.record.at.0 / 60_000 - start_minute) else {
-            continue;
+    let mut add = |at: Millis, series: usize, n: u64| {
+        let Ok(i) = usize::try_from(at.0 / 60_000 - start_minute) else {
+            return;
         };
         if let Some(slot) = buckets.get_mut(i).and_then(|b| b.get_mut(series)) {
-            *slot += 1;
+            *slot += n;
         }
+    };
+    for r in records {
+        match r.record.decision.as_deref() {
+            Some("allow") => add(r.record.at, 0, 1),
+            Some("park" | "stage") => add(r.record.at, 1, 1),
+            _ => {}
+        }
+    }
+    for r in refused {
+        add(r.at, 2, r.count);
     }
     buckets
 }
 
 /// The `n` most frequent values, most frequent first (ties by name).
-fn top(values: impl Iterator<Item = String>, n: usize) -> Vec<(String, u64)> {
+fn top(values: impl Iterator<Item = (String, u64)>, n: usize) -> Vec<(String, u64)> {
     let mut counts: BTreeMap<String, u64> = BTreeMap::new();
-    for v in values {
-        *counts.entry(v).or_default() += 1;
+    for (v, k) in values {
+        *counts.entry(v).or_default() += k;
     }
     let mut sorted: Vec<(String, u64)> = counts.into_iter().collect();
     sorted.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
@@ -81,6 +120,20 @@ fn tile(label: &str, value: Markup, link: Option<&str>) -> Markup {
             div.label { @match link { Some(href) => a href=(href) { (label) }, None => (label) } }
         }
     }
+}
+
+/// "12 KILL_SWITCH, 3 VALIDATION": the unaudited refusals by code.
+fn unaudited_codes(unaudited: &[Unaudited]) -> String {
+    top(
+        unaudited
+            .iter()
+            .map(|u| (u.code.as_str().to_owned(), u.count)),
+        usize::MAX,
+    )
+    .into_iter()
+    .map(|(code, n)| format!("{n} {code}"))
+    .collect::<Vec<_>>()
+    .join(", ")
 }
 
 /// `GET /`.
@@ -105,6 +158,16 @@ pub(crate) async fn show(State(state): State<Arc<AppState>>, signed: Signed) -> 
     } else {
         None
     };
+    let unaudited = if audit {
+        state.gateway.unaudited_refusals()
+    } else {
+        Vec::new()
+    };
+    let refused = decisions
+        .as_deref()
+        .map(|d| refusals(d, &unaudited))
+        .unwrap_or_default();
+    let unaudited_total: u64 = unaudited.iter().map(|u| u.count).sum();
     let waiting = approvals::list(
         &state.control,
         &caller,
@@ -141,8 +204,8 @@ pub(crate) async fn show(State(state): State<Arc<AppState>>, signed: Signed) -> 
     let body = html! {
         div.tiles {
             @if let Some(d) = &decisions {
-                @let denied = d.iter().filter(|r| r.record.decision.as_deref() == Some("deny")).count();
-                (tile("decisions in the last hour", html! { (d.len()) }, Some("/audit?kind=decision&since=1h")))
+                @let denied: u64 = refused.iter().map(|r| r.count).sum();
+                (tile("decisions in the last hour", html! { (d.len() as u64 + unaudited_total) }, Some("/audit?kind=decision&since=1h")))
                 (tile("denied in the last hour", html! { (denied) }, Some("/audit?decision=deny&since=1h")))
             }
             @match waiting {
@@ -156,18 +219,25 @@ pub(crate) async fn show(State(state): State<Arc<AppState>>, signed: Signed) -> 
         @if let Some(d) = &decisions {
             section.panel {
                 h2 { "Calls per minute by decision" }
-                (chart::stacked_bars("Decisions per minute, the last hour", &SERIES, &per_minute(d, now), &labels))
+                (chart::stacked_bars("Decisions per minute, the last hour", &SERIES, &per_minute(d, &refused, now), &labels))
+                @if unaudited_total > 0 {
+                    p.muted #unaudited {
+                        (unaudited_total) " of the refusals came before the audit step and left no record: "
+                        (unaudited_codes(&unaudited))
+                        ". They are counted by this server since it started."
+                    }
+                }
             }
             div.columns {
                 section.panel {
                     h2 { "Top refused tools" }
                     (chart::ranking("Denials by tool, the last hour", "s-deny", &top(
-                        d.iter().filter(|r| r.record.decision.as_deref() == Some("deny")).map(|r| r.record.tool.clone().unwrap_or_default()), 8)))
+                        refused.iter().map(|r| (r.tool.clone(), r.count)), 8)))
                 }
                 section.panel {
                     h2 { "Top denial codes" }
                     (chart::ranking("Denials by code, the last hour", "s-code", &top(
-                        d.iter().filter_map(|r| r.record.code.clone()), 8)))
+                        refused.iter().map(|r| (r.code.clone(), r.count)), 8)))
                 }
             }
         } @else {
@@ -245,7 +315,8 @@ mod tests {
             decision(now.0 - 61 * 60_000, "allow"),
             decision(now.0, "approve"),
         ];
-        let b = per_minute(&records, now);
+        let refused = refusals(&records, &[]);
+        let b = per_minute(&records, &refused, now);
         assert_eq!(b.len(), 60);
         assert_eq!(b[59], vec![1, 0, 0]);
         assert_eq!(b[58], vec![0, 0, 1]);
@@ -255,7 +326,12 @@ mod tests {
 
     #[test]
     fn the_top_list_is_by_count_then_name() {
-        let t = top(["b", "a", "b", "c", "a"].into_iter().map(String::from), 2);
+        let t = top(
+            ["b", "a", "b", "c", "a"]
+                .into_iter()
+                .map(|s| (s.to_owned(), 1)),
+            2,
+        );
         assert_eq!(t, vec![("a".into(), 2), ("b".into(), 2)]);
     }
 }

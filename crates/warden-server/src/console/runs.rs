@@ -73,16 +73,26 @@ fn field(payload: &Value, key: &str) -> Option<String> {
 }
 
 /// The chain's records as a table: the trail behind a run (also the audit search's results).
+/// A record whole, as `warden audit -o json` prints it (the payload as JSON): what an `apply`
+/// applied, a call's argument hashes, its hash and the one before.
+fn record_text(r: &AuditRecord, payload: &Value) -> String {
+    let mut whole = serde_json::to_value(r).unwrap_or(Value::Null);
+    if let Some(obj) = whole.as_object_mut() {
+        obj.insert("payload".into(), payload.clone());
+    }
+    serde_json::to_string_pretty(&whole).unwrap_or_default()
+}
+
 pub(crate) fn trail(records: &[AuditRecord], with_run: bool) -> Markup {
     html! {
         table.grid.compact.trail {
             thead { tr {
                 th { "#" } th { "Time" } th { "Kind" }
                 @if with_run { th { "Run" } }
-                th { "Tool" } th { "Principal" } th { "Decision" } th { "Code" } th { "Rule" } th { "Step" } th { "Duration" }
+                th { "Tool" } th { "Principal" } th { "Decision" } th { "Code" } th { "Rule" } th { "Step" } th { "Duration" } th { "Record" }
             } }
             tbody {
-                @if records.is_empty() { tr.empty { td colspan="11" { "No records." } } }
+                @if records.is_empty() { tr.empty { td colspan="12" { "No records." } } }
                 @for r in records {
                     @let payload: Value = serde_json::from_str(&r.record.payload).unwrap_or(Value::Null);
                     tr data-kind=(r.record.kind.as_str()) data-decision=[r.record.decision.as_deref()] {
@@ -97,6 +107,12 @@ pub(crate) fn trail(records: &[AuditRecord], with_run: bool) -> Markup {
                         td { @if let Some(rule) = field(&payload, "rule") { code { (rule) } } }
                         td { (field(&payload, "step").unwrap_or_default()) }
                         td { @if let Some(ms) = field(&payload, "duration_ms") { (ms) " ms" } }
+                        td.record {
+                            details {
+                                summary { "all of it" }
+                                pre.json { (record_text(r, &payload)) }
+                            }
+                        }
                     }
                 }
             }

@@ -3,20 +3,23 @@
 //! credential is looked up again on every request, so revoking the token, its expiry or the
 //! removal of its owner ends the session at its next request (RUN-8).
 //!
-//! Sign-ins live in this process's memory: a restart signs everyone out, and replicas behind
-//! one address need sticky routing for the console (the API and MCP need none).
+//! Sign-ins are kept in the store (`warden_control::sign_ins`), so that any replica serves any
+//! console request and a restart signs nobody out.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
-use sha2::{Digest, Sha256};
+use warden_control::Control;
+use warden_control::sign_ins;
+pub(crate) use warden_control::sign_ins::{Ended, LIFETIME, NewToken, random_hex};
 use warden_core::authority::Authority;
 use warden_core::principal::{Credential, CredentialKind, CredentialRejection};
+use warden_store::StoreError;
 
 use crate::state::AppState;
 
@@ -24,173 +27,66 @@ use crate::state::AppState;
 pub(crate) const COOKIE: &str = "warden_session";
 /// The sign-in form's own anti-forgery cookie (before there is a session).
 pub(crate) const SIGN_IN_COOKIE: &str = "warden_sign_in";
-/// A session unused this long ends.
-const IDLE: Duration = Duration::from_secs(8 * 3600);
-/// A session ends this long after sign-in, used or not.
-pub(crate) const LIFETIME: Duration = Duration::from_secs(24 * 3600);
-/// Sign-ins kept at most; past it the least recently used goes.
-const MAX_SIGN_INS: usize = 10_000;
 
+/// The console's sign-ins, kept in the store by `warden_control::sign_ins`: what a console
+/// request asks of them, a store failure logged once here.
 #[derive(Debug)]
-struct SignIn {
-    credential_id: String,
-    csrf: String,
-    opened: Instant,
-    seen: Instant,
-    flash: Option<String>,
-    /// A token this session just created, until the tokens page shows its secret (once).
-    new_token: Option<NewToken>,
-    /// Why the session ended, kept so that the next page says it.
-    ended: Option<Ended>,
-}
-
-/// A token just created in the console, between the form's answer (a redirect) and the page
-/// that shows its secret once; kept in this process's memory only, never stored.
-#[derive(Clone, Debug)]
-pub(crate) struct NewToken {
-    pub(crate) id: String,
-    pub(crate) principal: String,
-    pub(crate) secret: String,
-}
-
-impl SignIn {
-    fn live(&self, now: Instant) -> bool {
-        now.duration_since(self.opened) < LIFETIME && now.duration_since(self.seen) < IDLE
-    }
-}
-
-/// The open sign-ins, by the SHA-256 of their id (the id itself is kept by the browser only).
-#[derive(Debug, Default)]
 pub(crate) struct SignIns {
-    open: Mutex<HashMap<[u8; 32], SignIn>>,
+    control: Control,
 }
 
-/// 32 random bytes as hex; `None` when the system has no randomness to give.
-pub(crate) fn random_hex() -> Option<String> {
-    let mut bytes = [0u8; 32];
-    getrandom::fill(&mut bytes).ok()?;
-    Some(hex::encode(bytes))
-}
-
-fn key(sid: &str) -> [u8; 32] {
-    Sha256::digest(sid.as_bytes()).into()
+fn logged<T>(what: &str, result: Result<T, StoreError>) -> Option<T> {
+    result
+        .map_err(|e| tracing::error!(error = %e, "console sign-ins: {what} failed"))
+        .ok()
 }
 
 impl SignIns {
-    /// Opens a session for `credential_id`: its id, for the cookie.
-    pub(crate) fn open(&self, credential_id: &str) -> Option<String> {
-        let (sid, csrf) = (random_hex()?, random_hex()?);
-        let mut open = self.open.lock().ok()?;
-        let now = Instant::now();
-        if open.len() >= MAX_SIGN_INS {
-            open.retain(|_, s| s.live(now));
-        }
-        if open.len() >= MAX_SIGN_INS
-            && let Some(oldest) = open.iter().min_by_key(|(_, s)| s.seen).map(|(k, _)| *k)
-        {
-            open.remove(&oldest);
-        }
-        open.insert(
-            key(&sid),
-            SignIn {
-                credential_id: credential_id.to_owned(),
-                csrf,
-                opened: now,
-                seen: now,
-                flash: None,
-                new_token: None,
-                ended: None,
-            },
-        );
-        Some(sid)
+    pub(crate) fn new(control: Control) -> Self {
+        Self { control }
     }
 
-    /// Ends a session.
-    pub(crate) fn close(&self, sid: &str) {
-        if let Ok(mut open) = self.open.lock() {
-            open.remove(&key(sid));
-        }
+    /// Opens a session for `credential_id`: its id, for the cookie. `None` when it cannot be
+    /// opened (no randomness, or the store failed).
+    pub(crate) async fn open(&self, credential_id: &str) -> Option<String> {
+        logged(
+            "opening",
+            sign_ins::open(&self.control, credential_id).await,
+        )
+        .flatten()
     }
 
-    /// The credential id and anti-forgery token of a live session, and its message for the
-    /// next page (taken); marks it used. `Err` when there is none: why it ended, if known.
-    fn touch(&self, sid: &str) -> Result<(String, String, Option<String>), Ended> {
-        let mut open = self.open.lock().map_err(|_| Ended::Expired)?;
-        let k = key(sid);
-        let now = Instant::now();
-        let session = open.get_mut(&k).ok_or(Ended::Expired)?;
-        if !session.live(now) {
-            open.remove(&k);
-            return Err(Ended::Expired);
-        }
-        if let Some(ended) = session.ended {
-            return Err(ended);
-        }
-        session.seen = now;
-        Ok((
-            session.credential_id.clone(),
-            session.csrf.clone(),
-            session.flash.take(),
-        ))
+    /// Ends a session (signing out).
+    pub(crate) async fn close(&self, sid: &str) {
+        logged("closing", sign_ins::close(&self.control, sid).await);
     }
 
     /// Ends a session for `why`, which its next request is told; it grants nothing after.
-    pub(crate) fn end(&self, sid: &str, why: Ended) {
-        if let Ok(mut open) = self.open.lock()
-            && let Some(s) = open.get_mut(&key(sid))
-        {
-            s.ended = Some(why);
-        }
+    pub(crate) async fn end(&self, sid: &str, why: Ended) {
+        logged("ending", sign_ins::end(&self.control, sid, why).await);
     }
 
-    /// How many live console sessions `credential_id` is signed in with (in this process).
-    pub(crate) fn signed_in_with(&self, credential_id: &str) -> usize {
-        let now = Instant::now();
-        self.open.lock().map_or(0, |open| {
-            open.values()
-                .filter(|s| s.credential_id == credential_id && s.ended.is_none() && s.live(now))
-                .count()
-        })
+    /// How many live console sessions, on every replica, each credential is signed in with.
+    pub(crate) async fn counts(&self) -> HashMap<String, u64> {
+        logged("counting", sign_ins::counts(&self.control).await).unwrap_or_default()
     }
 
     /// Whether a session is open and grants its credential's authority.
-    pub(crate) fn active(&self, sid: &str) -> bool {
-        self.open.lock().is_ok_and(|open| {
-            open.get(&key(sid))
-                .is_some_and(|s| s.ended.is_none() && s.live(Instant::now()))
-        })
+    pub(crate) async fn active(&self, sid: &str) -> bool {
+        logged("reading", sign_ins::active(&self.control, sid).await).unwrap_or(false)
     }
 
     /// The anti-forgery token of a live session.
-    pub(crate) fn csrf(&self, sid: &str) -> Option<String> {
-        let open = self.open.lock().ok()?;
-        open.get(&key(sid))
-            .filter(|s| s.live(Instant::now()))
-            .map(|s| s.csrf.clone())
-    }
-
-    /// Keeps a token the session just created, for [`SignIns::take_new_token`].
-    fn keep_new_token(&self, sid: &str, token: NewToken) {
-        if let Ok(mut open) = self.open.lock()
-            && let Some(s) = open.get_mut(&key(sid))
-        {
-            s.new_token = Some(token);
-        }
-    }
-
-    /// The token the session just created, taken: it is shown once.
-    fn take_new_token(&self, sid: &str) -> Option<NewToken> {
-        let mut open = self.open.lock().ok()?;
-        open.get_mut(&key(sid))?.new_token.take()
+    pub(crate) async fn csrf(&self, sid: &str) -> Option<String> {
+        logged("reading", sign_ins::csrf(&self.control, sid).await).flatten()
     }
 
     /// Leaves a message for the session's next page.
-    pub(crate) fn flash(&self, sid: &str, message: impl Into<String>) {
-        if let Ok(mut open) = self.open.lock()
-            && let Some(s) = open.get_mut(&key(sid))
-        {
-            s.flash = Some(message.into());
-        }
+    pub(crate) async fn flash(&self, sid: &str, message: &str) {
+        logged(
+            "keeping a message",
+            sign_ins::flash(&self.control, sid, message).await,
+        );
     }
 }
 
@@ -225,56 +121,6 @@ pub(crate) fn set_cookie(name: &str, value: &str, max_age: Duration, secure: boo
         max_age.as_secs()
     );
     HeaderValue::from_str(&text).unwrap_or_else(|_| HeaderValue::from_static(""))
-}
-
-/// Why a request found no session, as the sign-in page says it (a closed set: the page never
-/// shows text taken from its address).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Ended {
-    /// No session, or one that timed out.
-    Expired,
-    /// The token was revoked.
-    Revoked,
-    /// The token expired.
-    TokenExpired,
-    /// The token's owner no longer exists, or its authority cannot be resolved.
-    OwnerGone,
-    /// Signed out.
-    SignedOut,
-}
-
-impl Ended {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Ended::Expired => "expired",
-            Ended::Revoked => "revoked",
-            Ended::TokenExpired => "token-expired",
-            Ended::OwnerGone => "owner-gone",
-            Ended::SignedOut => "signed-out",
-        }
-    }
-
-    pub(crate) fn parse(text: &str) -> Option<Self> {
-        [
-            Ended::Expired,
-            Ended::Revoked,
-            Ended::TokenExpired,
-            Ended::OwnerGone,
-            Ended::SignedOut,
-        ]
-        .into_iter()
-        .find(|e| e.as_str() == text)
-    }
-
-    pub(crate) fn message(self) -> &'static str {
-        match self {
-            Ended::Expired => "Your session has ended. Sign in again.",
-            Ended::Revoked => "Your session ended: its token was revoked.",
-            Ended::TokenExpired => "Your session ended: its token expired.",
-            Ended::OwnerGone => "Your session ended: the token's owner no longer has access.",
-            Ended::SignedOut => "You are signed out.",
-        }
-    }
 }
 
 /// A credential the console accepts, looked up again now: usable, its owner still configured,
@@ -327,18 +173,25 @@ impl Signed {
     }
 
     /// Leaves a message for the next page.
-    pub(crate) fn flash(&self, message: impl Into<String>) {
-        self.sessions.flash(&self.sid, message);
+    pub(crate) async fn flash(&self, message: impl Into<String>) {
+        self.sessions.flash(&self.sid, &message.into()).await;
     }
 
     /// Keeps a token just created until the tokens page shows its secret.
-    pub(crate) fn keep_new_token(&self, token: NewToken) {
-        self.sessions.keep_new_token(&self.sid, token);
+    pub(crate) async fn keep_new_token(&self, token: &NewToken) {
+        logged(
+            "keeping a new token",
+            sign_ins::keep_new_token(&self.sessions.control, &self.sid, token).await,
+        );
     }
 
     /// The token this session just created, if the tokens page has not shown it yet.
-    pub(crate) fn take_new_token(&self) -> Option<NewToken> {
-        self.sessions.take_new_token(&self.sid)
+    pub(crate) async fn take_new_token(&self) -> Option<NewToken> {
+        logged(
+            "taking a new token",
+            sign_ins::take_new_token(&self.sessions.control, &self.sid).await,
+        )
+        .flatten()
     }
 }
 
@@ -402,9 +255,17 @@ impl FromRequestParts<Arc<AppState>> for Signed {
         let Some(sid) = cookie(&parts.headers, COOKIE).map(str::to_owned) else {
             return Err(to_sign_in(parts, None));
         };
-        let (credential_id, csrf, flash) = match sessions.touch(&sid) {
-            Ok(found) => found,
-            Err(ended) => return Err(to_sign_in(parts, Some(ended))),
+        let (credential_id, csrf, flash) = match sign_ins::touch(&sessions.control, &sid).await {
+            Ok(Ok(live)) => (live.credential, live.csrf, live.flash),
+            Ok(Err(ended)) => return Err(to_sign_in(parts, Some(ended))),
+            Err(e) => {
+                tracing::error!(error = %e, "console sign-ins: reading failed");
+                return Err((
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "the console cannot read its sign-ins from the store; try again shortly\n",
+                )
+                    .into_response());
+            }
         };
         match resolve(state, &credential_id) {
             Ok((credential, authority)) => Ok(Self {
@@ -418,7 +279,7 @@ impl FromRequestParts<Arc<AppState>> for Signed {
             }),
             Err(ended) => {
                 tracing::info!(credential = %credential_id, reason = ended.as_str(), "console session ended");
-                sessions.end(&sid, ended);
+                sessions.end(&sid, ended).await;
                 Err(to_sign_in(parts, Some(ended)))
             }
         }
@@ -457,23 +318,5 @@ mod tests {
             set_cookie(COOKIE, "", Duration::ZERO, false),
             "warden_session=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0"
         );
-    }
-
-    #[test]
-    fn an_ended_session_says_why_a_closed_one_is_gone_and_a_flash_is_read_once() {
-        let sessions = SignIns::default();
-        let sid = sessions.open("tok_1").unwrap();
-        sessions.flash(&sid, "done");
-        let (id, csrf, flash) = sessions.touch(&sid).unwrap();
-        assert_eq!((id.as_str(), flash.as_deref()), ("tok_1", Some("done")));
-        assert_eq!(sessions.csrf(&sid), Some(csrf));
-        assert_eq!(sessions.touch(&sid).unwrap().2, None);
-        assert!(sessions.active(&sid));
-        sessions.end(&sid, Ended::Revoked);
-        assert_eq!(sessions.touch(&sid).unwrap_err(), Ended::Revoked);
-        assert!(!sessions.active(&sid));
-        sessions.close(&sid);
-        assert_eq!(sessions.touch(&sid).unwrap_err(), Ended::Expired);
-        assert_eq!(sessions.touch("forged").unwrap_err(), Ended::Expired);
     }
 }

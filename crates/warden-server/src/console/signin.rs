@@ -215,8 +215,12 @@ pub(crate) async fn sign_in(State(state): State<Arc<AppState>>, request: Request
         )
         .await;
     }
-    let Some(sid) = sessions.open(&credential.id) else {
-        return (StatusCode::SERVICE_UNAVAILABLE, "no randomness available\n").into_response();
+    let Some(sid) = sessions.open(&credential.id).await else {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the console cannot open a session now; try again shortly\n",
+        )
+            .into_response();
     };
     tracing::info!(credential = %credential.id, principal = %credential.principal, "signed in to the console");
     let mut response = layout::see_other("/");
@@ -240,7 +244,7 @@ pub(crate) async fn sign_out(
 ) -> Response {
     let secure = over_https(&headers, &uri);
     if let Ok(signed) = &signed {
-        signed.sessions.close(&signed.sid);
+        signed.sessions.close(&signed.sid).await;
         tracing::info!(credential = %signed.credential.id, "signed out of the console");
     }
     let mut response = layout::see_other(&format!("/sign-in?ended={}", Ended::SignedOut.as_str()));

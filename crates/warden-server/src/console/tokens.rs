@@ -5,10 +5,11 @@
 //! and runs at their next request (RUN-8). The rules are `warden_control::tokens`'; this page
 //! parses the form and renders the answer.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
-use axum::http::header;
+use axum::http::{StatusCode, header};
 use axum::response::Response;
 use maud::html;
 use serde::Deserialize;
@@ -19,7 +20,9 @@ use warden_core::principal::{CredentialKind, Principal};
 
 use super::caps::{Section, TOKENS_ANY, TOKENS_READ, TOKENS_WRITE};
 use super::fmt;
-use super::layout::{badge, closed, csrf_field, page, refused, see_other};
+use super::layout::{
+    FormError, badge, closed, csrf_field, form_error, page_with, refused, see_other,
+};
 use super::signed_in::{NewToken, Signed};
 use crate::state::AppState;
 
@@ -28,11 +31,21 @@ pub(crate) async fn list(State(state): State<Arc<AppState>>, signed: Signed) -> 
     if !(signed.holds(TOKENS_READ) || signed.holds(TOKENS_WRITE)) {
         return closed(&signed, Section::Tokens);
     }
+    render(&state, &signed, &CreateForm::default(), None).await
+}
+
+/// The page, its form filled with `typed` and showing `error` (a refused create).
+async fn render(
+    state: &AppState,
+    signed: &Signed,
+    typed: &CreateForm,
+    error: Option<&FormError>,
+) -> Response {
     let writes = signed.holds(TOKENS_WRITE);
     let caller = Caller::Credential(signed.authority.clone());
     let credentials = match tokens::list(&state.control, &caller).await {
         Ok(c) => c,
-        Err(e) => return refused(&signed, &e),
+        Err(e) => return refused(signed, &e),
     };
     let now = state.control.now();
     // The owners offered: any with `tokens:any`, else one's own (the only one allowed).
@@ -46,7 +59,8 @@ pub(crate) async fn list(State(state): State<Arc<AppState>>, signed: Signed) -> 
     {
         owners.push(name.to_string());
     }
-    let new_token = signed.take_new_token();
+    let new_token = signed.take_new_token().await;
+    let signed_in = signed.sessions.counts().await;
     let body = html! {
         @if let Some(t) = &new_token {
             div.created #created {
@@ -58,16 +72,22 @@ pub(crate) async fn list(State(state): State<Arc<AppState>>, signed: Signed) -> 
         @if writes {
         h2 { "Create a token" }
         form.stack #create-token method="post" action="/tokens" {
-            (csrf_field(&signed))
+            (csrf_field(signed))
+            (form_error(error, None))
             label { "Owner " select name="owner_kind" {
                 option value="user" { "user" }
-                option value="service-account" { "service account" }
-            } input type="text" name="owner" required list="token-owners" placeholder="alice"; }
+                option value="service-account" selected[typed.owner_kind == "service-account"] { "service account" }
+            } input type="text" name="owner" value=(typed.owner) required list="token-owners" placeholder="alice"; }
+            (form_error(error, Some("owner")))
             datalist #token-owners { @for o in &owners { option value=(o) {} } }
-            label { "Project bindings " input type="text" name="projects" placeholder="blank: all of the owner's projects; or payments, infra"; }
-            label { "Scopes " input type="text" name="scopes" placeholder="blank: all of the owner's capabilities; or run:projects:payments, approvals:decide"; }
-            label { "Time to live " input type="text" name="ttl" placeholder="blank: no expiry; or 30d, 12h"; }
-            label { "Description " input type="text" name="description" maxlength="200"; }
+            label { "Project bindings " input type="text" name="projects" value=(typed.projects) placeholder="blank: all of the owner's projects; or payments, infra"; }
+            (form_error(error, Some("projects")))
+            label { "Scopes " input type="text" name="scopes" value=(typed.scopes) placeholder="blank: all of the owner's capabilities; or run:projects:payments, approvals:decide"; }
+            (form_error(error, Some("scopes")))
+            label { "Time to live " input type="text" name="ttl" value=(typed.ttl) placeholder="blank: no expiry; or 30d, 12h"; }
+            (form_error(error, Some("ttl")))
+            label { "Description " input type="text" name="description" value=(typed.description) maxlength="200"; }
+            (form_error(error, Some("description")))
             button type="submit" { "Create" }
         }
         p.muted { "A token is never wider than the credential that creates it, and is for your own principal unless you hold " code { "tokens:any" } "." }
@@ -88,8 +108,8 @@ pub(crate) async fn list(State(state): State<Arc<AppState>>, signed: Signed) -> 
                         td { @if c.revoked_at.is_some() { (badge("revoked")) } @else if !usable { (badge("expired")) } @else { (badge("ok")) } }
                         td { (c.description.as_deref().unwrap_or("")) }
                         td { @if writes && c.revoked_at.is_none() && c.kind == CredentialKind::ApiKey {
-                            form method="post" action={ "/tokens/" (fmt::encode(&c.id)) "/revoke" } data-confirm=(revoke_question(&signed, c)) {
-                                (csrf_field(&signed))
+                            form method="post" action={ "/tokens/" (fmt::encode(&c.id)) "/revoke" } data-confirm=(revoke_question(signed, c, &signed_in)) {
+                                (csrf_field(signed))
                                 button.bad type="submit" { "Revoke" }
                             }
                         } }
@@ -98,7 +118,8 @@ pub(crate) async fn list(State(state): State<Arc<AppState>>, signed: Signed) -> 
             }
         }
     };
-    let mut response = page(&signed, Section::Tokens, "Tokens", body);
+    let status = error.map_or(StatusCode::OK, |e| e.status);
+    let mut response = page_with(status, signed, Section::Tokens, "Tokens", body);
     if new_token.is_some() {
         response.headers_mut().insert(
             header::CACHE_CONTROL,
@@ -109,7 +130,11 @@ pub(crate) async fn list(State(state): State<Arc<AppState>>, signed: Signed) -> 
 }
 
 /// What revoking `c` does, said before it is done.
-fn revoke_question(signed: &Signed, c: &warden_core::principal::Credential) -> String {
+fn revoke_question(
+    signed: &Signed,
+    c: &warden_core::principal::Credential,
+    signed_in: &HashMap<String, u64>,
+) -> String {
     if c.id == signed.credential.id {
         return format!(
             "This is the token you are signed in with ({}, {}). Revoking it signs you out at once, \
@@ -119,7 +144,7 @@ fn revoke_question(signed: &Signed, c: &warden_core::principal::Credential) -> S
             c.id, c.principal
         );
     }
-    let sessions = signed.sessions.signed_in_with(&c.id);
+    let sessions = signed_in.get(&c.id).copied().unwrap_or(0);
     format!(
         "Revoke token {} of {}? Every client using it is refused from its next request, its \
          runs end, and {sessions} console session{} signed in with it end{}.",
@@ -130,9 +155,11 @@ fn revoke_question(signed: &Signed, c: &warden_core::principal::Credential) -> S
     )
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 pub(crate) struct CreateForm {
+    #[serde(default)]
     owner_kind: String,
+    #[serde(default)]
     owner: String,
     #[serde(default)]
     projects: String,
@@ -143,6 +170,16 @@ pub(crate) struct CreateForm {
     #[serde(default)]
     description: String,
 }
+
+/// The service's arguments (as the admin API names them) and the form's fields for them.
+const FIELDS: &[(&str, &str)] = &[
+    ("user", "owner"),
+    ("serviceAccount", "owner"),
+    ("projects", "projects"),
+    ("scopes", "scopes"),
+    ("ttl", "ttl"),
+    ("description", "description"),
+];
 
 fn list_of(text: &str) -> Vec<String> {
     text.split([',', ' '])
@@ -182,14 +219,19 @@ pub(crate) async fn create(
     let created = tokens::create(&state.control, &policy, &caller, &draft(&form)).await;
     let token = match created {
         Ok(t) => t,
-        Err(e) => return refused(&signed, &e),
+        Err(e) => {
+            let e = FormError::refusal(&e, FIELDS);
+            return render(&state, &signed, &form, Some(&e)).await;
+        }
     };
     tracing::info!(token = %token.credential.id, owner = %token.credential.principal, by = %signed.credential.principal, "token created in the console");
-    signed.keep_new_token(NewToken {
-        id: token.credential.id.clone(),
-        principal: token.credential.principal.to_string(),
-        secret: token.secret,
-    });
+    signed
+        .keep_new_token(&NewToken {
+            id: token.credential.id.clone(),
+            principal: token.credential.principal.to_string(),
+            secret: token.secret,
+        })
+        .await;
     see_other("/tokens")
 }
 
@@ -206,7 +248,7 @@ pub(crate) async fn revoke(
             if id == signed.credential.id {
                 return see_other("/sign-in?ended=revoked");
             }
-            signed.flash(format!("Token {id} revoked."));
+            signed.flash(format!("Token {id} revoked.")).await;
             see_other("/tokens")
         }
         Err(e) => refused(&signed, &e),

@@ -10,6 +10,7 @@ use sqlx::{PgPool, Postgres, Transaction};
 use crate::error::StoreError;
 use crate::location::redact_url;
 use crate::sessions::sql::session_operations;
+use crate::sign_ins::sql::sign_in_operations;
 use crate::sql::shared_operations;
 use crate::tasks::sql::task_operations;
 
@@ -67,4 +68,5 @@ impl PgBackend {
     shared_operations!(Postgres);
     task_operations!(Postgres);
     session_operations!(Postgres);
+    sign_in_operations!(Postgres);
 }

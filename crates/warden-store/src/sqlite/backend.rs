@@ -19,6 +19,7 @@ use tokio::sync::{Mutex, MutexGuard};
 use crate::error::StoreError;
 use crate::location::SQLITE_FILE;
 use crate::sessions::sql::session_operations;
+use crate::sign_ins::sql::sign_in_operations;
 use crate::sql::shared_operations;
 use crate::tasks::sql::task_operations;
 
@@ -109,6 +110,7 @@ impl SqliteBackend {
     shared_operations!(Sqlite);
     task_operations!(Sqlite);
     session_operations!(Sqlite);
+    sign_in_operations!(Sqlite);
 }
 
 #[cfg(test)]

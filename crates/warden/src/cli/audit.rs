@@ -42,6 +42,10 @@ pub struct AuditArgs {
     /// Before this time (same forms as `--since`).
     #[arg(long)]
     pub until: Option<String>,
+    /// Only records with this text, ignoring case, in an id, the principal, agent, tool, code
+    /// or payload (a rule's name, an argument's hash).
+    #[arg(long)]
+    pub text: Option<String>,
     /// At most this many records, the newest (a notice on stderr says when more match).
     #[arg(long, default_value_t = 100)]
     pub limit: i64,

@@ -41,6 +41,11 @@ impl Drop for Chrome {
 
 impl Chrome {
     pub(crate) async fn start() -> Self {
+        Self::start_with(&[]).await
+    }
+
+    /// A browser started with `extra` switches too (`--force-dark-mode`).
+    pub(crate) async fn start_with(extra: &[&str]) -> Self {
         let driver_bin =
             std::env::var("WARDEN_CHROMEDRIVER").unwrap_or_else(|_| "/usr/bin/chromedriver".into());
         let chromium =
@@ -61,19 +66,31 @@ impl Chrome {
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {driver_bin}: {e}"));
         let profile = tempfile::tempdir().unwrap();
+        let mut args: Vec<String> = [
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--no-first-run",
+            "--disable-sync",
+            "--disable-crash-reporter",
+            "--disable-breakpad",
+            "--window-size=1280,900",
+        ]
+        .into_iter()
+        .chain(extra.iter().copied())
+        .map(str::to_owned)
+        .collect();
+        args.push(format!("--user-data-dir={}", profile.path().display()));
         let mut caps = serde_json::Map::new();
         caps.insert("browserName".into(), json!("chrome"));
         caps.insert(
             "goog:chromeOptions".into(),
             json!({
                 "binary": chromium,
-                "args": [
-                    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                    "--disable-background-networking", "--disable-component-update",
-                    "--no-first-run", "--disable-sync", "--disable-crash-reporter",
-                    "--disable-breakpad", "--window-size=1280,900",
-                    format!("--user-data-dir={}", profile.path().display()),
-                ],
+                "args": args,
             }),
         );
         let url = format!("http://127.0.0.1:{port}");
@@ -329,5 +346,66 @@ impl Chrome {
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join(format!("{name}.png")), png).unwrap();
         self.b().set_window_size(1280, 900).await.unwrap();
+    }
+
+    /// Makes the page `width` CSS pixels wide (a phone's 420, a desktop's 1400).
+    pub(crate) async fn set_width(&self, width: u32) {
+        self.b().set_window_size(width, 900).await.unwrap();
+        // The window's frame, if any, is not the page's: widen the window by it.
+        let inner = self
+            .b()
+            .execute("return window.innerWidth", vec![])
+            .await
+            .unwrap()
+            .as_u64()
+            .unwrap_or(u64::from(width));
+        let frame = u64::from(width).saturating_sub(inner);
+        if frame > 0 {
+            let outer = u32::try_from(u64::from(width) + frame).unwrap();
+            self.b().set_window_size(outer, 900).await.unwrap();
+        }
+    }
+
+    /// What sticks out of the page sideways: `None` when nothing makes it scroll
+    /// horizontally; else the outermost elements that reach past its right edge.
+    pub(crate) async fn overflow(&self) -> Option<String> {
+        let found = self
+            .b()
+            .execute(
+                r"
+                const root = document.documentElement;
+                const width = root.clientWidth;
+                if (root.scrollWidth <= width) { return null; }
+                const out = [];
+                for (const el of document.body.querySelectorAll('*')) {
+                    const r = el.getBoundingClientRect();
+                    const wide = (e) => e.getBoundingClientRect().right > width + 1;
+                    if (wide(el) && !Array.from(el.children).some(wide)) {
+                        out.push(el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') +
+                            (el.className && typeof el.className === 'string' ? '.' + el.className.split(' ').join('.') : '') +
+                            ' right=' + Math.round(r.right) + ' ' + JSON.stringify((el.textContent || '').trim().slice(0, 40)));
+                    }
+                }
+                return 'page ' + root.scrollWidth + ' px wide in ' + width + ': ' + out.slice(0, 8).join('; ');
+                ",
+                vec![],
+            )
+            .await
+            .unwrap();
+        found.as_str().map(str::to_owned)
+    }
+
+    /// Whether the whole of `css`'s first element is inside the viewport's width.
+    pub(crate) async fn within_width(&self, css: &str) -> bool {
+        self.b()
+            .execute(
+                "const r = document.querySelector(arguments[0]).getBoundingClientRect(); \
+                 return r.left >= 0 && r.right <= document.documentElement.clientWidth;",
+                vec![serde_json::Value::String(css.to_owned())],
+            )
+            .await
+            .unwrap()
+            .as_bool()
+            .unwrap_or(false)
     }
 }

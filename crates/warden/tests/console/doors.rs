@@ -31,7 +31,7 @@ async fn a_token_creator_cannot_mint_or_revoke_for_another_principal_in_the_cons
         .await;
     assert_eq!(status, 403, "{page}");
     assert!(
-        page.contains("creating a token for `user:admin`, another principal, needs the `tokens:any` capability"),
+        page.contains("creating a token for <code>user:admin</code>, another principal, needs the <code>tokens:any</code> capability"),
         "{page}"
     );
     let admins = before
@@ -44,7 +44,7 @@ async fn a_token_creator_cannot_mint_or_revoke_for_another_principal_in_the_cons
     assert_eq!(status, 403, "{page}");
     assert!(
         page.contains(
-            "revoking a token of `user:admin`, another principal, needs the `tokens:any` capability"
+            "revoking a token of <code>user:admin</code>, another principal, needs the <code>tokens:any</code> capability"
         ),
         "{page}"
     );

@@ -53,11 +53,13 @@ pub(crate) struct Plain {
     csrf: String,
 }
 
-/// A client that follows no redirects.
+/// A client that follows no redirects, and opens a connection for each request (so that a
+/// round-robin balancer in front of replicas sends each to the next one).
 pub(crate) fn http() -> reqwest::Client {
     warden_mcp::http_client::install_tls();
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
+        .pool_max_idle_per_host(0)
         .build()
         .unwrap()
 }
@@ -65,18 +67,19 @@ pub(crate) fn http() -> reqwest::Client {
 impl Plain {
     /// Signs in with `token` through the form, as a browser does.
     pub(crate) async fn sign_in(w: &TestWarden, token: &str) -> Self {
+        Self::sign_in_at(&w.base, token).await
+    }
+
+    /// Signs in with `token` through the form of the console at `base`.
+    pub(crate) async fn sign_in_at(base: &str, token: &str) -> Self {
         let http = http();
-        let form = http
-            .get(format!("{}/sign-in", w.base))
-            .send()
-            .await
-            .unwrap();
+        let form = http.get(format!("{base}/sign-in")).send().await.unwrap();
         let nonce = set_cookie(&form, "warden_sign_in").expect("the sign-in cookie");
         let field = csrf_in(&form.text().await.unwrap());
         let signed = http
-            .post(format!("{}/sign-in", w.base))
+            .post(format!("{base}/sign-in"))
             .header(COOKIE, format!("warden_sign_in={nonce}"))
-            .header("origin", &w.base)
+            .header("origin", base)
             .header("content-type", "application/x-www-form-urlencoded")
             .body(encode(&[("_csrf", field.as_str()), ("token", token)]))
             .send()
@@ -85,7 +88,7 @@ impl Plain {
         assert_eq!(signed.status(), 303, "signed in");
         let sid = set_cookie(&signed, "warden_session").expect("a session");
         let mut plain = Self {
-            base: w.base.clone(),
+            base: base.to_owned(),
             http,
             cookie: format!("warden_session={sid}"),
             csrf: String::new(),
@@ -94,6 +97,12 @@ impl Plain {
         let (_, home) = plain.get("/").await;
         plain.csrf = csrf_in(&home);
         plain
+    }
+
+    /// The same session, its requests sent to `base` (the same server, restarted elsewhere).
+    pub(crate) fn moved_to(mut self, base: &str) -> Self {
+        base.clone_into(&mut self.base);
+        self
     }
 
     /// `GET path`, its answer to read as it comes (an event stream).

@@ -1,5 +1,7 @@
 //! Signing in only through the sign-in form, and a token revoked in the console.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::json;
@@ -7,6 +9,7 @@ use serde_json::json;
 use crate::browser::Chrome;
 use crate::common::*;
 use crate::config;
+use crate::plain::Plain;
 
 const REFUSED: &str =
     "forbidden: the form was sent without its security token; reload the page and try again";
@@ -213,4 +216,101 @@ async fn destructive_actions_say_what_they_do_and_nothing_happens_when_declined(
         "declined, yet pulled"
     );
     chrome.quit().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_console_session_outlives_a_restart_of_the_server() {
+    // OPS-5, STORE-3: sign-ins are kept in the store, not in one process's memory.
+    let w = TestWarden::start(&config()).await;
+    let session = Plain::sign_in(&w, &w.admin).await;
+    assert_eq!(session.get("/").await.0, 200);
+    let w = w.restart().await;
+    let session = session.moved_to(&w.base);
+    let (status, page) = session.get("/tokens").await;
+    assert_eq!(status, 200, "still signed in after the restart: {page}");
+    // Its forms still carry the same anti-forgery token, which the restarted server accepts.
+    let (status, to) = session
+        .post("/kill-switches", &[("scope", "all"), ("reason", "drill")])
+        .await;
+    assert_eq!((status, to.as_str()), (303, "/kill-switches"));
+}
+
+/// One address in front of `backends`: each connection goes to the next backend in turn, as a
+/// round-robin balancer without stickiness sends it. The address, and how many connections
+/// each backend was given.
+async fn round_robin(backends: Vec<std::net::SocketAddr>) -> (String, Arc<Vec<AtomicUsize>>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let given = Arc::new(
+        backends
+            .iter()
+            .map(|_| AtomicUsize::new(0))
+            .collect::<Vec<_>>(),
+    );
+    let counts = Arc::clone(&given);
+    tokio::spawn(async move {
+        for n in 0.. {
+            let Ok((mut inbound, _)) = listener.accept().await else {
+                return;
+            };
+            let i = n % backends.len();
+            counts[i].fetch_add(1, Ordering::Relaxed);
+            let backend = backends[i];
+            tokio::spawn(async move {
+                if let Ok(mut outbound) = tokio::net::TcpStream::connect(backend).await {
+                    let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                }
+            });
+        }
+    });
+    (base, given)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_behind_one_address_serve_one_console_session() {
+    // OPS-5, STORE-3: sign in through one replica, approve through the other, and a token
+    // created through one shows its secret on the page the other serves.
+    let Some(pg) = warden_testkit::postgres_store().await else {
+        return;
+    };
+    let a = TestWarden::start_on(pg, &config()).await;
+    let b = a.replica().await;
+    let alice = a.token("alice", None, None).await;
+    b.settle().await;
+    let client = http_client(&a.mcp(), &alice, Era::Sessions).await;
+    let (id, _) = crate::park(&client, "refund 7").await;
+    let (base, given) = round_robin(vec![a.addr, b.addr]).await;
+    let session = Plain::sign_in_at(&base, &a.admin).await;
+    let (status, page) = session.get("/approvals").await;
+    assert_eq!(status, 200);
+    assert!(page.contains(&id), "the parked call in the inbox: {page}");
+    let (status, to) = session
+        .post(
+            &format!("/approvals/{id}/decide"),
+            &[("verb", "approve"), ("reason", "checked")],
+        )
+        .await;
+    assert_eq!(status, 303, "{to}");
+    assert_eq!(crate::status_of(&a, &id).await, "executed");
+    let (_, page) = session.get(&to).await;
+    assert!(
+        page.contains("Approved: the call was executed."),
+        "the message left by one replica, shown by the other: {page}"
+    );
+    let (status, to) = session
+        .post("/tokens", &[("owner_kind", "user"), ("owner", "carol")])
+        .await;
+    assert_eq!((status, to.as_str()), (303, "/tokens"));
+    let (_, page) = session.get("/tokens").await;
+    assert!(
+        page.contains("id=\"secret\""),
+        "the new token's secret: {page}"
+    );
+    let (_, page) = session.get("/tokens").await;
+    assert!(!page.contains("id=\"secret\""), "shown once: {page}");
+    let given: Vec<usize> = given.iter().map(|n| n.load(Ordering::Relaxed)).collect();
+    assert!(
+        given.iter().all(|n| *n >= 4),
+        "both replicas served the session: {given:?}"
+    );
 }

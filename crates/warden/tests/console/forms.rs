@@ -1,0 +1,134 @@
+//! A form the server does not accept comes back as it was typed, with the error beside the
+//! field it is about — never a page of its own that throws the form away.
+
+use crate::common::*;
+use crate::config;
+use crate::plain::Plain;
+
+/// The error shown beside `field` in `page`, as text.
+fn error_at(page: &str, field: &str) -> String {
+    let marker = format!("class=\"field-error\" role=\"alert\" data-field=\"{field}\">");
+    let at = page
+        .find(&marker)
+        .unwrap_or_else(|| panic!("no error beside `{field}`: {page}"));
+    let rest = &page[at + marker.len()..];
+    rest[..rest.find("</p>").unwrap()]
+        .replace("<code>", "")
+        .replace("</code>", "")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_kill_switch_keeps_what_was_typed_and_says_which_field() {
+    let w = TestWarden::start(&config()).await;
+    let console = Plain::sign_in(&w, &w.admin).await;
+    let (status, page) = console
+        .post(
+            "/kill-switches",
+            &[
+                ("scope", "project"),
+                ("target", ""),
+                ("reason", "incident 4411"),
+            ],
+        )
+        .await;
+    assert_eq!(status, 400, "{page}");
+    assert_eq!(
+        error_at(&page, "target"),
+        "name what the switch freezes (or choose everything)"
+    );
+    assert!(
+        page.contains(r#"value="incident 4411""#),
+        "the reason kept: {page}"
+    );
+    assert!(
+        page.contains(r#"<option value="project" selected>"#),
+        "the scope kept: {page}"
+    );
+    assert!(!page.contains("Back to the overview"), "{page}");
+    let (status, page) = console
+        .post(
+            "/kill-switches",
+            &[("scope", "agent"), ("target", "Not A Name"), ("reason", "")],
+        )
+        .await;
+    assert_eq!(status, 400, "{page}");
+    assert!(error_at(&page, "target").starts_with("agent: "), "{page}");
+    assert!(page.contains(r#"value="Not A Name""#), "{page}");
+    assert!(
+        w.gateway
+            .snapshot()
+            .policy
+            .config
+            .of_kind(warden_core::config::Kind::KillSwitch)
+            .next()
+            .is_none()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_for_an_unknown_user_is_refused_beside_the_owner_with_the_form_kept() {
+    let w = TestWarden::start(&config()).await;
+    let console = Plain::sign_in(&w, &w.admin).await;
+    let before = w.store.store.credentials().await.unwrap().len();
+    let (status, page) = console
+        .post(
+            "/tokens",
+            &[
+                ("owner_kind", "user"),
+                ("owner", "mallory"),
+                ("projects", "payments"),
+                ("ttl", "30d"),
+                ("description", "for the drill"),
+            ],
+        )
+        .await;
+    assert_eq!(status, 422, "{page}");
+    assert_eq!(
+        error_at(&page, "owner"),
+        "user: no User named mallory; apply it first"
+    );
+    for kept in [
+        r#"value="mallory""#,
+        r#"value="payments""#,
+        r#"value="30d""#,
+        r#"value="for the drill""#,
+    ] {
+        assert!(page.contains(kept), "{kept} kept: {page}");
+    }
+    let (status, page) = console
+        .post(
+            "/tokens",
+            &[("owner_kind", "user"), ("owner", "alice"), ("ttl", "soon")],
+        )
+        .await;
+    assert_eq!(status, 400, "{page}");
+    assert!(error_at(&page, "ttl").contains("soon"), "{page}");
+    assert_eq!(
+        w.store.store.credentials().await.unwrap().len(),
+        before,
+        "nothing created"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explain_shows_bad_json_and_an_unknown_user_beside_their_fields() {
+    let w = TestWarden::start(&config()).await;
+    let console = Plain::sign_in(&w, &w.admin).await;
+    let (status, page) = console
+        .get("/explain?tool=ledger__echo&arguments=%7Bnot+json&user=alice")
+        .await;
+    assert_eq!(status, 400, "{page}");
+    assert!(
+        error_at(&page, "arguments").starts_with("the arguments are not JSON: "),
+        "{page}"
+    );
+    assert!(
+        page.contains("{not json</textarea>"),
+        "the arguments kept: {page}"
+    );
+    let (status, page) = console.get("/explain?tool=ledger__echo&user=nobody").await;
+    assert_eq!(status, 404, "{page}");
+    // Not "the credential's owner no longer exists": nobody was ever configured.
+    assert_eq!(error_at(&page, "user"), "user:nobody is not configured");
+    assert!(page.contains(r#"value="nobody""#), "{page}");
+}
