@@ -201,6 +201,9 @@ pub enum Refusal {
     /// Nothing by that name or id.
     #[error("{0}")]
     NotFound(String),
+    /// Not possible in the current state (a run already running, no runner configured).
+    #[error("{0}")]
+    Conflict(String),
     /// Configuration refused, every problem naming its file, resource and field (one per
     /// line, as `warden apply` prints them).
     #[error("{}", errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]

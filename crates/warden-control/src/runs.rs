@@ -1,10 +1,15 @@
 //! Runs (OBS-2, AGT-*): who ran what, with which authority, and the lifecycle of agent runs —
-//! the admin API, the console and `warden runs` alike. Each needs `runs:read`.
+//! the admin API, the console and `warden runs` alike. Each needs `runs:read`; starting an
+//! agent's run by hand ([`start`]) needs `agents:run`.
 
+use std::sync::Arc;
 use warden_core::audit::AuditRecord;
-use warden_core::capability::RUNS_READ;
+
+use warden_core::capability::{AGENTS_RUN, RUNS_READ};
 use warden_core::policy::Policy;
+use warden_core::principal::{Credential, PrincipalRef, Provenance};
 use warden_store::{AgentRun, AuditFilter, RunDetail, RunSummary};
+use warden_work::agents::{RunError, Runner, Trigger};
 
 use crate::{Caller, Control, Refusal};
 
@@ -69,4 +74,33 @@ pub async fn agent_runs(
         return Err(Refusal::NotFound(format!("no agent named `{agent}`")));
     }
     Ok(control.store().agent_runs(agent, limit).await?)
+}
+
+/// Starts a run of `agent` by hand with its manual runner, for the credential `by` (its
+/// provenance); with `task`, as a session of that task.
+pub async fn start(
+    runner: &Arc<Runner>,
+    caller: &Caller,
+    by: &Credential,
+    agent: &str,
+    task: Option<&str>,
+) -> Result<AgentRun, Refusal> {
+    caller.require(AGENTS_RUN, "starting an agent run")?;
+    let provenance = Provenance::Principal {
+        reference: PrincipalRef::ApiKey {
+            id: by.id.clone(),
+            owner: by.principal.clone(),
+        },
+    };
+    runner
+        .start(agent, Trigger::Manual(provenance), task)
+        .await
+        .map_err(|e| match e {
+            RunError::UnknownAgent(_) | RunError::UnknownTask(_) => {
+                Refusal::NotFound(e.to_string())
+            }
+            RunError::NotAMember { .. } => Refusal::Unprocessable(e.to_string()),
+            RunError::NoRunner(_) | RunError::AlreadyRunning => Refusal::Conflict(e.to_string()),
+            RunError::Store(e) => Refusal::Store(e),
+        })
 }

@@ -252,11 +252,15 @@ pub async fn keep_new_token(
 ) -> Result<(), StoreError> {
     let sealed =
         seal(id, token).ok_or_else(|| StoreError::Corrupt("cannot seal a new token".into()))?;
-    control
+    if control
         .store()
         .set_sign_in_note(&id_hash(id), SignInNote::NewToken, &sealed)
-        .await?;
-    Ok(())
+        .await?
+    {
+        Ok(())
+    } else {
+        Err(StoreError::Corrupt("the sign-in is gone".into()))
+    }
 }
 
 /// The token the sign-in `id` just created, taken: it is shown once, by whichever replica

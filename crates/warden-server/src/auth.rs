@@ -51,6 +51,12 @@ async fn reread_store(gateway: &Gateway, limiter: &FailureLimiter) {
     }
 }
 
+/// Reads the store again when its configuration or credentials changed since the snapshot
+/// (at most one reread at a time; a caller that waited for one takes its result).
+pub(crate) async fn reread(state: &AppState) {
+    reread_store(&state.gateway, &state.auth_failures).await;
+}
+
 /// The credential of a Warden token, for every door that takes one (the MCP endpoints, the
 /// admin API, the console's sign-in): a hash lookup in the gateway's table, constant-time —
 /// and, for a token the table does not know, once more after the store is re-read

@@ -33,8 +33,8 @@ pub struct AuditFilter {
     pub since: Option<Millis>,
     /// Before this time.
     pub until: Option<Millis>,
-    /// Text found, ignoring ASCII case, in the run or call id, the principal, the agent, the
-    /// tool, the code or the payload (a free-text search).
+    /// Text found, ignoring case (of ASCII letters only on SQLite), in the run or call id, the
+    /// principal, the agent, the tool, the code or the payload (a free-text search).
     pub contains: Option<String>,
     /// A cursor: only records after this sequence number in the listing's order — higher
     /// sequence numbers oldest first, lower ones with `newest_first` — to page through a

@@ -210,13 +210,12 @@ macro_rules! shared_operations {
                     .push_bind(after);
             }
             if let Some(text) = f.contains.as_deref().filter(|t| !t.is_empty()) {
-                // `%`, `_` and the escape itself stand for themselves.
+                // `%`, `_` and the escape itself stand for themselves. The escape is `!`, not a
+                // backslash, whose reading in a literal depends on a PostgreSQL setting; both
+                // sides are folded by the backend's own `LOWER`.
                 let pattern = format!(
                     "%{}%",
-                    text.to_lowercase()
-                        .replace('\\', "\\\\")
-                        .replace('%', "\\%")
-                        .replace('_', "\\_")
+                    text.replace('!', "!!").replace('%', "!%").replace('_', "!_")
                 );
                 qb.push(" AND (");
                 let columns = ["run_id", "call_id", "principal", "agent", "tool", "code", "payload"];
@@ -226,9 +225,9 @@ macro_rules! shared_operations {
                     }
                     qb.push("LOWER(COALESCE(")
                         .push(column)
-                        .push(", '')) LIKE ")
+                        .push(", '')) LIKE LOWER(")
                         .push_bind(pattern.clone())
-                        .push(" ESCAPE '\\'");
+                        .push(") ESCAPE '!'");
                 }
                 qb.push(")");
             }

@@ -20,7 +20,6 @@ use super::access::{AGENTS_RUN, CONFIG_READ, caller_holding, own_authority};
 use super::error::{ApiError, ErrorBody};
 use super::runs::Lifecycle;
 use crate::state::AppState;
-use warden_work::agents::{RunError, Trigger};
 
 /// The program a run starts.
 #[derive(Debug, Serialize, ToSchema)]
@@ -152,34 +151,27 @@ pub(crate) async fn start(
     Path(agent): Path<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<(StatusCode, Json<Lifecycle>), ApiError> {
-    caller_holding(&state, &credential, AGENTS_RUN, "starting an agent run")?;
+    let caller = Caller::Credential(caller_holding(
+        &state,
+        &credential,
+        AGENTS_RUN,
+        "starting an agent run",
+    )?);
     let body = body?;
     let asked: StartRun = if body.iter().all(u8::is_ascii_whitespace) {
         StartRun::default()
     } else {
         serde_json::from_slice(&body).map_err(|e| ApiError::invalid(format!("invalid run: {e}")))?
     };
-    let provenance = warden_core::principal::Provenance::Principal {
-        reference: warden_core::principal::PrincipalRef::ApiKey {
-            id: credential.id.clone(),
-            owner: credential.principal.clone(),
-        },
-    };
-    match state
-        .runner
-        .start(&agent, Trigger::Manual(provenance), asked.task.as_deref())
-        .await
-    {
-        Ok(run) => Ok((StatusCode::CREATED, Json(run.into()))),
-        Err(e @ (RunError::UnknownAgent(_) | RunError::UnknownTask(_))) => {
-            Err(ApiError::not_found(e.to_string()))
-        }
-        Err(e @ RunError::NotAMember { .. }) => Err(ApiError::unprocessable(e.to_string())),
-        Err(e @ (RunError::NoRunner(_) | RunError::AlreadyRunning)) => {
-            Err(ApiError::conflict(e.to_string()))
-        }
-        Err(e) => Err(ApiError::unavailable(e.to_string())),
-    }
+    let run = runs::start(
+        &state.runner,
+        &caller,
+        &credential,
+        &agent,
+        asked.task.as_deref(),
+    )
+    .await?;
+    Ok((StatusCode::CREATED, Json(run.into())))
 }
 
 /// `?limit=N`.

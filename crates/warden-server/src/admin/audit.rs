@@ -49,8 +49,8 @@ pub(crate) struct AuditQuery {
     since: Option<String>,
     /// Before this time: milliseconds since the epoch, or an age.
     until: Option<String>,
-    /// Text found, ignoring ASCII case, in the run or call id, principal, agent, tool, code or
-    /// payload (`%` and `_` are literal).
+    /// Text found, ignoring case (of ASCII letters only on SQLite), in the run or call id,
+    /// principal, agent, tool, code or payload (`%` and `_` are literal).
     text: Option<String>,
     /// Listing only: records before this sequence number, the `next` of the previous page.
     before: Option<i64>,

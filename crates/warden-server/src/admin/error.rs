@@ -152,6 +152,7 @@ impl From<Refusal> for ApiError {
             Refusal::Missing { capability, what } => Self::missing(capability, &what),
             Refusal::Forbidden(m) => Self::forbidden(m),
             Refusal::NotFound(m) => Self::not_found(m),
+            Refusal::Conflict(m) => Self::conflict(m),
             Refusal::Config { refusal, errors } => Self::config(
                 match refusal {
                     ConfigRefusal::Rejected => StatusCode::UNPROCESSABLE_ENTITY,

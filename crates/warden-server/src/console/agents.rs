@@ -1,9 +1,11 @@
 //! Agents with their memberships, schedules (and when each fires next) and recent unattended
-//! runs; tasks of the workspaces the credential may read, with those workspaces.
+//! runs, and **Run now** for an agent with a manual runner (`agents:run`, through
+//! `warden_control::runs::start`, as the API's `POST /api/v1/agents/{agent}/runs`); tasks of
+//! the workspaces the credential may read, with those workspaces.
 
 use std::sync::Arc;
 
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use maud::html;
@@ -13,9 +15,11 @@ use warden_core::config::WorkspaceMode;
 use warden_work::args::ListTasksArgs;
 use warden_work::tasks::{self as work, WorkError};
 
-use super::caps::{CONFIG_READ, RUNS_READ, Section};
+use super::caps::{AGENTS_RUN, CONFIG_READ, RUNS_READ, Section};
 use super::fmt;
-use super::layout::{badge, closed, page, refusal};
+use super::layout::{
+    FormError, badge, closed, csrf_field, form_error, page, page_with, refusal, see_other,
+};
 use super::signed_in::Signed;
 use crate::state::AppState;
 
@@ -24,6 +28,35 @@ pub(crate) async fn agents(State(state): State<Arc<AppState>>, signed: Signed) -
     if !signed.holds(CONFIG_READ) {
         return closed(&signed, Section::Agents);
     }
+    render(&state, &signed, None).await
+}
+
+/// `POST /agents/{agent}/run`: starts a run with the agent's manual runner; the page says
+/// which run started, or why none did.
+pub(crate) async fn run_now(
+    State(state): State<Arc<AppState>>,
+    signed: Signed,
+    Path(agent): Path<String>,
+) -> Response {
+    let caller = Caller::Credential(signed.authority.clone());
+    match runs::start(&state.runner, &caller, &signed.credential, &agent, None).await {
+        Ok(run) => {
+            tracing::info!(agent = %agent, run = %run.id, by = %signed.credential.principal, "agent run started in the console");
+            signed
+                .flash(format!(
+                    "Run {} of agent {agent} started ({}).",
+                    run.id, run.status
+                ))
+                .await;
+            see_other("/agents")
+        }
+        Err(e) if !signed.holds(CONFIG_READ) => super::layout::refused(&signed, &e),
+        Err(e) => render(&state, &signed, Some(&FormError::refusal(&e, &[]))).await,
+    }
+}
+
+/// The page, with `error` (a run that did not start) above the agents.
+async fn render(state: &AppState, signed: &Signed, error: Option<&FormError>) -> Response {
     let snapshot = state.gateway.snapshot();
     let runs = if signed.holds(RUNS_READ) {
         let caller = Caller::Credential(signed.authority.clone());
@@ -34,7 +67,9 @@ pub(crate) async fn agents(State(state): State<Arc<AppState>>, signed: Signed) -
         Vec::new()
     };
     let now = state.control.now();
+    let starts = signed.holds(AGENTS_RUN);
     let body = html! {
+        (form_error(error, None))
         table.grid #agents {
             thead { tr { th { "Agent" } th { "Memberships" } th { "Schedules" } th { "Manual runner" } } }
             tbody {
@@ -53,7 +88,20 @@ pub(crate) async fn agents(State(state): State<Arc<AppState>>, signed: Signed) -
                                 }
                             }
                         }
-                        td { @match a.manual_runner() { Some((r, _)) => code { (r.command) " " (r.args.join(" ")) }, None => span.muted { "none" } } }
+                        td {
+                            @match a.manual_runner() {
+                                Some((r, _)) => {
+                                    code { (r.command) " " (r.args.join(" ")) }
+                                    @if starts {
+                                        form.inline method="post" action={ "/agents/" (fmt::encode(name.as_str())) "/run" } {
+                                            (csrf_field(signed))
+                                            button type="submit" { "Run now" }
+                                        }
+                                    }
+                                },
+                                None => span.muted { "none" },
+                            }
+                        }
                     }
                 }
             }
@@ -78,7 +126,14 @@ pub(crate) async fn agents(State(state): State<Arc<AppState>>, signed: Signed) -
             }
         }
     };
-    page(&signed, Section::Agents, "Agents and schedules", body)
+    let status = error.map_or(StatusCode::OK, |e| e.status);
+    page_with(
+        status,
+        signed,
+        Section::Agents,
+        "Agents and schedules",
+        body,
+    )
 }
 
 /// `GET /tasks`.

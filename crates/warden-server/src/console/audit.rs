@@ -78,6 +78,25 @@ impl Search {
         })
     }
 
+    /// The search with its times as they are now (`1h` → the time an hour ago), and its page
+    /// size: what the pages after this one search, so that paging does not move with the
+    /// clock.
+    fn pinned(&self, now: Millis) -> String {
+        let pin = |t: &str| match some(t).map(|t| fmt::parse_time(&t, now)) {
+            Some(Ok(at)) => fmt::time(at.0),
+            _ => t.to_owned(),
+        };
+        let pinned = Self {
+            since: pin(&self.since),
+            until: pin(&self.until),
+            ..self.clone()
+        };
+        match self.limit {
+            Some(n) => format!("{}&limit={n}", pinned.query()),
+            None => pinned.query(),
+        }
+    }
+
     fn query(&self) -> String {
         let pairs: Vec<String> = [
             ("run", &self.run),
@@ -126,7 +145,8 @@ pub(crate) async fn search(
     let matching = found.as_ref().and_then(|p| p.matching).unwrap_or(0);
     let next = found.as_ref().and_then(|p| p.next);
     let query = q.query();
-    let amp = if query.is_empty() { "" } else { "&" };
+    let pages = q.pinned(state.control.now());
+    let amp = if pages.is_empty() { "" } else { "&" };
     let text = |name: &'static str, label: &'static str, value: &str, hint: &'static str| {
         html! { label { (label) input type="text" name=(name) value=(value) placeholder=(hint); } }
     };
@@ -162,7 +182,7 @@ pub(crate) async fn search(
         (trail(records, true))
         nav.pager {
             @if q.before.is_some() { a.button href={ "/audit?" (query) } { "Newest" } " " }
-            @if let Some(n) = next { a.button #older href={ "/audit?" (query) (amp) "before=" (n) } { "Older" } }
+            @if let Some(n) = next { a.button #older href={ "/audit?" (pages) (amp) "before=" (n) } { "Older" } }
         }
         h2 { "Verify the chain" }
         form method="post" action="/audit/verify" {

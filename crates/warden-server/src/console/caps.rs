@@ -6,6 +6,9 @@ use warden_core::authority::Authority;
 
 pub(crate) use warden_core::capability::APPROVALS_DECIDE;
 
+/// Starting an agent's run by hand (Run now).
+pub(crate) use warden_core::capability::AGENTS_RUN;
+
 /// Reading configuration: agents and their schedules, kill switches.
 pub(crate) use warden_core::capability::CONFIG_READ;
 /// Pulling and releasing kill switches.

@@ -209,7 +209,8 @@ pub(crate) fn refusal_status(e: &Refusal) -> StatusCode {
         Refusal::Config {
             refusal: ConfigRefusal::InUse,
             ..
-        } => StatusCode::CONFLICT,
+        }
+        | Refusal::Conflict(_) => StatusCode::CONFLICT,
         Refusal::Missing { .. } | Refusal::Forbidden(_) => StatusCode::FORBIDDEN,
         Refusal::NotFound(_) => StatusCode::NOT_FOUND,
         Refusal::Store(_) => StatusCode::SERVICE_UNAVAILABLE,

@@ -68,6 +68,7 @@ pub(crate) fn routes(control: warden_control::Control) -> Router<Arc<AppState>> 
         .route("/explain", get(explain::show))
         .route("/tools", get(tools::show))
         .route("/agents", get(agents::agents))
+        .route("/agents/{agent}/run", post(agents::run_now))
         .route("/tasks", get(agents::tasks))
         .route("/tokens", get(tokens::list).post(tokens::create))
         .route("/tokens/{id}/revoke", post(tokens::revoke))

@@ -222,9 +222,9 @@ pub(crate) async fn show(State(state): State<Arc<AppState>>, signed: Signed) -> 
                 (chart::stacked_bars("Decisions per minute, the last hour", &SERIES, &per_minute(d, &refused, now), &labels))
                 @if unaudited_total > 0 {
                     p.muted #unaudited {
-                        (unaudited_total) " of the refusals came before the audit step and left no record: "
+                        (unaudited_total) " of the refusals left no audit record: "
                         (unaudited_codes(&unaudited))
-                        ". They are counted by this server since it started."
+                        ". A kill switch and a failed validation come before the audit step; these are counted by this server in the last hour (not by other replicas, and not across a restart)."
                     }
                 }
             }

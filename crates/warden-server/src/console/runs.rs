@@ -73,11 +73,14 @@ fn field(payload: &Value, key: &str) -> Option<String> {
 }
 
 /// The chain's records as a table: the trail behind a run (also the audit search's results).
-/// A record whole, as `warden audit -o json` prints it (the payload as JSON): what an `apply`
-/// applied, a call's argument hashes, its hash and the one before.
+/// A record whole, as `warden audit -o json` prints it (the payload as JSON, or as the text
+/// it is when it is not JSON): what an `apply` applied, a call's argument hashes, its hash
+/// and the one before.
 fn record_text(r: &AuditRecord, payload: &Value) -> String {
     let mut whole = serde_json::to_value(r).unwrap_or(Value::Null);
-    if let Some(obj) = whole.as_object_mut() {
+    if let Some(obj) = whole.as_object_mut()
+        && !payload.is_null()
+    {
         obj.insert("payload".into(), payload.clone());
     }
     serde_json::to_string_pretty(&whole).unwrap_or_default()

@@ -57,8 +57,16 @@ impl SignIns {
     }
 
     /// Ends a session (signing out).
-    pub(crate) async fn close(&self, sid: &str) {
-        logged("closing", sign_ins::close(&self.control, sid).await);
+    pub(crate) async fn close(&self, sid: &str) -> bool {
+        if logged("closing", sign_ins::close(&self.control, sid).await).is_some() {
+            return true;
+        }
+        // Failing that, ended: it grants nothing either way.
+        logged(
+            "ending",
+            sign_ins::end(&self.control, sid, Ended::SignedOut).await,
+        )
+        .is_some()
     }
 
     /// Ends a session for `why`, which its next request is told; it grants nothing after.
@@ -151,6 +159,27 @@ pub(crate) fn resolve(
     Ok((credential, authority))
 }
 
+/// [`resolve`], after reading the store again when this replica does not know the credential
+/// (made a moment ago through another replica): the end of a session is kept for every
+/// replica, so a lagging one must not decide it.
+async fn resolve_fresh(
+    state: &AppState,
+    credential_id: &str,
+) -> Result<(Credential, Arc<Authority>), Ended> {
+    let first = resolve(state, credential_id);
+    if first.is_err()
+        && state
+            .gateway
+            .snapshot()
+            .credential_by_id(credential_id)
+            .is_none()
+    {
+        crate::auth::reread(state).await;
+        return resolve(state, credential_id);
+    }
+    first
+}
+
 /// The signed-in credential of a console request, with its authority as of now.
 #[derive(Clone, Debug)]
 pub(crate) struct Signed {
@@ -177,12 +206,14 @@ impl Signed {
         self.sessions.flash(&self.sid, &message.into()).await;
     }
 
-    /// Keeps a token just created until the tokens page shows its secret.
-    pub(crate) async fn keep_new_token(&self, token: &NewToken) {
+    /// Keeps a token just created until the tokens page shows its secret; false when it
+    /// could not be kept (the page must then show it at once).
+    pub(crate) async fn keep_new_token(&self, token: &NewToken) -> bool {
         logged(
             "keeping a new token",
             sign_ins::keep_new_token(&self.sessions.control, &self.sid, token).await,
-        );
+        )
+        .is_some()
     }
 
     /// The token this session just created, if the tokens page has not shown it yet.
@@ -267,7 +298,7 @@ impl FromRequestParts<Arc<AppState>> for Signed {
                     .into_response());
             }
         };
-        match resolve(state, &credential_id) {
+        match resolve_fresh(state, &credential_id).await {
             Ok((credential, authority)) => Ok(Self {
                 sid,
                 credential,
@@ -277,6 +308,12 @@ impl FromRequestParts<Arc<AppState>> for Signed {
                 kill_switches: kill_switches(state),
                 sessions,
             }),
+            // A replica that has not loaded its configuration yet cannot tell; it ends nothing.
+            Err(_) if !state.gateway.snapshot().loaded => Err((
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Warden has not loaded its configuration yet; try again shortly\n",
+            )
+                .into_response()),
             Err(ended) => {
                 tracing::info!(credential = %credential_id, reason = ended.as_str(), "console session ended");
                 sessions.end(&sid, ended).await;

@@ -244,7 +244,13 @@ pub(crate) async fn sign_out(
 ) -> Response {
     let secure = over_https(&headers, &uri);
     if let Ok(signed) = &signed {
-        signed.sessions.close(&signed.sid).await;
+        if !signed.sessions.close(&signed.sid).await {
+            return (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "you are not signed out: the store cannot be written; try again shortly\n",
+            )
+                .into_response();
+        }
         tracing::info!(credential = %signed.credential.id, "signed out of the console");
     }
     let mut response = layout::see_other(&format!("/sign-in?ended={}", Ended::SignedOut.as_str()));

@@ -31,15 +31,17 @@ pub(crate) async fn list(State(state): State<Arc<AppState>>, signed: Signed) -> 
     if !(signed.holds(TOKENS_READ) || signed.holds(TOKENS_WRITE)) {
         return closed(&signed, Section::Tokens);
     }
-    render(&state, &signed, &CreateForm::default(), None).await
+    render(&state, &signed, &CreateForm::default(), None, None).await
 }
 
-/// The page, its form filled with `typed` and showing `error` (a refused create).
+/// The page, its form filled with `typed` and showing `error` (a refused create), and the
+/// secret of `created` (else of the token this session created last, if not shown yet).
 async fn render(
     state: &AppState,
     signed: &Signed,
     typed: &CreateForm,
     error: Option<&FormError>,
+    created: Option<NewToken>,
 ) -> Response {
     let writes = signed.holds(TOKENS_WRITE);
     let caller = Caller::Credential(signed.authority.clone());
@@ -59,7 +61,10 @@ async fn render(
     {
         owners.push(name.to_string());
     }
-    let new_token = signed.take_new_token().await;
+    let new_token = match created {
+        Some(t) => Some(t),
+        None => signed.take_new_token().await,
+    };
     let signed_in = signed.sessions.counts().await;
     let body = html! {
         @if let Some(t) = &new_token {
@@ -221,17 +226,19 @@ pub(crate) async fn create(
         Ok(t) => t,
         Err(e) => {
             let e = FormError::refusal(&e, FIELDS);
-            return render(&state, &signed, &form, Some(&e)).await;
+            return render(&state, &signed, &form, Some(&e), None).await;
         }
     };
     tracing::info!(token = %token.credential.id, owner = %token.credential.principal, by = %signed.credential.principal, "token created in the console");
-    signed
-        .keep_new_token(&NewToken {
-            id: token.credential.id.clone(),
-            principal: token.credential.principal.to_string(),
-            secret: token.secret,
-        })
-        .await;
+    let created = NewToken {
+        id: token.credential.id.clone(),
+        principal: token.credential.principal.to_string(),
+        secret: token.secret,
+    };
+    if !signed.keep_new_token(&created).await {
+        // Shown now rather than lost (the answer is not cached; a reload asks to post again).
+        return render(&state, &signed, &CreateForm::default(), None, Some(created)).await;
+    }
     see_other("/tokens")
 }
 

@@ -148,7 +148,7 @@ macro_rules! sign_in_operations {
         ) -> Result<Vec<(String, i64)>, $crate::error::StoreError> {
             Ok(sqlx::query_as(
                 "SELECT credential, COUNT(*) FROM console_sign_ins WHERE ended IS NULL \
-                 AND opened_at >= $1 AND seen_at >= $2 GROUP BY credential",
+                 AND opened_at > $1 AND seen_at > $2 GROUP BY credential",
             )
             .bind(opened_since)
             .bind(seen_since)

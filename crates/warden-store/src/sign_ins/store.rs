@@ -63,8 +63,8 @@ impl Store {
         self.backend.delete_sign_in(id_hash).await
     }
 
-    /// How many sign-ins each credential has that have not ended, were opened since
-    /// `opened_since` and used since `seen_since` (credentials with none are left out).
+    /// How many sign-ins each credential has that have not ended, were opened after
+    /// `opened_since` and used after `seen_since` (credentials with none are left out).
     pub async fn count_sign_ins(
         &self,
         opened_since: Millis,

@@ -132,3 +132,41 @@ async fn explain_shows_bad_json_and_an_unknown_user_beside_their_fields() {
     assert_eq!(error_at(&page, "user"), "user:nobody is not configured");
     assert!(page.contains(r#"value="nobody""#), "{page}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_now_starts_an_agents_run_and_says_which_or_why_not() {
+    let w = TestWarden::start(&config()).await;
+    let console = Plain::sign_in(&w, &w.admin).await;
+    let (_, page) = console.get("/agents").await;
+    assert!(page.contains(r#"action="/agents/sre-bot/run""#), "{page}");
+    let (status, to) = console.post("/agents/sre-bot/run", &[]).await;
+    assert_eq!((status, to.as_str()), (303, "/agents"));
+    let (_, page) = console.get("/agents").await;
+    let runs = w.store.store.agent_runs(Some("sre-bot"), 10).await.unwrap();
+    assert_eq!(runs.len(), 1, "one run started");
+    assert!(
+        page.contains(&format!("Run {} of agent sre-bot started", runs[0].id)),
+        "{page}"
+    );
+    let (status, page) = console.post("/agents/ghost/run", &[]).await;
+    assert_eq!(status, 404, "{page}");
+    assert!(page.contains("no agent named <code>ghost</code>"), "{page}");
+    assert!(
+        page.contains("id=\"agents\""),
+        "the agents page, not a page of its own: {page}"
+    );
+    // Without `agents:run` there is no button, and the server refuses the form.
+    let dave = w.token("dave", None, None).await;
+    let other = Plain::sign_in(&w, &dave).await;
+    let (status, page) = other.post("/agents/sre-bot/run", &[]).await;
+    assert_eq!(status, 403, "{page}");
+    assert_eq!(
+        w.store
+            .store
+            .agent_runs(Some("sre-bot"), 10)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+}

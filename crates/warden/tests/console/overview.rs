@@ -57,7 +57,7 @@ async fn refusals_before_the_audit_step_show_on_the_overview_by_code() {
     let line = &page[page.find("id=\"unaudited\"").expect("the unaudited line")..];
     let line = &line[..line.find("</p>").unwrap()];
     assert!(
-        line.contains("3 of the refusals came before the audit step")
+        line.contains("3 of the refusals left no audit record")
             && line.contains("2 KILL_SWITCH, 1 VALIDATION"),
         "{line}"
     );
@@ -96,7 +96,10 @@ async fn the_audit_search_pages_with_a_cursor_says_how_many_match_and_finds_free
     while let Some(at) = page.find("id=\"older\" href=\"") {
         let rest = &page[at + "id=\"older\" href=\"".len()..];
         let next = rest[..rest.find('"').unwrap()].replace("&amp;", "&");
-        assert!(next.contains("tool=ledger__echo"), "the filters kept: {next}");
+        assert!(
+            next.contains("tool=ledger__echo"),
+            "the filters kept: {next}"
+        );
         let (_, older) = console.get(&next).await;
         seen += older.matches("<tr data-kind=").count();
         page = older;
