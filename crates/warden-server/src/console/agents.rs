@@ -9,8 +9,10 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use maud::html;
+use serde_json::Value;
 use warden_control::tasks;
 use warden_control::{Caller, runs};
+use warden_core::admission::RefusalCode;
 use warden_core::config::WorkspaceMode;
 use warden_work::args::ListTasksArgs;
 use warden_work::tasks::{self as work, WorkError};
@@ -178,11 +180,11 @@ pub(crate) async fn tasks(State(state): State<Arc<AppState>>, signed: Signed) ->
                 @if tasks.is_empty() { tr.empty { td colspan="6" { "No tasks." } } }
                 @for t in &tasks {
                     tr {
-                        td { code { (t.id) } @if t.from_office { " " span.badge.plain { "office" } } }
+                        td { a href={ "/tasks/" (fmt::encode(&t.id)) } { code { (t.id) } } @if t.from_office { " " span.badge.plain { "office" } } }
                         td { (t.workspace) }
                         td { (t.title) @if let Some(step) = &t.workflow_step { br; span.muted { (step) } } }
                         td { (badge(t.state.as_str())) }
-                        td { @if let Some(p) = &t.parent_id { code { (p) } } }
+                        td { @if let Some(p) = &t.parent_id { a href={ "/tasks/" (fmt::encode(p)) } { code { (p) } } } }
                         td { (fmt::time(t.updated_at)) }
                     }
                 }
@@ -190,4 +192,81 @@ pub(crate) async fn tasks(State(state): State<Arc<AppState>>, signed: Signed) ->
         }
     };
     page(&signed, Section::Tasks, "Tasks", body)
+}
+
+/// `v`'s field `key`, `null` when it has none.
+fn at<'a>(v: &'a Value, key: &str) -> &'a Value {
+    v.get(key).unwrap_or(&Value::Null)
+}
+
+/// Who created a task, from its provenance (stored as JSON): the principal it names.
+fn creator(created_by: &Value) -> Option<String> {
+    let provenance: Value = serde_json::from_str(created_by.as_str()?).ok()?;
+    let owner = provenance.pointer("/ref/owner")?.clone();
+    serde_json::from_value::<warden_core::principal::Principal>(owner)
+        .ok()
+        .map(|p| p.to_string())
+}
+
+/// `GET /tasks/{id}`: one task, its environment (repositories and where they are) and its
+/// sessions (the agent runs bound to it), for a credential that may read its workspace.
+pub(crate) async fn task(
+    State(state): State<Arc<AppState>>,
+    signed: Signed,
+    Path(id): Path<String>,
+) -> Response {
+    let policy = state.gateway.snapshot().policy.clone();
+    let described = match tasks::describe(&state.control, &policy, &signed.authority, &id).await {
+        Ok(d) => d,
+        Err(WorkError::Refused(r)) if r.code == RefusalCode::NotFound => {
+            return refusal(&signed, StatusCode::NOT_FOUND, &r.message);
+        }
+        Err(WorkError::Refused(r)) => return refusal(&signed, StatusCode::FORBIDDEN, &r.message),
+        Err(WorkError::Store(e)) => {
+            return refusal(&signed, StatusCode::SERVICE_UNAVAILABLE, &e.to_string());
+        }
+    };
+    let task = at(&described, "task");
+    let text = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "—".into(),
+        other => other.to_string(),
+    };
+    let when = |v: &Value| v.as_i64().map_or_else(|| "—".into(), fmt::time);
+    let sessions = at(&described, "sessions")
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let body = html! {
+        dl.facts #task data-state=(text(at(task, "state"))) {
+            dt { "Title" } dd { strong { (text(at(task, "title"))) } }
+            @if let Some(d) = at(task, "description").as_str() { dt { "Description" } dd { (d) } }
+            dt { "State" } dd { (badge(&text(at(task, "state")))) @if let Some(s) = at(task, "workflowStep").as_str() { " " span.muted { (s) } } }
+            dt { "Workspace" } dd { (text(at(task, "workspace"))) }
+            @if let Some(p) = at(task, "parentId").as_str() { dt { "Parent" } dd { a href={ "/tasks/" (fmt::encode(p)) } { code { (p) } } } }
+            dt { "Created" } dd { (when(at(task, "createdAt"))) @if let Some(by) = creator(at(task, "createdBy")) { " by " (by) } }
+            dt { "Updated" } dd { (when(at(task, "updatedAt"))) }
+        }
+        h2 { "Environment" }
+        pre.json #environment { (serde_json::to_string_pretty(at(&described, "environment")).unwrap_or_default()) }
+        h2 { "Sessions" }
+        table.grid.compact #sessions {
+            thead { tr { th { "Run" } th { "Agent" } th { "Status" } th { "Queued" } th { "Finished" } } }
+            tbody {
+                @if sessions.is_empty() { tr.empty { td colspan="5" { "No agent run is bound to this task." } } }
+                @for s in &sessions {
+                    tr {
+                        td { @if let Some(run) = at(s, "id").as_str() { a href={ "/runs/" (fmt::encode(run)) } { code { (run) } } } }
+                        td { (text(at(s, "agent"))) }
+                        td { (badge(&text(at(s, "status")))) }
+                        td.nowrap { (when(at(s, "queuedAt"))) }
+                        td.nowrap { (when(at(s, "finishedAt"))) }
+                    }
+                }
+            }
+        }
+        p { a href="/tasks" { "All tasks" } }
+    };
+    let title = format!("Task {}", fmt::cut(&id, 64));
+    page(&signed, Section::Tasks, &title, body)
 }

@@ -70,6 +70,7 @@ pub(crate) fn routes(control: warden_control::Control) -> Router<Arc<AppState>> 
         .route("/agents", get(agents::agents))
         .route("/agents/{agent}/run", post(agents::run_now))
         .route("/tasks", get(agents::tasks))
+        .route("/tasks/{id}", get(agents::task))
         .route("/tokens", get(tokens::list).post(tokens::create))
         .route("/tokens/{id}/revoke", post(tokens::revoke))
         .route("/assets/{version}/{file}", get(asset))

@@ -170,3 +170,36 @@ async fn run_now_starts_an_agents_run_and_says_which_or_why_not() {
         1
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_id_leads_to_its_page_with_environment_and_sessions() {
+    let w = TestWarden::start(&config()).await;
+    let alice = w.token("alice", None, None).await;
+    let client = http_client(&w.mcp(), &alice, Era::Sessions).await;
+    let created = call(
+        &client,
+        "tasks__create_task",
+        serde_json::json!({ "title": "Reconcile the ledger", "workspace_id": "web-board" }),
+    )
+    .await;
+    let id = created.structured_content.as_ref().unwrap()["data"]["task"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{created:?}"))
+        .to_owned();
+    let console = Plain::sign_in(&w, &w.admin).await;
+    let (_, list) = console.get("/tasks").await;
+    assert!(list.contains(&format!("href=\"/tasks/{id}\"")), "{list}");
+    let (status, page) = console.get(&format!("/tasks/{id}")).await;
+    assert_eq!(status, 200, "{page}");
+    for needle in [
+        "Reconcile the ledger",
+        "web-board",
+        "id=\"environment\"",
+        "No agent run is bound",
+    ] {
+        assert!(page.contains(needle), "`{needle}`: {page}");
+    }
+    let (status, page) = console.get("/tasks/task_nope").await;
+    assert_eq!(status, 404, "{page}");
+    assert!(page.contains("no task <code>task_nope</code>"), "{page}");
+}
