@@ -182,7 +182,7 @@ pub(crate) async fn tasks(State(state): State<Arc<AppState>>, signed: Signed) ->
                     tr {
                         td { a href={ "/tasks/" (fmt::encode(&t.id)) } { code { (t.id) } } @if t.from_office { " " span.badge.plain { "office" } } }
                         td { (t.workspace) }
-                        td { (t.title) @if let Some(step) = &t.workflow_step { br; span.muted { (step) } } }
+                        td.long { (t.title) @if let Some(step) = &t.workflow_step { br; span.muted { (step) } } }
                         td { (badge(t.state.as_str())) }
                         td { @if let Some(p) = &t.parent_id { a href={ "/tasks/" (fmt::encode(p)) } { code { (p) } } } }
                         td { (fmt::time(t.updated_at)) }

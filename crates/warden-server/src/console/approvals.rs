@@ -105,7 +105,7 @@ fn rows(state: &AppState, authority: &Authority, csrf: &str, waiting: &[Approval
         @for a in waiting.iter().rev() {
             tr id=(a.id) data-approval=(a.id) data-status=(a.status) {
                 td { (badge(a.status.as_str())) br; a href={ "/approvals/" (a.id) } { code { (a.id) } } }
-                td { strong { (a.tool) } @if let Some(p) = &a.project { br; span.muted { "project " (p) } } }
+                td.long { strong { (a.tool) } @if let Some(p) = &a.project { br; span.muted { "project " (p) } } }
                 td { (a.principal) @if let Some(agent) = &a.agent { br; span.muted { "agent " (agent) } } }
                 td.args { @match shown_arguments(state, a) { Some(args) => (json_block(&args)), None => span.muted { "—" } } }
                 td { "revision " (a.policy_revision) br; span.muted { (a.rule) } }
@@ -154,7 +154,7 @@ pub(crate) async fn inbox(State(state): State<Arc<AppState>>, signed: Signed) ->
                 @for a in finished.iter().rev().take(20) {
                     tr {
                         td { a href={ "/approvals/" (a.id) } { code { (a.id) } } }
-                        td { (a.tool) }
+                        td.long { (a.tool) }
                         td { (a.principal) }
                         td { (badge(a.status.as_str())) }
                         td { @if let Some(c) = a.outcome_code { code { (c.as_str()) } " " } (a.outcome_message.as_deref().unwrap_or("")) }

@@ -151,7 +151,7 @@ fn answer(state: &AppState, signed: &Signed, form: &ExplainForm) -> Result<Marku
                 thead { tr { th { "Step" } th { "Outcome" } th { "Rule" } th { "Detail" } } }
                 tbody {
                     @for s in &e.steps {
-                        tr { td { (s.step) } td { (badge(s.outcome)) } td { @if let Some(r) = &s.rule { code { (r) } } } td { (s.detail.as_deref().unwrap_or("")) } }
+                        tr { td { (s.step) } td { (badge(s.outcome)) } td { @if let Some(r) = &s.rule { code { (r) } } } td.long { (s.detail.as_deref().unwrap_or("")) } }
                     }
                 }
             }

@@ -77,7 +77,7 @@ fn render(
                     tr.pulled data-kill=(key) {
                         td { code { (key) } }
                         td { span.badge.bad { (k.scope) } }
-                        td { (k.reason) }
+                        td.long { (k.reason) }
                         td { @if writes {
                             form method="post" action={ "/kill-switches/" (fmt::encode(key)) "/release" } data-confirm={ "Release kill switch " (key) " (" (k.scope) ")? Matching calls run again at once, on every replica." } {
                                 (csrf_field(signed))

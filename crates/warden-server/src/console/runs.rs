@@ -43,6 +43,14 @@ pub(crate) async fn list(
             label { "Agent " input type="text" name="agent" value=[agent]; }
             button type="submit" { "Filter" }
         }
+        p.muted #runs-shown {
+            (runs.len()) " runs, the newest first"
+            @if runs.len() >= 100 {
+                " (the newest 100; older ones page on in the "
+                a href="/audit?kind=run" { "audit search, kind run" } ")"
+            }
+            "."
+        }
         table.grid #runs {
             thead { tr { th { "Run" } th { "Started" } th { "Mode" } th { "Principal" } th { "Agent" } th { "Status" } } }
             tbody {
@@ -99,12 +107,12 @@ pub(crate) fn trail(records: &[AuditRecord], with_run: bool) -> Markup {
                 @for r in records {
                     @let payload: Value = serde_json::from_str(&r.record.payload).unwrap_or(Value::Null);
                     tr data-kind=(r.record.kind.as_str()) data-decision=[r.record.decision.as_deref()] {
-                        td { (r.seq) }
+                        td.seq { (r.seq) }
                         td.nowrap { (fmt::time(r.record.at.0)) }
                         td { (r.record.kind.as_str()) }
                         @if with_run { td { a href={ "/runs/" (r.record.run_id) } { code { (fmt::cut(&r.record.run_id, 16)) } } } }
-                        td { (r.record.tool.as_deref().unwrap_or("")) }
-                        td { (r.record.principal.as_deref().unwrap_or("")) }
+                        td.long { (r.record.tool.as_deref().unwrap_or("")) }
+                        td.long { (r.record.principal.as_deref().unwrap_or("")) }
                         td { @if let Some(d) = &r.record.decision { (badge(d)) } }
                         td { @if let Some(c) = &r.record.code { code { (c) } } }
                         td { @if let Some(rule) = field(&payload, "rule") { code { (rule) } } }
@@ -184,7 +192,7 @@ pub(crate) async fn detail(
                     tr data-call=(c.call_id) data-outcome=[c.outcome.as_deref()] {
                         td { code { (fmt::cut(&c.call_id, 18)) } }
                         td.nowrap { (fmt::time(c.at)) }
-                        td { (c.tool.as_deref().unwrap_or("")) }
+                        td.long { (c.tool.as_deref().unwrap_or("")) }
                         td { @if let Some(d) = &c.decision { (badge(d)) } }
                         td { @if let Some(code) = &c.code { code { (code) } } }
                         td { @if let Some(r) = &c.rule { code { (r) } } }

@@ -111,7 +111,7 @@ async fn render(
                         td.nowrap { (fmt::time(c.created_at.0)) }
                         td.nowrap { (c.expires_at.map(|e| fmt::time(e.0)).unwrap_or_else(|| "never".into())) }
                         td { @if c.revoked_at.is_some() { (badge("revoked")) } @else if !usable { (badge("expired")) } @else { (badge("ok")) } }
-                        td { (c.description.as_deref().unwrap_or("")) }
+                        td.long { (c.description.as_deref().unwrap_or("")) }
                         td { @if writes && c.revoked_at.is_none() && c.kind == CredentialKind::ApiKey {
                             form method="post" action={ "/tokens/" (fmt::encode(&c.id)) "/revoke" } data-confirm=(revoke_question(signed, c, &signed_in)) {
                                 (csrf_field(signed))
