@@ -208,6 +208,9 @@ pub struct AgentRun {
     pub error: Option<String>,
     /// The task this run is a session of, if any (it may have been deleted since).
     pub task_id: Option<String>,
+    /// What the runner printed, stdout and stderr as read: the last 8 KiB, once it ended.
+    #[serde(default)]
+    pub output: Option<String>,
 }
 
-pub(crate) const AGENT_RUN_COLUMNS: &str = "id, agent, trigger, schedule_key, fire_at, status, requested_by, credential_id, queued_at, started_at, finished_at, exit_code, error, task_id";
+pub(crate) const AGENT_RUN_COLUMNS: &str = "id, agent, trigger, schedule_key, fire_at, status, requested_by, credential_id, queued_at, started_at, finished_at, exit_code, error, task_id, output";

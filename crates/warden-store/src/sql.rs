@@ -359,7 +359,7 @@ macro_rules! shared_operations {
         pub(crate) async fn update_agent_run(&self, run: &$crate::rows::AgentRun) -> Result<(), StoreError> {
             let (_guard, mut tx) = self.begin_write().await?;
             sqlx::query(
-                "UPDATE agent_runs SET status = $2, credential_id = $3, started_at = $4, finished_at = $5, exit_code = $6, error = $7 WHERE id = $1",
+                "UPDATE agent_runs SET status = $2, credential_id = $3, started_at = $4, finished_at = $5, exit_code = $6, error = $7, output = $8 WHERE id = $1",
             )
             .bind(&run.id)
             .bind(&run.status)
@@ -368,6 +368,7 @@ macro_rules! shared_operations {
             .bind(run.finished_at)
             .bind(run.exit_code)
             .bind(&run.error)
+            .bind(&run.output)
             .execute(&mut *tx)
             .await?;
             tx.commit().await?;

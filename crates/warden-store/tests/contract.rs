@@ -897,7 +897,7 @@ async fn a_schema_newer_than_the_binary_is_refused() {
         );
         assert_eq!(
             err.to_string(),
-            "the store's schema is at version 99999, newer than this warden knows (version 8); run a newer warden"
+            "the store's schema is at version 99999, newer than this warden knows (version 9); run a newer warden"
         );
         s.cleanup().await;
     }
@@ -924,6 +924,7 @@ fn agent_run(
         exit_code: None,
         error: None,
         task_id: None,
+        output: None,
     }
 }
 

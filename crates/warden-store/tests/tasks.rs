@@ -112,6 +112,7 @@ fn run(id: &str, queued_at: i64, task_id: Option<&str>) -> AgentRun {
         exit_code: None,
         error: None,
         task_id: task_id.map(Into::into),
+        output: None,
     }
 }
 

@@ -104,6 +104,38 @@ pub enum Trigger {
     },
 }
 
+/// How much of what a runner prints is kept with its run (the last of it).
+const OUTPUT_KEPT: usize = 8 * 1024;
+/// How long the last lines of a runner that exited are waited for.
+const OUTPUT_GRACE: Duration = Duration::from_secs(2);
+
+/// The last [`OUTPUT_KEPT`] bytes of a runner's lines.
+#[derive(Debug, Default)]
+struct Tail(std::collections::VecDeque<String>, usize);
+
+impl Tail {
+    fn push(&mut self, line: &str) {
+        // A line longer than all that is kept keeps its start.
+        let mut end = line.len().min(OUTPUT_KEPT - 1);
+        while !line.is_char_boundary(end) {
+            end -= 1;
+        }
+        let line = line.get(..end).unwrap_or_default().to_owned();
+        self.1 += line.len() + 1;
+        self.0.push_back(line);
+        while self.1 > OUTPUT_KEPT {
+            match self.0.pop_front() {
+                Some(old) => self.1 -= old.len() + 1,
+                None => break,
+            }
+        }
+    }
+
+    fn text(&self) -> String {
+        self.0.iter().map(|l| format!("{l}\n")).collect()
+    }
+}
+
 /// Starts agent runs.
 #[derive(Debug)]
 pub struct Runner {
@@ -233,6 +265,7 @@ impl Runner {
             exit_code: None,
             error: None,
             task_id: task.map(str::to_owned),
+            output: None,
         };
         let store = self.gateway.store().clone();
         if !store.insert_agent_run(&run).await? {
@@ -331,6 +364,8 @@ impl Runner {
             None => match cmd.spawn() {
                 Err(e) => Err(format!("cannot start `{}`: {e}", runner.command)),
                 Ok(mut child) => {
+                    let printed = Arc::new(Mutex::new(Tail::default()));
+                    let mut readers = Vec::new();
                     for stream in
                         [
                             child.stdout.take().map(|s| {
@@ -345,14 +380,29 @@ impl Runner {
                     {
                         let id = run.id.clone();
                         let agent = run.agent.clone();
-                        tokio::spawn(async move {
+                        let printed = Arc::clone(&printed);
+                        readers.push(tokio::spawn(async move {
                             let mut lines = tokio::io::BufReader::new(stream).lines();
                             while let Ok(Some(line)) = lines.next_line().await {
                                 tracing::info!(%agent, run = %id, "{line}");
+                                if let Ok(mut tail) = printed.lock() {
+                                    tail.push(&line);
+                                }
                             }
-                        });
+                        }));
                     }
-                    match tokio::time::timeout(timeout, child.wait()).await {
+                    let waited = tokio::time::timeout(timeout, child.wait()).await;
+                    // The last lines, read once the pipes close (bounded: a child the runner
+                    // left behind may hold them open).
+                    for reader in readers {
+                        let _ = tokio::time::timeout(OUTPUT_GRACE, reader).await;
+                    }
+                    run.output = printed
+                        .lock()
+                        .ok()
+                        .map(|t| t.text())
+                        .filter(|t| !t.is_empty());
+                    match waited {
                         Ok(Ok(status)) => Ok(status),
                         Ok(Err(e)) => Err(format!("waiting for the runner failed: {e}")),
                         Err(_) => {
@@ -515,6 +565,28 @@ impl FireTimes {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_runners_output_keeps_its_last_8_kib_whole_lines_first() {
+        let mut tail = Tail::default();
+        tail.push("first");
+        tail.push(&"é".repeat(OUTPUT_KEPT));
+        tail.push("last");
+        let text = tail.text();
+        assert!(text.len() <= OUTPUT_KEPT, "{}", text.len());
+        assert_eq!(text, "last\n", "the oldest lines go first");
+        let mut long = Tail::default();
+        long.push(&"é".repeat(OUTPUT_KEPT));
+        let text = long.text();
+        assert!(
+            text.len() <= OUTPUT_KEPT && text.starts_with('é'),
+            "its start, whole characters"
+        );
+        let mut small = Tail::default();
+        small.push("a");
+        small.push("b");
+        assert_eq!(small.text(), "a\nb\n");
+    }
 
     /// Issue 45 (observed: `*/5` applied at 01:32:27 ran at 01:32:29).
     #[test]

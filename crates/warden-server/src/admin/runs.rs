@@ -51,6 +51,8 @@ pub(crate) struct Lifecycle {
     error: Option<String>,
     /// The task this run is a session of.
     task_id: Option<String>,
+    /// What the runner printed, stdout and stderr as read: the last 8 KiB, once it ended.
+    output: Option<String>,
 }
 
 impl From<AgentRun> for Lifecycle {
@@ -70,6 +72,7 @@ impl From<AgentRun> for Lifecycle {
             exit_code,
             error,
             task_id,
+            output,
         } = r;
         Self {
             id,
@@ -87,6 +90,7 @@ impl From<AgentRun> for Lifecycle {
             exit_code,
             error,
             task_id,
+            output,
         }
     }
 }

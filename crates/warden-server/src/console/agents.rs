@@ -122,7 +122,12 @@ async fn render(state: &AppState, signed: &Signed, error: Option<&FormError>) ->
                         td { (badge(&r.status)) @if let Some(e) = &r.error { " " span.muted { (fmt::cut(e, 60)) } } }
                         td { (fmt::time(r.queued_at)) }
                         td { (r.finished_at.map(fmt::time).unwrap_or_default()) }
-                        td { (r.exit_code.map(|c| c.to_string()).unwrap_or_default()) }
+                        td {
+                            (r.exit_code.map(|c| c.to_string()).unwrap_or_default())
+                            @if let Some(out) = &r.output {
+                                details.output { summary { "output" } pre.json { (out) } }
+                            }
+                        }
                     }
                 }
             }

@@ -135,7 +135,12 @@ async fn explain_shows_bad_json_and_an_unknown_user_beside_their_fields() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_now_starts_an_agents_run_and_says_which_or_why_not() {
-    let w = TestWarden::start(&config()).await;
+    let w = TestWarden::start(&format!(
+        "{}---\nkind: Agent\nname: echo-bot\nmemberships: [payments]\n\
+         runner: {{ command: /bin/echo, args: [\"hello from the runner\"] }}\n",
+        config()
+    ))
+    .await;
     let console = Plain::sign_in(&w, &w.admin).await;
     let (_, page) = console.get("/agents").await;
     assert!(page.contains(r#"action="/agents/sre-bot/run""#), "{page}");
@@ -169,6 +174,26 @@ async fn run_now_starts_an_agents_run_and_says_which_or_why_not() {
             .len(),
         1
     );
+    // What a runner prints is kept with its run and shown with it.
+    let (status, _) = console.post("/agents/echo-bot/run", &[]).await;
+    assert_eq!(status, 303);
+    let mut run = None;
+    for _ in 0..100 {
+        let runs = w.store.store.agent_runs(Some("echo-bot"), 1).await.unwrap();
+        if runs.first().is_some_and(|r| r.finished_at.is_some()) {
+            run = runs.into_iter().next();
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let run = run.expect("the run ended");
+    assert_eq!(
+        run.output.as_deref(),
+        Some("hello from the runner\n"),
+        "{run:?}"
+    );
+    let (_, page) = console.get("/agents").await;
+    assert!(page.contains("hello from the runner"), "{page}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
