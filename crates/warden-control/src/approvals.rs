@@ -72,5 +72,5 @@ pub async fn get(control: &Control, caller: &Caller, id: &str) -> Result<Approva
         .approval(id)
         .await?
         .filter(|a| may_read(caller, a))
-        .ok_or_else(|| Refusal::NotFound(format!("no approval `{id}`")))
+        .ok_or_else(|| Refusal::not_found(format!("no approval `{id}`")))
 }

@@ -79,10 +79,18 @@ pub fn explain(
     let authority =
         authority(&target, question.agent).map_err(|e| match (e, question.subject) {
             // The principal asked about, not a credential's owner that went away.
-            (AuthorityError::OwnerGone, Some((principal, _))) => {
-                Refusal::NotFound(format!("`{principal}` is not configured"))
-            }
-            (e, _) => Refusal::NotFound(e.to_string()),
+            (AuthorityError::OwnerGone, Some((principal, _))) => Refusal::NotFound {
+                field: Some(match principal {
+                    Principal::ServiceAccount { .. } => "serviceAccount",
+                    _ => "user",
+                }),
+                message: format!("`{principal}` is not configured"),
+            },
+            (e @ AuthorityError::UnknownAgent(_), _) => Refusal::NotFound {
+                field: Some("agent"),
+                message: e.to_string(),
+            },
+            (e, _) => Refusal::not_found(e.to_string()),
         })?;
     let explanation = warden_core::explain::explain(
         policy,

@@ -155,17 +155,48 @@ impl Caller {
 }
 
 impl Refusal {
-    /// The argument a refusal is about, as the admin API's body names it: the field of
-    /// [`Refusal::Invalid`], or the one a message begins with (`` `user`: no User named … ``).
-    pub fn field(&self) -> Option<&str> {
+    /// [`Refusal::NotFound`], about no one argument (an id in the address).
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::NotFound {
+            field: None,
+            message: message.into(),
+        }
+    }
+
+    /// [`Refusal::Unprocessable`], about no one argument.
+    pub fn unprocessable(message: impl Into<String>) -> Self {
+        Self::Unprocessable {
+            field: None,
+            message: message.into(),
+        }
+    }
+
+    /// The argument a refusal is about, as the admin API's body names it.
+    pub fn field(&self) -> Option<&'static str> {
         match self {
             Self::Invalid { field, .. } => Some(field),
-            Self::Unprocessable(m) | Self::NotFound(m) | Self::Malformed(m) => m
-                .strip_prefix('`')
-                .and_then(|rest| rest.split_once("`: "))
-                .map(|(field, _)| field),
+            Self::Unprocessable { field, .. } | Self::NotFound { field, .. } => *field,
             _ => None,
         }
+    }
+
+    /// What is wrong, without the argument's name (for a door that shows it beside that
+    /// argument).
+    pub fn message(&self) -> String {
+        match self {
+            Self::Invalid { message, .. }
+            | Self::Unprocessable { message, .. }
+            | Self::NotFound { message, .. } => message.clone(),
+            other => other.to_string(),
+        }
+    }
+}
+
+/// `` `field`: message ``, or the message alone.
+fn about(field: Option<&str>, message: &str) -> String {
+    match field {
+        Some(field) => format!("`{field}`: {message}"),
+        None => message.to_owned(),
     }
 }
 
@@ -185,8 +216,13 @@ pub enum Refusal {
     #[error("{0}")]
     Malformed(String),
     /// A well-formed request that cannot be done as asked (a name that is not configured).
-    #[error("{0}")]
-    Unprocessable(String),
+    #[error("{}", about(*field, message))]
+    Unprocessable {
+        /// The argument it is about, as the admin API names it, if one.
+        field: Option<&'static str>,
+        /// What cannot be done.
+        message: String,
+    },
     /// The caller lacks a capability.
     #[error("{what} needs the `{capability}` capability")]
     Missing {
@@ -199,8 +235,14 @@ pub enum Refusal {
     #[error("{0}")]
     Forbidden(String),
     /// Nothing by that name or id.
-    #[error("{0}")]
-    NotFound(String),
+    #[error("{}", about(*field, message))]
+    NotFound {
+        /// The argument that names it, as the admin API names it; `None` for an id in the
+        /// address.
+        field: Option<&'static str>,
+        /// What was not found.
+        message: String,
+    },
     /// Not possible in the current state (a run already running, no runner configured).
     #[error("{0}")]
     Conflict(String),

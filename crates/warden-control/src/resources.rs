@@ -80,7 +80,7 @@ pub async fn get(
     config
         .get(kind, key)
         .cloned()
-        .ok_or_else(|| Refusal::NotFound(format!("no {kind} named `{key}`")))
+        .ok_or_else(|| Refusal::not_found(format!("no {kind} named `{key}`")))
 }
 
 /// Refuses a caller that may not apply or delete resources (`config:write`), naming `what`:
@@ -176,7 +176,7 @@ pub(crate) async fn remove(
 ) -> Result<u64, Refusal> {
     let (config, _) = control.store().load_config().await?;
     if !config.contains(kind, key) {
-        return Err(Refusal::NotFound(format!("no {kind} named `{key}`")));
+        return Err(Refusal::not_found(format!("no {kind} named `{key}`")));
     }
     let revision = control
         .store()

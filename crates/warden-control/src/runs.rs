@@ -8,7 +8,7 @@ use warden_core::audit::AuditRecord;
 use warden_core::capability::{AGENTS_RUN, RUNS_READ};
 use warden_core::policy::Policy;
 use warden_core::principal::{Credential, PrincipalRef, Provenance};
-use warden_store::{AgentRun, AuditFilter, RunDetail, RunSummary};
+use warden_store::{AgentRun, AuditFilter, RunCursor, RunDetail, RunSummary};
 use warden_work::agents::{RunError, Runner, Trigger};
 
 use crate::{Caller, Control, Refusal};
@@ -23,6 +23,30 @@ pub async fn list(
     agent: Option<&str>,
     limit: i64,
 ) -> Result<Vec<RunSummary>, Refusal> {
+    Ok(page(control, caller, agent, None, limit, false).await?.runs)
+}
+
+/// A page of runs, newest first.
+#[derive(Debug)]
+pub struct RunsPage {
+    /// The runs of the page.
+    pub runs: Vec<RunSummary>,
+    /// The cursor of the next (older) page, when there is one.
+    pub next: Option<String>,
+    /// How many runs there are in all, when counted.
+    pub matching: Option<i64>,
+}
+
+/// The page of at most `limit` runs (at least 1), of `agent` when given, older than the
+/// cursor `before` (from [`RunsPage::next`]); with `count`, how many there are in all.
+pub async fn page(
+    control: &Control,
+    caller: &Caller,
+    agent: Option<&str>,
+    before: Option<&str>,
+    limit: i64,
+    count: bool,
+) -> Result<RunsPage, Refusal> {
     caller.require(RUNS_READ, "listing runs")?;
     if limit < 1 {
         return Err(Refusal::Invalid {
@@ -30,7 +54,32 @@ pub async fn list(
             message: "must be at least 1".into(),
         });
     }
-    Ok(control.store().runs(agent, limit).await?)
+    let before = match before {
+        Some(text) => Some(RunCursor::parse(text).ok_or_else(|| Refusal::Invalid {
+            field: "before",
+            message: format!("`{text}` is not a cursor of a runs page (`<ms>.<run id>`)"),
+        })?),
+        None => None,
+    };
+    let matching = match count {
+        true => Some(control.store().count_runs(agent).await?),
+        false => None,
+    };
+    // One more than asked: whether an older page exists.
+    let mut runs = control
+        .store()
+        .runs(agent, before.as_ref(), limit.saturating_add(1))
+        .await?;
+    let more = runs.len() as i64 > limit;
+    runs.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+    let next = more
+        .then(|| runs.last().map(|r| RunCursor::after(r).to_string()))
+        .flatten();
+    Ok(RunsPage {
+        runs,
+        next,
+        matching,
+    })
 }
 
 /// The run `id`: its authority, lifecycle and calls.
@@ -40,7 +89,7 @@ pub async fn get(control: &Control, caller: &Caller, id: &str) -> Result<RunDeta
         .store()
         .describe_run(id)
         .await?
-        .ok_or_else(|| Refusal::NotFound(format!("no run `{id}`")))
+        .ok_or_else(|| Refusal::not_found(format!("no run `{id}`")))
 }
 
 /// The audit records of the run `id`, oldest first (at most 5,000).
@@ -71,7 +120,7 @@ pub async fn agent_runs(
     if let Some(agent) = agent
         && policy.agent(agent).is_none()
     {
-        return Err(Refusal::NotFound(format!("no agent named `{agent}`")));
+        return Err(Refusal::not_found(format!("no agent named `{agent}`")));
     }
     Ok(control.store().agent_runs(agent, limit).await?)
 }
@@ -97,9 +146,9 @@ pub async fn start(
         .await
         .map_err(|e| match e {
             RunError::UnknownAgent(_) | RunError::UnknownTask(_) => {
-                Refusal::NotFound(e.to_string())
+                Refusal::not_found(e.to_string())
             }
-            RunError::NotAMember { .. } => Refusal::Unprocessable(e.to_string()),
+            RunError::NotAMember { .. } => Refusal::unprocessable(e.to_string()),
             RunError::NoRunner(_) | RunError::AlreadyRunning => Refusal::Conflict(e.to_string()),
             RunError::Store(e) => Refusal::Store(e),
         })

@@ -162,15 +162,17 @@ pub async fn create(
         Principal::AgentRun { agent, .. } => (Kind::Agent, "agent", agent),
     };
     if !policy.config.contains(kind, owner.as_str()) {
-        return Err(Refusal::Unprocessable(format!(
-            "`{field}`: no {kind} named `{owner}`; apply it first"
-        )));
+        return Err(Refusal::Unprocessable {
+            field: Some(field),
+            message: format!("no {kind} named `{owner}`; apply it first"),
+        });
     }
     for p in request.projects.iter().flatten() {
         if !policy.config.contains(Kind::Project, p.as_str()) {
-            return Err(Refusal::Unprocessable(format!(
-                "`projects`: no Project named `{p}`"
-            )));
+            return Err(Refusal::Unprocessable {
+                field: Some("projects"),
+                message: format!("no Project named `{p}`"),
+            });
         }
     }
     if let Caller::Credential(creator) = caller {
@@ -187,7 +189,7 @@ pub async fn create(
             groups: Vec::new(),
         };
         let minted =
-            resolve(policy, &minted, None).map_err(|e| Refusal::Unprocessable(e.to_string()))?;
+            resolve(policy, &minted, None).map_err(|e| Refusal::unprocessable(e.to_string()))?;
         within(creator, &minted)?;
     }
     let token = control
@@ -277,7 +279,7 @@ pub async fn list(control: &Control, caller: &Caller) -> Result<Vec<Credential>,
 /// (RUN-8). Revoking twice keeps the first time. Answers the token as it was.
 pub async fn revoke(control: &Control, caller: &Caller, id: &str) -> Result<Credential, Refusal> {
     caller.require(TOKENS_WRITE, "revoking tokens")?;
-    let not_found = || Refusal::NotFound(format!("no token with id `{id}`"));
+    let not_found = || Refusal::not_found(format!("no token with id `{id}`"));
     let token = control
         .store()
         .credentials()

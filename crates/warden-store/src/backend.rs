@@ -159,9 +159,14 @@ impl Backend {
     pub(crate) async fn agent_runs(
         &self,
         agent: Option<&str>,
+        until: Option<i64>,
         limit: i64,
     ) -> Result<Vec<crate::rows::AgentRun>, StoreError> {
-        dispatch!(self, b => b.agent_runs(agent, limit).await)
+        dispatch!(self, b => b.agent_runs(agent, until, limit).await)
+    }
+
+    pub(crate) async fn count_runs(&self, agent: Option<&str>) -> Result<i64, StoreError> {
+        dispatch!(self, b => b.count_runs(agent).await)
     }
 
     pub(crate) async fn agent_run(

@@ -52,7 +52,7 @@ pub use tasks::{
     TaskEnvironment, TaskFilter, TaskInsert, TaskState,
 };
 pub use token::{NewToken, TokenRequest};
-pub use views::{CallDetail, RunDetail, RunSummary};
+pub use views::{CallDetail, RunCursor, RunDetail, RunSummary};
 
 use backend::{Backend, Sink};
 use location::redact_url;
@@ -339,7 +339,7 @@ impl Store {
         limit: i64,
     ) -> Result<Vec<AgentRun>, StoreError> {
         self.backend
-            .agent_runs(agent, limit.clamp(1, 100_000))
+            .agent_runs(agent, None, limit.clamp(1, 100_000))
             .await
     }
 
@@ -357,16 +357,30 @@ impl Store {
         self.backend.execute_raw(sql).await
     }
 
-    /// Runs, newest first: those with audited calls and unattended agent runs.
+    /// Runs, newest first, of `agent` when given, after the cursor `before` when given: those
+    /// with audited calls and unattended agent runs.
     pub async fn runs(
         &self,
         agent: Option<&str>,
+        before: Option<&RunCursor>,
         limit: i64,
     ) -> Result<Vec<RunSummary>, StoreError> {
-        let records = self.audit(&views::run_records(agent, limit)).await?;
-        let agent_runs = self.agent_runs(agent, limit).await?;
-        self.with_call_status(views::summaries(records, agent_runs, limit))
+        let limit = limit.clamp(1, 100_000);
+        let records = self
+            .audit(&views::run_records(agent, before, limit))
+            .await?;
+        let agent_runs = self
+            .backend
+            .agent_runs(agent, before.map(|c| c.at), limit)
+            .await?;
+        self.with_call_status(views::summaries(records, agent_runs, before, limit))
             .await
+    }
+
+    /// How many runs [`Self::runs`] can list, of `agent` when given.
+    pub async fn count_runs(&self, agent: Option<&str>) -> Result<i64, StoreError> {
+        self.sink.settle_for_read().await?;
+        self.backend.count_runs(agent).await
     }
 
     /// One run in detail; `None` when no such run exists.

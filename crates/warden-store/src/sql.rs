@@ -170,6 +170,22 @@ macro_rules! shared_operations {
             Ok(qb.build_query_as().fetch_all(&self.pool).await?)
         }
 
+        /// How many runs [`Self::agent_runs`] and the run records know, of `agent` when given.
+        pub(crate) async fn count_runs(&self, agent: Option<&str>) -> Result<i64, StoreError> {
+            let mut qb = sqlx::QueryBuilder::<$db>::new(
+                "SELECT COUNT(*) FROM (SELECT run_id FROM audit WHERE kind = 'run'",
+            );
+            if let Some(agent) = agent {
+                qb.push(" AND agent = ").push_bind(agent.to_owned());
+            }
+            qb.push(" UNION SELECT id FROM agent_runs");
+            if let Some(agent) = agent {
+                qb.push(" WHERE agent = ").push_bind(agent.to_owned());
+            }
+            qb.push(") AS known");
+            Ok(qb.build_query_scalar().fetch_one(&self.pool).await?)
+        }
+
         /// How many records match `f`, whatever its limit and order.
         pub(crate) async fn count_audit(
             &self,
@@ -375,16 +391,22 @@ macro_rules! shared_operations {
             Ok(())
         }
 
+        /// The newest `limit` agent runs, of `agent` when given, queued at or before `until`
+        /// (ms) when given.
         pub(crate) async fn agent_runs(
             &self,
             agent: Option<&str>,
+            until: Option<i64>,
             limit: i64,
         ) -> Result<Vec<$crate::rows::AgentRun>, StoreError> {
             let mut qb = sqlx::QueryBuilder::<$db>::new("SELECT ");
             qb.push($crate::rows::AGENT_RUN_COLUMNS);
-            qb.push(" FROM agent_runs");
+            qb.push(" FROM agent_runs WHERE 1 = 1");
             if let Some(agent) = agent {
-                qb.push(" WHERE agent = ").push_bind(agent.to_owned());
+                qb.push(" AND agent = ").push_bind(agent.to_owned());
+            }
+            if let Some(until) = until {
+                qb.push(" AND queued_at <= ").push_bind(until);
             }
             qb.push(" ORDER BY queued_at DESC, id DESC LIMIT ").push_bind(limit);
             Ok(qb.build_query_as().fetch_all(&self.pool).await?)

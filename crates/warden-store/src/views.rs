@@ -67,22 +67,70 @@ pub struct RunDetail {
     pub calls: Vec<CallDetail>,
 }
 
-/// The run records that [`summaries`] reads, newest first.
-pub(crate) fn run_records(agent: Option<&str>, limit: i64) -> AuditFilter {
+/// Where a page of runs starts: after the run `id` that started at `at` (ms), in the
+/// listing's order (newest first, then by id). Written `<at>.<id>`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunCursor {
+    /// When the last run of the page before started (ms).
+    pub at: i64,
+    /// That run.
+    pub id: String,
+}
+
+impl RunCursor {
+    /// The cursor after `run`.
+    pub fn after(run: &RunSummary) -> Self {
+        Self {
+            at: run.at,
+            id: run.id.clone(),
+        }
+    }
+
+    /// Reads `<at>.<id>`; `None` when `text` is not such a cursor.
+    pub fn parse(text: &str) -> Option<Self> {
+        let (at, id) = text.split_once('.')?;
+        let at = at.parse().ok()?;
+        (!id.is_empty()).then(|| Self {
+            at,
+            id: id.to_owned(),
+        })
+    }
+
+    /// Whether `run` comes after the cursor in the listing's order.
+    fn precedes(&self, run: &RunSummary) -> bool {
+        (run.at, run.id.as_str()) < (self.at, self.id.as_str())
+    }
+}
+
+impl std::fmt::Display for RunCursor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.at, self.id)
+    }
+}
+
+/// The run records that [`summaries`] reads, newest first: of runs that started at or before
+/// the cursor.
+pub(crate) fn run_records(
+    agent: Option<&str>,
+    before: Option<&RunCursor>,
+    limit: i64,
+) -> AuditFilter {
     AuditFilter {
         kind: Some(RecordKind::Run.as_str().into()),
         agent: agent.map(str::to_owned),
+        until: before.map(|c| warden_core::time::Millis(c.at.saturating_add(1))),
         limit: Some(limit.saturating_mul(4)),
         newest_first: true,
         ..AuditFilter::default()
     }
 }
 
-/// Runs, newest first, at most `limit`: those with run records (from [`run_records`]) and
-/// the unattended agent runs.
+/// Runs, newest first, at most `limit`, after `before` when given: those with run records
+/// (from [`run_records`]) and the unattended agent runs.
 pub(crate) fn summaries(
     records: Vec<AuditRecord>,
     agent_runs: Vec<AgentRun>,
+    before: Option<&RunCursor>,
     limit: i64,
 ) -> Vec<RunSummary> {
     let mut by_id: BTreeMap<String, RunSummary> = BTreeMap::new();
@@ -114,7 +162,10 @@ pub(crate) fn summaries(
         entry.status = Some(run.status.clone());
         entry.at = entry.at.min(run.queued_at);
     }
-    let mut runs: Vec<RunSummary> = by_id.into_values().collect();
+    let mut runs: Vec<RunSummary> = by_id
+        .into_values()
+        .filter(|r| before.is_none_or(|c| c.precedes(r)))
+        .collect();
     runs.sort_by(|a, b| b.at.cmp(&a.at).then_with(|| b.id.cmp(&a.id)));
     runs.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
     runs

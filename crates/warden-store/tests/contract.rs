@@ -928,6 +928,63 @@ fn agent_run(
     }
 }
 
+/// Issue 45 (lists are thin): the runs listing pages on with a cursor to its end, each run
+/// once — runs with audited calls and agent runs alike, several starting in the same
+/// millisecond — and says how many there are.
+#[tokio::test]
+async fn runs_page_on_with_a_cursor_each_once_and_are_counted() {
+    use warden_core::audit::NewRecord;
+    use warden_store::RunCursor;
+    for s in stores().await {
+        // Seven runs with run records, three at the same time; five agent runs, two of them
+        // at the time of the others.
+        let records: Vec<NewRecord> = (0..7)
+            .map(|i| NewRecord {
+                at: Millis(NOW.0 + [0, 0, 0, 1, 2, 3, 4][i]),
+                kind: RecordKind::Run,
+                run_id: format!("run_a{i}"),
+                call_id: None,
+                principal: Some("user:alice".into()),
+                agent: None,
+                tool: None,
+                decision: None,
+                code: None,
+                payload: "{}".into(),
+            })
+            .collect();
+        s.store.append_audit(records).await.unwrap();
+        for i in 0..5 {
+            let mut run = agent_run(&format!("run_g{i}"), None, None, "queued");
+            run.queued_at = NOW.0 + [0, 2, 5, 6, 6][i];
+            assert!(s.store.insert_agent_run(&run).await.unwrap());
+        }
+        assert_eq!(s.store.count_runs(None).await.unwrap(), 12, "{}", s.name);
+        assert_eq!(s.store.count_runs(Some("sre-bot")).await.unwrap(), 5);
+        let mut seen = Vec::new();
+        let mut cursor: Option<RunCursor> = None;
+        loop {
+            let page = s.store.runs(None, cursor.as_ref(), 5).await.unwrap();
+            seen.extend(page.iter().map(|r| (r.at, r.id.clone())));
+            match page.last() {
+                Some(last) if page.len() == 5 => {
+                    let next = RunCursor::after(last);
+                    assert_eq!(RunCursor::parse(&next.to_string()), Some(next.clone()));
+                    cursor = Some(next);
+                }
+                _ => break,
+            }
+        }
+        let mut expected = seen.clone();
+        expected.sort_by(|a, b| b.cmp(a));
+        expected.dedup();
+        assert_eq!(seen, expected, "newest first, each once: {}", s.name);
+        assert_eq!(seen.len(), 12, "{}: {seen:?}", s.name);
+        assert_eq!(RunCursor::parse("yesterday.run_x"), None);
+        assert_eq!(RunCursor::parse("12."), None);
+        s.cleanup().await;
+    }
+}
+
 #[tokio::test]
 async fn a_schedule_runs_once_per_time_and_never_twice_at_once() {
     for s in stores().await {

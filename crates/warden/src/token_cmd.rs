@@ -139,8 +139,8 @@ fn refused(e: Refusal) -> anyhow::Error {
     match e {
         Refusal::Invalid { field, message } => usage(format!("{}: {message}", flag(field))),
         Refusal::Malformed(_) => usage("give exactly one of --user or --service-account"),
-        Refusal::Unprocessable(_) => usage(e.to_string()),
-        Refusal::NotFound(m) => anyhow::anyhow!("{m}; see `warden token list`"),
+        Refusal::Unprocessable { .. } => usage(e.to_string()),
+        Refusal::NotFound { .. } => anyhow::anyhow!("{e}; see `warden token list`"),
         other => other.into(),
     }
 }

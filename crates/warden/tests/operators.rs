@@ -851,3 +851,66 @@ fn a_port_in_use_is_refused_before_any_upstream_starts() {
     assert!(!text(&out.stdout).contains("admin token"));
     assert!(!fresh.join(warden_store::SQLITE_FILE).exists());
 }
+
+/// Issue 45 (Ctrl-C took ~29 s): a request still being received holds the graceful shutdown
+/// open; a second Ctrl-C stops `warden serve` at once (status 130) instead of waiting for it.
+#[test]
+fn a_second_signal_stops_at_once_while_a_request_holds_the_shutdown() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("warden.log");
+    let mut served = serve(&dir.path().join("data"), &log, &[]);
+    let addr = served
+        .mcp
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    // A body announced and never sent: once the server asks for it (100 Continue), the
+    // request is being served, and stays so.
+    let mut tcp = std::net::TcpStream::connect(&addr).unwrap();
+    write!(
+        tcp,
+        "POST /api/v1/resources HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {}\r\n\
+         content-type: application/yaml\r\ncontent-length: 100000\r\nexpect: 100-continue\r\n\r\n",
+        served.admin
+    )
+    .unwrap();
+    let mut reader = BufReader::new(tcp.try_clone().unwrap());
+    let mut line = String::new();
+    reader.read_line(&mut line).unwrap();
+    assert!(line.starts_with("HTTP/1.1 100"), "{line}");
+    tcp.write_all(b"kind: Project\n").unwrap();
+    let signal = |name: &str| {
+        let pid = served.child.id().to_string();
+        assert!(
+            Command::new("kill")
+                .args([&format!("-{name}"), &pid])
+                .status()
+                .unwrap()
+                .success()
+        );
+    };
+    signal("INT");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("shutting down")
+    {
+        assert!(Instant::now() < deadline, "no shutdown began");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    signal("INT");
+    let status = loop {
+        if let Some(status) = served.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the second signal did not stop it"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(status.code(), Some(130), "{logged}");
+    assert!(logged.contains("second signal"), "{logged}");
+}

@@ -148,10 +148,10 @@ impl From<Refusal> for ApiError {
     fn from(e: Refusal) -> Self {
         match e {
             Refusal::Invalid { .. } | Refusal::Malformed(_) => Self::invalid(e.to_string()),
-            Refusal::Unprocessable(m) => Self::unprocessable(m),
+            Refusal::Unprocessable { .. } => Self::unprocessable(e.to_string()),
             Refusal::Missing { capability, what } => Self::missing(capability, &what),
             Refusal::Forbidden(m) => Self::forbidden(m),
-            Refusal::NotFound(m) => Self::not_found(m),
+            Refusal::NotFound { .. } => Self::not_found(e.to_string()),
             Refusal::Conflict(m) => Self::conflict(m),
             Refusal::Config { refusal, errors } => Self::config(
                 match refusal {

@@ -291,7 +291,7 @@ pub(crate) async fn detail(
     let caller = Caller::Credential(signed.authority.clone());
     let a = match approvals::get(&state.control, &caller, &id).await {
         Ok(a) => a,
-        Err(Refusal::NotFound(_)) => {
+        Err(Refusal::NotFound { .. }) => {
             return refusal(
                 &signed,
                 StatusCode::NOT_FOUND,

@@ -11,13 +11,13 @@ use axum::response::Response;
 use maud::{Markup, html};
 use serde::Deserialize;
 use serde_json::{Map, Value};
+use warden_control::Caller;
 use warden_control::explain::{self, Explained, Question};
-use warden_control::{Caller, Refusal};
 use warden_core::name::Name;
 use warden_core::principal::Principal;
 
 use super::caps::{EXPLAIN_ANY, Section};
-use super::layout::{FormError, badge, form_error, page_with, refusal_status};
+use super::layout::{FormError, badge, form_error, page_with};
 use super::signed_in::Signed;
 use crate::state::AppState;
 
@@ -75,18 +75,13 @@ fn subject(form: &ExplainForm) -> Result<Subject, FormError> {
     Ok(Some((principal, projects)))
 }
 
-/// The form field a refusal of the explain service is about.
-fn field_of(form: &ExplainForm, e: &Refusal) -> Option<&'static str> {
-    match e {
-        Refusal::Invalid {
-            field: "projects", ..
-        } => Some("projects"),
-        Refusal::NotFound(m) if m.starts_with("no agent named") => Some("agent"),
-        Refusal::NotFound(_) if some(&form.user).is_some() => Some("user"),
-        Refusal::NotFound(_) if some(&form.service_account).is_some() => Some("service_account"),
-        _ => None,
-    }
-}
+/// The explain service's arguments (as the admin API names them) → the form's fields.
+const FIELDS: &[(&str, &str)] = &[
+    ("user", "user"),
+    ("serviceAccount", "service_account"),
+    ("agent", "agent"),
+    ("projects", "projects"),
+];
 
 fn answer(state: &AppState, signed: &Signed, form: &ExplainForm) -> Result<Markup, FormError> {
     let Some(tool) = some(&form.tool) else {
@@ -133,7 +128,7 @@ fn answer(state: &AppState, signed: &Signed, form: &ExplainForm) -> Result<Marku
         question,
         |c, agent| state.gateway.authority(c, agent),
     )
-    .map_err(|e| FormError::new(refusal_status(&e), field_of(form, &e), e.to_string()))?;
+    .map_err(|e| FormError::refusal(&e, FIELDS))?;
     Ok(html! {
         section.explanation #explanation data-would=(e.would) {
             h2 { "For " (authority.principal) @if let Some(a) = &authority.agent { ", a run of " (a) } " (" (authority.mode) " mode)" }

@@ -88,7 +88,8 @@ impl FormError {
     }
 
     /// A service's refusal, beside the form field that `fields` maps the argument it names
-    /// to (the admin API's name → the form's).
+    /// to (the admin API's name → the form's), where it needs no field name; else above the
+    /// form, naming the argument.
     pub(crate) fn refusal(e: &Refusal, fields: &[(&str, &'static str)]) -> Self {
         let field = e.field().and_then(|f| {
             fields
@@ -96,11 +97,11 @@ impl FormError {
                 .find(|(api, _)| *api == f)
                 .map(|(_, form)| *form)
         });
-        Self::new(
-            refusal_status(e),
-            field,
-            super::fmt::cut(&e.to_string(), 2000),
-        )
+        let message = match field {
+            Some(_) => e.message(),
+            None => e.to_string(),
+        };
+        Self::new(refusal_status(e), field, super::fmt::cut(&message, 2000))
     }
 }
 
@@ -201,7 +202,7 @@ pub(crate) fn refused(signed: &Signed, e: &Refusal) -> Response {
 pub(crate) fn refusal_status(e: &Refusal) -> StatusCode {
     match e {
         Refusal::Invalid { .. } | Refusal::Malformed(_) => StatusCode::BAD_REQUEST,
-        Refusal::Unprocessable(_)
+        Refusal::Unprocessable { .. }
         | Refusal::Config {
             refusal: ConfigRefusal::Rejected,
             ..
@@ -212,7 +213,7 @@ pub(crate) fn refusal_status(e: &Refusal) -> StatusCode {
         }
         | Refusal::Conflict(_) => StatusCode::CONFLICT,
         Refusal::Missing { .. } | Refusal::Forbidden(_) => StatusCode::FORBIDDEN,
-        Refusal::NotFound(_) => StatusCode::NOT_FOUND,
+        Refusal::NotFound { .. } => StatusCode::NOT_FOUND,
         Refusal::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
     }
 }

@@ -21,7 +21,12 @@ use crate::state::AppState;
 #[derive(Debug, Deserialize)]
 pub(crate) struct RunsQuery {
     agent: Option<String>,
+    /// The page's cursor: runs older than this one (`<ms>.<run id>`).
+    before: Option<String>,
 }
+
+/// Runs on one page.
+const PAGE: i64 = 100;
 
 /// `GET /runs`.
 pub(crate) async fn list(
@@ -33,29 +38,30 @@ pub(crate) async fn list(
         return closed(&signed, Section::Runs);
     }
     let agent = q.agent.as_deref().map(str::trim).filter(|a| !a.is_empty());
+    let before = q.before.as_deref().map(str::trim).filter(|b| !b.is_empty());
     let caller = Caller::Credential(signed.authority.clone());
-    let runs = match runs::list(&state.control, &caller, agent, 100).await {
-        Ok(r) => r,
+    let found = match runs::page(&state.control, &caller, agent, before, PAGE, true).await {
+        Ok(p) => p,
         Err(e) => return refused(&signed, &e),
     };
+    let runs = &found.runs;
+    let filter = agent.map_or_else(String::new, |a| format!("agent={}", fmt::encode(a)));
+    let amp = if filter.is_empty() { "" } else { "&" };
     let body = html! {
         form.filters method="get" action="/runs" {
             label { "Agent " input type="text" name="agent" value=[agent]; }
             button type="submit" { "Filter" }
         }
         p.muted #runs-shown {
-            (runs.len()) " runs, the newest first"
-            @if runs.len() >= 100 {
-                " (the newest 100; older ones page on in the "
-                a href="/audit?kind=run" { "audit search, kind run" } ")"
+            @if runs.is_empty() { "No runs." } @else {
+                "Showing " (runs.len()) " of " (found.matching.unwrap_or(0)) " runs, newest first."
             }
-            "."
         }
         table.grid #runs {
             thead { tr { th { "Run" } th { "Started" } th { "Mode" } th { "Principal" } th { "Agent" } th { "Status" } } }
             tbody {
                 @if runs.is_empty() { tr.empty { td colspan="6" { "No runs yet." } } }
-                @for r in &runs {
+                @for r in runs {
                     tr {
                         td { a href={ "/runs/" (r.id) } { code { (r.id) } } }
                         td.nowrap { (fmt::time(r.at)) }
@@ -65,6 +71,12 @@ pub(crate) async fn list(
                         td { @if let Some(s) = &r.status { (badge(s)) } }
                     }
                 }
+            }
+        }
+        nav.pager {
+            @if before.is_some() { a.button href={ "/runs?" (filter) } { "Newest" } " " }
+            @if let Some(n) = &found.next {
+                a.button #older href={ "/runs?" (filter) (amp) "before=" (fmt::encode(n)) } { "Older" }
             }
         }
     };
@@ -143,7 +155,7 @@ pub(crate) async fn detail(
     let caller = Caller::Credential(signed.authority.clone());
     let run = match runs::get(&state.control, &caller, &id).await {
         Ok(run) => run,
-        Err(Refusal::NotFound(_)) => {
+        Err(Refusal::NotFound { .. }) => {
             return refusal(
                 &signed,
                 StatusCode::NOT_FOUND,

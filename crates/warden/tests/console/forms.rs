@@ -85,7 +85,7 @@ async fn a_token_for_an_unknown_user_is_refused_beside_the_owner_with_the_form_k
     assert_eq!(status, 422, "{page}");
     assert_eq!(
         error_at(&page, "owner"),
-        "user: no User named mallory; apply it first"
+        "no User named mallory; apply it first"
     );
     for kept in [
         r#"value="mallory""#,
@@ -131,6 +131,18 @@ async fn explain_shows_bad_json_and_an_unknown_user_beside_their_fields() {
     // Not "the credential's owner no longer exists": nobody was ever configured.
     assert_eq!(error_at(&page, "user"), "user:nobody is not configured");
     assert!(page.contains(r#"value="nobody""#), "{page}");
+    // Each beside its own field: the service's refusal names which (not words read back).
+    let (status, page) = console
+        .get("/explain?tool=ledger__echo&service_account=nobody")
+        .await;
+    assert_eq!(status, 404, "{page}");
+    assert!(
+        error_at(&page, "service_account").ends_with("nobody is not configured"),
+        "{page}"
+    );
+    let (status, page) = console.get("/explain?tool=ledger__echo&agent=ghost").await;
+    assert_eq!(status, 404, "{page}");
+    assert_eq!(error_at(&page, "agent"), "no agent named ghost");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

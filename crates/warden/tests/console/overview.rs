@@ -112,3 +112,56 @@ async fn the_audit_search_pages_with_a_cursor_says_how_many_match_and_finds_free
     let (_, none) = console.get("/audit?since=1h&q=no-such-text-anywhere").await;
     assert!(none.contains("No records match."), "{none}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_runs_page_pages_on_with_a_cursor_and_says_how_many() {
+    let w = TestWarden::start(&config()).await;
+    let at = now().0;
+    for i in 0..130 {
+        let run = warden_store::AgentRun {
+            id: format!("run_paged{i:03}"),
+            agent: "sre-bot".into(),
+            trigger: "manual".into(),
+            schedule_key: None,
+            fire_at: None,
+            status: "succeeded".into(),
+            requested_by: "{}".into(),
+            credential_id: None,
+            // Some in the same millisecond: the cursor tells them apart.
+            queued_at: at - i / 3,
+            started_at: None,
+            finished_at: None,
+            exit_code: Some(0),
+            error: None,
+            task_id: None,
+            output: None,
+        };
+        assert!(w.store.store.insert_agent_run(&run).await.unwrap());
+    }
+    let console = Plain::sign_in(&w, &w.admin).await;
+    let (status, page) = console.get("/runs?agent=sre-bot").await;
+    assert_eq!(status, 200);
+    assert!(page.contains("Showing 100 of 130 runs"), "{page}");
+    let mut seen: Vec<String> = Vec::new();
+    let mut page = page;
+    loop {
+        seen.extend(
+            page.match_indices("href=\"/runs/run_paged")
+                .map(|(i, _)| page[i + 12..i + 24].to_owned()),
+        );
+        let Some(at) = page.find("id=\"older\" href=\"") else {
+            break;
+        };
+        let rest = &page[at + "id=\"older\" href=\"".len()..];
+        let next = rest[..rest.find('"').unwrap()].replace("&amp;", "&");
+        assert!(next.contains("agent=sre-bot"), "the filter kept: {next}");
+        page = console.get(&next).await.1;
+    }
+    let expected: Vec<String> = (0..130).map(|i| format!("run_paged{i:03}")).collect();
+    let mut sorted = seen.clone();
+    sorted.sort();
+    assert_eq!(sorted, expected, "every run once");
+    let (status, page) = console.get("/runs?before=yesterday").await;
+    assert_eq!(status, 400, "{page}");
+    assert!(page.contains("is not a cursor"), "{page}");
+}
