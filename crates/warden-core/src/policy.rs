@@ -8,7 +8,8 @@ use std::time::Duration;
 use crate::capability::Capability;
 use crate::config::{
     AgentSpec, AutonomySpec, AutonomySubject, BudgetPer, BudgetSubject, Config, IssuerSpec,
-    KillScope, KillSwitchSpec, Kind, ProjectSpec, Resource, ToolPolicySpec, WriteBudgetSpec,
+    KillScope, KillSwitchSpec, Kind, ModelSpec, ProjectSpec, Resource, ToolPolicySpec,
+    WriteBudgetSpec,
 };
 use crate::name::{Name, glob_match};
 use crate::principal::{Principal, Subject};
@@ -50,6 +51,7 @@ pub struct Policy {
     pub rbac: RbacBundle,
     projects: BTreeMap<Name, ProjectSpec>,
     agents: BTreeMap<Name, AgentSpec>,
+    models: BTreeMap<Name, ModelSpec>,
     tool_policies: Vec<(String, ToolPolicySpec)>,
     autonomy: Vec<(String, AutonomySpec)>,
     budgets: Vec<(String, WriteBudgetSpec)>,
@@ -100,6 +102,9 @@ impl Policy {
                 Resource::Agent(a) => {
                     policy.agents.insert(a.name.clone(), a.clone());
                 }
+                Resource::Model(m) => {
+                    policy.models.insert(m.name.clone(), m.clone());
+                }
                 Resource::ToolPolicy(t) => policy.tool_policies.push((key, t.clone())),
                 Resource::Autonomy(a) => policy.autonomy.push((key, a.clone())),
                 Resource::WriteBudget(w) => policy.budgets.push((key, w.clone())),
@@ -125,6 +130,11 @@ impl Policy {
     /// Every agent.
     pub fn agents(&self) -> &BTreeMap<Name, AgentSpec> {
         &self.agents
+    }
+
+    /// One Model (RUN-9).
+    pub fn model(&self, name: &str) -> Option<&ModelSpec> {
+        self.models.get(name)
     }
 
     /// The configured issuers of OAuth access tokens (AUTH-4).

@@ -301,6 +301,49 @@ impl Backend {
         dispatch!(self, b => b.expire_sign_ins(opened_before, seen_before).await)
     }
 
+    pub(crate) async fn insert_thread(&self, t: &crate::threads::Thread) -> Result<(), StoreError> {
+        dispatch!(self, b => b.insert_thread(t).await)
+    }
+
+    pub(crate) async fn thread_row(
+        &self,
+        id: &str,
+        owner: &str,
+    ) -> Result<Option<crate::threads::sql::ThreadRow>, StoreError> {
+        dispatch!(self, b => b.thread_row(id, owner).await)
+    }
+
+    pub(crate) async fn thread_rows(
+        &self,
+        owner: &str,
+        agent: Option<&str>,
+        limit: i64,
+    ) -> Result<Vec<crate::threads::sql::ThreadRow>, StoreError> {
+        dispatch!(self, b => b.thread_rows(owner, agent, limit).await)
+    }
+
+    pub(crate) async fn message_rows(
+        &self,
+        id: &str,
+        owner: &str,
+    ) -> Result<Vec<crate::threads::sql::MessageRow>, StoreError> {
+        dispatch!(self, b => b.message_rows(id, owner).await)
+    }
+
+    pub(crate) async fn append_thread_messages(
+        &self,
+        id: &str,
+        owner: &str,
+        messages: &[crate::threads::ThreadMessage],
+        now: i64,
+    ) -> Result<Option<Vec<i64>>, StoreError> {
+        dispatch!(self, b => b.append_thread_messages(id, owner, messages, now).await)
+    }
+
+    pub(crate) async fn delete_thread(&self, id: &str, owner: &str) -> Result<bool, StoreError> {
+        dispatch!(self, b => b.delete_thread(id, owner).await)
+    }
+
     pub(crate) async fn task(&self, id: &str) -> Result<Option<TaskRow>, StoreError> {
         dispatch!(self, b => b.task(id).await)
     }

@@ -25,6 +25,7 @@ mod sink;
 mod sql;
 mod sqlite;
 mod tasks;
+mod threads;
 mod token;
 mod verify;
 mod views;
@@ -51,6 +52,7 @@ pub use tasks::{
     EnvironmentRepository, EnvironmentState, RequestedRepository, Task, TaskChange,
     TaskEnvironment, TaskFilter, TaskInsert, TaskState,
 };
+pub use threads::{MessageRole, Thread, ThreadMessage};
 pub use token::{NewToken, TokenRequest};
 pub use views::{CallDetail, RunCursor, RunDetail, RunSummary};
 

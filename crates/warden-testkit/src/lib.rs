@@ -19,6 +19,7 @@ pub mod conformance;
 pub mod hostile;
 pub mod memory;
 pub mod notes;
+pub mod openai;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};

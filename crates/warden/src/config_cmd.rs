@@ -223,6 +223,7 @@ fn rows(kind: Kind, resources: &[&Resource]) -> (Vec<&'static str>, Vec<Vec<Stri
         Kind::RoleBinding => vec!["NAME", "ROLE", "SUBJECT"],
         Kind::Project => vec!["NAME", "PROMPTS", "DOCUMENTS"],
         Kind::Upstream => vec!["NAME", "PROJECT", "TRANSPORT", "TARGET"],
+        Kind::Model => vec!["NAME", "URL", "MODEL"],
         Kind::Agent => vec!["NAME", "MEMBERSHIPS", "SCHEDULES"],
         Kind::ToolPolicy => vec!["NAME", "PROJECT", "TOOL", "CLASS", "CAPABILITY", "RISK"],
         Kind::Autonomy => vec!["NAME", "SUBJECT", "LEVEL"],
@@ -279,6 +280,11 @@ fn rows(kind: Kind, resources: &[&Resource]) -> (Vec<&'static str>, Vec<Vec<Stri
                     format!("{:?}", w.per).to_lowercase(),
                 ],
                 Resource::KillSwitch(k) => vec![key, k.scope.to_string(), k.reason.clone()],
+                Resource::Model(m) => vec![
+                    key,
+                    warden_core::url_credentials::redact(&m.url),
+                    m.model.clone(),
+                ],
                 Resource::Issuer(i) => vec![
                     key,
                     i.issuer.clone(),

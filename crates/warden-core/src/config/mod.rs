@@ -5,6 +5,8 @@
 mod depth;
 mod input;
 mod issuer;
+mod model;
+mod reference;
 mod resources;
 mod upstream;
 
@@ -12,6 +14,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 pub use issuer::*;
+pub use model::*;
+pub use reference::check_reference;
 pub use resources::*;
 pub use upstream::*;
 
@@ -231,6 +235,7 @@ fn parse_one(value: yaml_serde::Value) -> Result<Resource, ParseFailure> {
         Kind::RoleBinding => parse_as!(RoleBinding),
         Kind::Project => parse_as!(Project),
         Kind::Upstream => parse_as!(Upstream),
+        Kind::Model => parse_as!(Model),
         Kind::Agent => parse_as!(Agent),
         Kind::ToolPolicy => parse_as!(ToolPolicy),
         Kind::Autonomy => parse_as!(Autonomy),
@@ -529,7 +534,17 @@ fn check_resource(config: &Config, located: &Located, errors: &mut Vec<ConfigErr
                 fail("timeout", "must be greater than zero".into());
             }
         }
+        Resource::Model(m) => {
+            for (field, problem) in m.problems() {
+                fail(field, problem);
+            }
+        }
         Resource::Agent(a) => {
+            if let Some(model) = &a.model
+                && !config.contains(Kind::Model, model.as_str())
+            {
+                fail("model", missing(Kind::Model, model.as_str()));
+            }
             for (i, m) in a.memberships.iter().enumerate() {
                 if !config.contains(Kind::Project, m.as_str()) {
                     fail(
@@ -711,33 +726,6 @@ fn check_resource(config: &Config, located: &Located, errors: &mut Vec<ConfigErr
             }
         }
     }
-}
-
-/// Checks a configuration value that may hold `${env:NAME}` / `${secret:NAME}` references.
-pub fn check_reference(value: &str) -> Result<(), String> {
-    let mut rest = value;
-    while let Some(start) = rest.find("${") {
-        let after = rest.get(start + 2..).unwrap_or_default();
-        let Some(end) = after.find('}') else {
-            return Err(format!("`{value}` has an unterminated `${{`"));
-        };
-        let inner = after.get(..end).unwrap_or_default();
-        let ok = inner
-            .strip_prefix("env:")
-            .or_else(|| inner.strip_prefix("secret:"))
-            .is_some_and(|n| {
-                !n.is_empty()
-                    && n.chars()
-                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
-            });
-        if !ok {
-            return Err(format!(
-                "`${{{inner}}}` is not a reference; write `${{env:NAME}}` or `${{secret:NAME}}`"
-            ));
-        }
-        rest = after.get(end + 1..).unwrap_or_default();
-    }
-    Ok(())
 }
 
 /// The JSON Schema of a configuration document, generated from the same types that parse it.

@@ -32,6 +32,8 @@ pub enum Kind {
     Project,
     /// [`UpstreamSpec`]
     Upstream,
+    /// [`super::model::ModelSpec`]
+    Model,
     /// [`AgentSpec`]
     Agent,
     /// [`ToolPolicySpec`]
@@ -50,13 +52,14 @@ pub enum Kind {
 
 impl Kind {
     /// All kinds, in application order.
-    pub const ALL: [Kind; 13] = [
+    pub const ALL: [Kind; 14] = [
         Kind::User,
         Kind::ServiceAccount,
         Kind::Role,
         Kind::RoleBinding,
         Kind::Project,
         Kind::Upstream,
+        Kind::Model,
         Kind::Agent,
         Kind::ToolPolicy,
         Kind::Autonomy,
@@ -75,6 +78,7 @@ impl Kind {
             Kind::RoleBinding => "RoleBinding",
             Kind::Project => "Project",
             Kind::Upstream => "Upstream",
+            Kind::Model => "Model",
             Kind::Agent => "Agent",
             Kind::ToolPolicy => "ToolPolicy",
             Kind::Autonomy => "Autonomy",
@@ -129,6 +133,8 @@ pub enum Resource {
     Project(ProjectSpec),
     /// An upstream MCP server of a project.
     Upstream(UpstreamSpec),
+    /// An OpenAI-compatible chat-completions endpoint agents are talked to through (RUN-9).
+    Model(super::model::ModelSpec),
     /// A named agent persona.
     Agent(AgentSpec),
     /// Classification, capability, risk and limits of tools.
@@ -155,6 +161,7 @@ impl Resource {
             Resource::RoleBinding(_) => Kind::RoleBinding,
             Resource::Project(_) => Kind::Project,
             Resource::Upstream(_) => Kind::Upstream,
+            Resource::Model(_) => Kind::Model,
             Resource::Agent(_) => Kind::Agent,
             Resource::ToolPolicy(_) => Kind::ToolPolicy,
             Resource::Autonomy(_) => Kind::Autonomy,
@@ -178,6 +185,7 @@ impl Resource {
                 .map_or_else(|| format!("{}:{}", s.role, s.subject), Name::to_string),
             Resource::Project(s) => s.name.to_string(),
             Resource::Upstream(s) => s.name.to_string(),
+            Resource::Model(s) => s.name.to_string(),
             Resource::Agent(s) => s.name.to_string(),
             Resource::ToolPolicy(s) => s
                 .name
@@ -313,6 +321,9 @@ pub struct AgentSpec {
     /// Projects the agent belongs to: it carries their knowledge into every run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub memberships: Vec<Name>,
+    /// The Model it is talked to through (RUN-9 chat); none: it cannot be chatted with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<Name>,
     /// Unattended runs on a schedule (RUN-2 `agent` mode).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub schedules: Vec<ScheduleSpec>,

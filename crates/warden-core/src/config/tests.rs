@@ -46,7 +46,7 @@ fn an_unknown_kind_suggests_the_right_one() {
     assert_eq!(
         errors("k.yaml", "kind: toolpolicy\nname: x\n"),
         vec![
-            "k.yaml (document 1): field `kind`: unknown kind `toolpolicy` (did you mean `ToolPolicy`?); expected one of `User`, `ServiceAccount`, `Role`, `RoleBinding`, `Project`, `Upstream`, `Agent`, `ToolPolicy`, `Autonomy`, `WriteBudget`, `KillSwitch`, `Workspace`, `Issuer`"
+            "k.yaml (document 1): field `kind`: unknown kind `toolpolicy` (did you mean `ToolPolicy`?); expected one of `User`, `ServiceAccount`, `Role`, `RoleBinding`, `Project`, `Upstream`, `Model`, `Agent`, `ToolPolicy`, `Autonomy`, `WriteBudget`, `KillSwitch`, `Workspace`, `Issuer`"
         ]
     );
 }
@@ -109,6 +109,41 @@ reason: ""
             "v.yaml (document 5): KillSwitch `all`: field `reason`: say why the scope is frozen",
         ]
     );
+}
+
+/// RUN-9: a Model names an http(s) API base and a model; its key is a reference, never the
+/// key itself (FED-3); an Agent's `model` must exist.
+#[test]
+fn a_model_is_checked_field_by_field_and_an_agent_names_one_that_exists() {
+    let text = r#"
+kind: Model
+name: local
+url: http://127.0.0.1:11434/v1
+model: llama3.1
+---
+kind: Model
+name: bad
+url: ollama
+model: " "
+apiKey: sk-live-123
+maxToolRounds: 0
+---
+kind: Agent
+name: helper
+model: nowhere
+"#;
+    assert_eq!(
+        errors("m.yaml", text),
+        vec![
+            "m.yaml (document 2): Model `bad`: field `url`: `ollama` is not an http:// or https:// URL; give the API base, e.g. `http://127.0.0.1:11434/v1`",
+            "m.yaml (document 2): Model `bad`: field `model`: name the model the endpoint serves",
+            "m.yaml (document 2): Model `bad`: field `apiKey`: write a reference, `${secret:NAME}` or `${env:NAME}`, not the key itself",
+            "m.yaml (document 2): Model `bad`: field `maxToolRounds`: must be at least 1",
+            "m.yaml (document 3): Agent `helper`: field `model`: no Model named `nowhere`; apply it first or fix the name",
+        ]
+    );
+    let good = "kind: Model\nname: local\nurl: https://api.openai.com/v1\nmodel: gpt-4o-mini\napiKey: \"${secret:openai}\"\n---\nkind: Agent\nname: helper\nmodel: local\n";
+    assert!(errors("g.yaml", good).is_empty());
 }
 
 #[test]

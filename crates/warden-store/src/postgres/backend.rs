@@ -13,6 +13,7 @@ use crate::sessions::sql::session_operations;
 use crate::sign_ins::sql::sign_in_operations;
 use crate::sql::shared_operations;
 use crate::tasks::sql::task_operations;
+use crate::threads::sql::thread_operations;
 
 /// How long a statement waits for a lock before it fails.
 const LOCK_TIMEOUT: &str = "5s";
@@ -69,4 +70,5 @@ impl PgBackend {
     task_operations!(Postgres);
     session_operations!(Postgres);
     sign_in_operations!(Postgres);
+    thread_operations!(Postgres);
 }

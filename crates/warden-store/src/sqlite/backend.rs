@@ -22,6 +22,7 @@ use crate::sessions::sql::session_operations;
 use crate::sign_ins::sql::sign_in_operations;
 use crate::sql::shared_operations;
 use crate::tasks::sql::task_operations;
+use crate::threads::sql::thread_operations;
 
 static MIGRATOR: Migrator = sqlx::migrate!("./migrations/sqlite");
 
@@ -111,6 +112,7 @@ impl SqliteBackend {
     task_operations!(Sqlite);
     session_operations!(Sqlite);
     sign_in_operations!(Sqlite);
+    thread_operations!(Sqlite);
 }
 
 #[cfg(test)]

@@ -1,0 +1,464 @@
+//! Agent chat (RUN-9) and its threads (RUN-7), against a scripted OpenAI-compatible model
+//! (`warden_testkit::openai`): the chat service that the API, the console and `warden chat`
+//! call.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    reason = "test code"
+)]
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use warden_chat::{Chat, ChatEvent, Turn};
+use warden_core::principal::Credential;
+use warden_store::MessageRole;
+use warden_testkit::openai::{Reply, ScriptedModel};
+
+/// Payments with its ledger (a dangerous `add_note`), a handbook project whose tools alice
+/// may not use, and the agent `helper` in both, talking through `model`.
+fn config(model: &ScriptedModel, extra: &str) -> String {
+    format!(
+        r#"
+kind: Project
+name: payments
+instructions: "How payments work here."
+---
+{ledger}
+---
+kind: Project
+name: handbook
+instructions: "Refunds over 500 need two people."
+---
+{handbook}
+---
+kind: ToolPolicy
+project: payments
+tool: ledger__add_note
+class: mutation
+risk: dangerous
+---
+kind: Model
+name: scripted
+url: "{url}"
+model: test-model
+{extra}
+---
+kind: Agent
+name: helper
+instructions: "You help with payments."
+memberships: [payments, handbook]
+model: scripted
+---
+kind: User
+name: alice
+---
+kind: User
+name: bob
+---
+kind: Role
+name: payer
+permissions: ["run:projects:payments"]
+---
+kind: RoleBinding
+role: payer
+subject: {{ user: alice }}
+---
+kind: RoleBinding
+role: payer
+subject: {{ user: bob }}
+"#,
+        ledger = stdio_upstream("ledger", "payments", ""),
+        handbook = stdio_upstream("handbook", "handbook", ""),
+        url = model.url,
+    )
+}
+
+async fn credential(w: &TestWarden, user: &str) -> Credential {
+    let token = w.token(user, None, None).await;
+    w.gateway.authenticate(&token).unwrap()
+}
+
+/// A turn, with the events it told.
+async fn turn(
+    chat: &Chat,
+    who: &Credential,
+    thread: Option<&str>,
+    text: &str,
+) -> (Turn, Vec<ChatEvent>) {
+    let mut events = Vec::new();
+    let mut on = |e: ChatEvent| events.push(e);
+    let turn = match thread {
+        None => chat.start(who, "helper", text, &mut on).await,
+        Some(id) => chat.send(who, id, text, &mut on).await,
+    }
+    .unwrap();
+    (turn, events)
+}
+
+fn names(request: &Value) -> Vec<String> {
+    request["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chat_executes_refuses_and_parks_through_the_pipeline_and_the_outcome_follows() {
+    let model = ScriptedModel::start(vec![
+        // The arguments arrive in three pieces.
+        Reply::call("c1", "ledger__echo", &[r#"{"te"#, r#"xt": "#, r#""hi"}"#]),
+        Reply::call("c2", "handbook__echo", &[r#"{"text": "x"}"#]),
+        Reply::call("c3", "ledger__add_note", &[r#"{"text": "refund 42"}"#]),
+        Reply::Text(vec!["Echoed, ".into(), "and the note waits.".into()]),
+    ])
+    .await;
+    let w = TestWarden::start(&config(&model, "")).await;
+    let chat = Chat::new(w.gateway.clone());
+    let alice = credential(&w, "alice").await;
+    let (turn, events) = turn(&chat, &alice, None, "Echo hi, then note the refund").await;
+    assert_eq!(turn.failure, None);
+    let thread = &turn.thread;
+    assert!(thread.id.starts_with("thr_"), "{thread:?}");
+    assert_eq!(thread.owner, "user:alice");
+
+    // What the model was given: the system block a run of alice with helper gets, and
+    // exactly the tools tools/list shows that run, with their advertised schemas.
+    let requests = model.requests();
+    assert_eq!(requests.len(), 4);
+    let first = &requests[0];
+    assert_eq!(first["model"], "test-model");
+    assert_eq!(first["stream"], true);
+    let system = first["messages"][0]["content"].as_str().unwrap();
+    assert_eq!(first["messages"][0]["role"], "system");
+    for part in [
+        "You help with payments.",
+        "How payments work here.",
+        "Refunds over 500 need two people.",
+        "Context boundary: this run carries knowledge of the project `handbook` but has no tools for it",
+    ] {
+        assert!(system.contains(part), "{part} in {system}");
+    }
+    let authority = w.gateway.authority(&alice, Some("helper")).unwrap();
+    let listed = w.gateway.list_wire_tools(&w.gateway.list_tools(&authority));
+    let mut offered = names(first);
+    offered.sort();
+    let mut expected: Vec<String> = listed.iter().map(|t| t.name.to_string()).collect();
+    expected.sort();
+    assert_eq!(offered, expected);
+    assert!(
+        offered
+            .iter()
+            .all(|n| n.starts_with("ledger__") || n.starts_with("warden__")),
+        "{offered:?}"
+    );
+    let echo = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["function"]["name"] == "ledger__echo")
+        .unwrap();
+    let advertised = listed.iter().find(|t| t.name == "ledger__echo").unwrap();
+    assert_eq!(
+        echo["function"]["parameters"],
+        Value::Object((*advertised.input_schema).clone())
+    );
+
+    // Each call through the pipeline, in the thread's run.
+    let decisions: Vec<(String, String, Option<String>)> = events
+        .iter()
+        .filter_map(|e| match e {
+            ChatEvent::Decision {
+                tool_call_id,
+                status,
+                code,
+                ..
+            } => Some((tool_call_id.clone(), status.clone(), code.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        decisions,
+        [
+            ("c1".into(), "executed".into(), None),
+            ("c2".into(), "denied".into(), Some("UNKNOWN_TOOL".into())),
+            ("c3".into(), "pending_approval".into(), None),
+        ]
+    );
+    let text: String = events
+        .iter()
+        .filter_map(|e| match e {
+            ChatEvent::Delta { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(text, "Echoed, and the note waits.");
+    assert!(matches!(events.last(), Some(ChatEvent::Done { .. })));
+    // The model got each result as the GOV-3 contract; the unknown tool exactly as one that
+    // does not exist.
+    let results: Vec<&Value> = requests[3]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .collect();
+    assert_eq!(results.len(), 3);
+    let denied: Value = serde_json::from_str(results[1]["content"].as_str().unwrap()).unwrap();
+    assert_eq!(denied["code"], "UNKNOWN_TOOL");
+    assert_eq!(
+        denied["message"], "unknown tool `handbook__echo`",
+        "{denied}"
+    );
+    let executed: Value = serde_json::from_str(results[0]["content"].as_str().unwrap()).unwrap();
+    assert_eq!(executed["status"], "executed");
+    assert_eq!(executed["runId"], thread.run_id.as_str());
+    let audited = w
+        .store
+        .store
+        .audit(&warden_store::AuditFilter {
+            run_id: Some(thread.run_id.clone()),
+            tool: Some("ledger__echo".into()),
+            ..warden_store::AuditFilter::default()
+        })
+        .await
+        .unwrap();
+    assert!(
+        !audited.is_empty(),
+        "the call is audited under the thread's run"
+    );
+    // Content stays in the thread: the audit carries no message text (AUD-3).
+    let everything = w
+        .store
+        .store
+        .audit(&warden_store::AuditFilter {
+            run_id: Some(thread.run_id.clone()),
+            limit: Some(1000),
+            ..warden_store::AuditFilter::default()
+        })
+        .await
+        .unwrap();
+    assert!(
+        everything
+            .iter()
+            .all(|r| !r.record.payload.contains("note the refund")),
+        "{everything:?}"
+    );
+
+    // The parked call, approved, runs once and its outcome joins the thread, once.
+    let approval = turn
+        .added
+        .iter()
+        .find_map(|m| m.approval_id.clone())
+        .expect("the parked call's approval");
+    let admin = w.gateway.authenticate(&w.admin).unwrap();
+    let decided = w
+        .gateway
+        .decide_approval(&approval, &admin, warden_mcp::gateway::Verb::Approve, None)
+        .await
+        .unwrap();
+    assert_eq!(decided.status.as_str(), "executed");
+    let (_, messages) = chat.thread(&alice, &thread.id).await.unwrap();
+    let (_, again) = chat.thread(&alice, &thread.id).await.unwrap();
+    assert_eq!(messages.len(), again.len(), "the outcome is added once");
+    let notice = messages.last().unwrap();
+    assert_eq!(notice.role, MessageRole::Notice);
+    assert_eq!(notice.approval_id.as_deref(), Some(approval.as_str()));
+    assert_eq!(notice.decision.as_deref(), Some("executed"));
+    assert!(
+        notice.content.contains("`ledger__add_note`, parked as"),
+        "{}",
+        notice.content
+    );
+    let roles: Vec<MessageRole> = messages.iter().map(|m| m.role).collect();
+    assert_eq!(
+        roles,
+        [
+            MessageRole::User,
+            MessageRole::Assistant,
+            MessageRole::Tool,
+            MessageRole::Assistant,
+            MessageRole::Tool,
+            MessageRole::Assistant,
+            MessageRole::Tool,
+            MessageRole::Assistant,
+            MessageRole::Notice,
+        ]
+    );
+    let adds = w
+        .store
+        .store
+        .audit(&warden_store::AuditFilter {
+            tool: Some("ledger__add_note".into()),
+            decision: Some("executed".into()),
+            ..warden_store::AuditFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(adds.len(), 1, "executed once: {adds:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_model_is_one_notice_naming_it_and_what_was_said_is_kept() {
+    let model = ScriptedModel::start(vec![
+        Reply::Status(429),
+        Reply::Broken,
+        Reply::Status(401),
+        Reply::Garbage,
+        Reply::text("Here now."),
+    ])
+    .await;
+    let w = TestWarden::start(&config(&model, "")).await;
+    let chat = Chat::new(w.gateway.clone());
+    let alice = credential(&w, "alice").await;
+    let (first, _) = turn(&chat, &alice, None, "first question").await;
+    let failure = first.failure.clone().unwrap();
+    assert!(
+        failure.starts_with("Model `scripted` is rate limited"),
+        "{failure}"
+    );
+    let id = first.thread.id.clone();
+    let expectations = [
+        "Model `scripted` sent an answer Warden cannot read",
+        "Model `scripted` refused Warden's credentials",
+        "Model `scripted` sent an answer Warden cannot read",
+    ];
+    for (i, expected) in expectations.iter().enumerate() {
+        let (t, events) = turn(&chat, &alice, Some(&id), &format!("again {i}")).await;
+        let failure = t.failure.unwrap();
+        assert!(failure.starts_with(expected), "{failure}");
+        assert!(events.contains(&ChatEvent::Notice { text: failure }));
+    }
+    let (last, _) = turn(&chat, &alice, Some(&id), "last try").await;
+    assert_eq!(last.failure, None);
+    // What was said before is kept, and the model is given it.
+    let request = model.requests().pop().unwrap();
+    let said: Vec<&str> = request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        said,
+        [
+            "first question",
+            "again 0",
+            "again 1",
+            "again 2",
+            "last try"
+        ]
+    );
+    let (_, messages) = chat.thread(&alice, &id).await.unwrap();
+    assert_eq!(
+        messages
+            .iter()
+            .filter(|m| m.role == MessageRole::Notice)
+            .count(),
+        4
+    );
+    assert_eq!(messages.last().unwrap().content, "Here now.");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_model_says_so_and_names_it() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let model = ScriptedModel::start(vec![]).await;
+    let config = config(&model, "").replace(&model.url, &format!("http://127.0.0.1:{port}/v1"));
+    let w = TestWarden::start(&config).await;
+    let chat = Chat::new(w.gateway.clone());
+    let alice = credential(&w, "alice").await;
+    let (t, _) = turn(&chat, &alice, None, "hello?").await;
+    let failure = t.failure.unwrap();
+    assert!(
+        failure.starts_with("Model `scripted` cannot be reached"),
+        "{failure}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_tool_rounds_stops_a_loop_and_says_so() {
+    let model = ScriptedModel::start(vec![
+        Reply::call("c1", "ledger__echo", &[r#"{"text": "1"}"#]),
+        Reply::call("c2", "ledger__echo", &[r#"{"text": "2"}"#]),
+    ])
+    .await;
+    let w = TestWarden::start(&config(&model, "maxToolRounds: 1")).await;
+    let chat = Chat::new(w.gateway.clone());
+    let alice = credential(&w, "alice").await;
+    let (t, events) = turn(&chat, &alice, None, "loop").await;
+    let statuses: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            ChatEvent::Decision { status, .. } => Some(status.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(statuses, ["executed", "not_run"]);
+    let last = t.added.last().unwrap();
+    assert_eq!(last.role, MessageRole::Notice);
+    assert!(
+        last.content
+            .starts_with("Stopped after 1 rounds of tool calls, the limit of Model `scripted`"),
+        "{}",
+        last.content
+    );
+}
+
+/// RUN-7: another principal's thread is exactly a thread that does not exist.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_principals_thread_is_refused_as_one_that_does_not_exist() {
+    let model = ScriptedModel::start(vec![Reply::text("Hello alice.")]).await;
+    let w = TestWarden::start(&config(&model, "")).await;
+    let chat = Chat::new(w.gateway.clone());
+    let alice = credential(&w, "alice").await;
+    let bob = credential(&w, "bob").await;
+    let (t, _) = turn(&chat, &alice, None, "hello").await;
+    let id = t.thread.id.clone();
+    let made_up = format!("thr_{}", "0".repeat(id.len() - 4));
+    let mut ignore = |_: ChatEvent| {};
+    for other in [id.as_str(), made_up.as_str()] {
+        let read = chat.thread(&bob, other).await.unwrap_err().to_string();
+        let sent = chat
+            .send(&bob, other, "mine now", &mut ignore)
+            .await
+            .unwrap_err()
+            .to_string();
+        let deleted = chat.delete(&bob, other).await.unwrap_err().to_string();
+        assert_eq!(
+            [read, sent, deleted],
+            [
+                "no thread with that id",
+                "no thread with that id",
+                "no thread with that id"
+            ]
+        );
+    }
+    assert!(chat.threads(&bob, None).await.unwrap().is_empty());
+    assert_eq!(chat.threads(&alice, None).await.unwrap().len(), 1);
+    chat.delete(&alice, &id).await.unwrap();
+    assert!(chat.threads(&alice, None).await.unwrap().is_empty());
+    // A message that says nothing is refused, naming the field.
+    let empty = chat
+        .start(&alice, "helper", "  ", &mut ignore)
+        .await
+        .unwrap_err();
+    assert_eq!(empty.field(), Some("message"));
+    let unknown = chat
+        .start(&alice, "ghost", "hi", &mut ignore)
+        .await
+        .unwrap_err();
+    assert_eq!(unknown.field(), Some("agent"));
+    assert_eq!(model.requests().len(), 1, "no model asked for a refusal");
+}
