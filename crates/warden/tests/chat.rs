@@ -462,3 +462,210 @@ async fn another_principals_thread_is_refused_as_one_that_does_not_exist() {
     assert_eq!(unknown.field(), Some("agent"));
     assert_eq!(model.requests().len(), 1, "no model asked for a refusal");
 }
+
+/// `POST`/`GET`/`DELETE` on the admin API with `token`: the status and the body's bytes.
+async fn api(
+    w: &TestWarden,
+    token: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+    accept: &str,
+) -> (u16, String) {
+    let mut request = reqwest::Client::new()
+        .request(method, format!("{}/api/v1{path}", w.base))
+        .bearer_auth(token)
+        .header("accept", accept);
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request.send().await.unwrap();
+    (response.status().as_u16(), response.text().await.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_starts_continues_lists_reads_and_deletes_threads_as_json_or_events() {
+    let model = ScriptedModel::start(vec![
+        Reply::text("Hello."),
+        Reply::call("c1", "ledger__echo", &[r#"{"text":"#, r#" "hi"}"#]),
+        Reply::Text(vec!["Ech".into(), "oed.".into()]),
+    ])
+    .await;
+    let w = TestWarden::start(&config(&model, "")).await;
+    let alice = w.token("alice", None, None).await;
+    let json = "application/json";
+    let (status, body) = api(
+        &w,
+        &alice,
+        reqwest::Method::POST,
+        "/agents/helper/threads",
+        Some(serde_json::json!({"message": "hi there"})),
+        json,
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let started: Value = serde_json::from_str(&body).unwrap();
+    let id = started["thread"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(started["thread"]["owner"], "user:alice");
+    assert_eq!(started["messages"][0]["role"], "user");
+    assert_eq!(started["messages"][1]["content"], "Hello.");
+    // The next turn as events, while it runs.
+    let (status, stream) = api(
+        &w,
+        &alice,
+        reqwest::Method::POST,
+        &format!("/threads/{id}/messages"),
+        Some(serde_json::json!({"message": "echo hi"})),
+        "text/event-stream",
+    )
+    .await;
+    assert_eq!(status, 200, "{stream}");
+    let names: Vec<&str> = stream
+        .lines()
+        .filter_map(|l| l.strip_prefix("event:"))
+        .map(str::trim)
+        .collect();
+    assert_eq!(
+        names,
+        ["thread", "tool_call", "decision", "delta", "delta", "done"],
+        "{stream}"
+    );
+    assert!(
+        stream.contains(r#""arguments":"{\"text\": \"hi\"}""#),
+        "{stream}"
+    );
+    assert!(stream.contains(r#""status":"executed""#), "{stream}");
+    let (status, body) = api(&w, &alice, reqwest::Method::GET, "/threads", None, json).await;
+    assert_eq!(status, 200);
+    let listed: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 1);
+    let (status, body) = api(
+        &w,
+        &alice,
+        reqwest::Method::GET,
+        &format!("/threads/{id}"),
+        None,
+        json,
+    )
+    .await;
+    assert_eq!(status, 200);
+    let read: Value = serde_json::from_str(&body).unwrap();
+    let roles: Vec<&str> = read["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        [
+            "user",
+            "assistant",
+            "user",
+            "assistant",
+            "tool",
+            "assistant"
+        ]
+    );
+    assert_eq!(read["messages"][3]["toolCalls"][0]["name"], "ledger__echo");
+    let (status, _) = api(
+        &w,
+        &alice,
+        reqwest::Method::DELETE,
+        &format!("/threads/{id}"),
+        None,
+        json,
+    )
+    .await;
+    assert_eq!(status, 204);
+    // Bad requests say what is wrong and start nothing.
+    let cases = [
+        (
+            "/agents/helper/threads",
+            serde_json::json!({"message": ""}),
+            400,
+            "`message`: say something",
+        ),
+        (
+            "/agents/helper/threads",
+            serde_json::json!({"text": "hi"}),
+            400,
+            "unknown field `text`",
+        ),
+        (
+            "/agents/ghost/threads",
+            serde_json::json!({"message": "hi"}),
+            404,
+            "no agent named `ghost`",
+        ),
+    ];
+    for (path, body, want, says) in cases {
+        let (status, answer) = api(&w, &alice, reqwest::Method::POST, path, Some(body), json).await;
+        assert_eq!(status, want, "{answer}");
+        assert!(answer.contains(says), "{answer}");
+    }
+    assert_eq!(
+        model.requests().len(),
+        3,
+        "no refused request reached the model"
+    );
+}
+
+/// RUN-7 at the API: another principal's thread and a made-up id answer with the same status
+/// and the same bytes on every route.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_answers_anothers_thread_exactly_as_a_made_up_one() {
+    let model = ScriptedModel::start(vec![Reply::text("Hello alice.")]).await;
+    let w = TestWarden::start(&config(&model, "")).await;
+    let alice = w.token("alice", None, None).await;
+    let bob = w.token("bob", None, None).await;
+    let (_, body) = api(
+        &w,
+        &alice,
+        reqwest::Method::POST,
+        "/agents/helper/threads",
+        Some(serde_json::json!({"message": "secret plans"})),
+        "application/json",
+    )
+    .await;
+    let id = serde_json::from_str::<Value>(&body).unwrap()["thread"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let made_up = format!("thr_{}", "f".repeat(id.len() - 4));
+    let routes = |thread: &str| {
+        [
+            (reqwest::Method::GET, format!("/threads/{thread}"), None),
+            (
+                reqwest::Method::POST,
+                format!("/threads/{thread}/messages"),
+                Some(serde_json::json!({"message": "hi"})),
+            ),
+            (
+                reqwest::Method::POST,
+                format!("/threads/{thread}/messages"),
+                Some(serde_json::json!({"not": "even a message"})),
+            ),
+            (reqwest::Method::DELETE, format!("/threads/{thread}"), None),
+        ]
+    };
+    for ((m1, p1, b1), (m2, p2, b2)) in routes(&id).into_iter().zip(routes(&made_up)) {
+        let theirs = api(&w, &bob, m1, &p1, b1, "application/json").await;
+        let nobodys = api(&w, &bob, m2, &p2, b2, "application/json").await;
+        assert_eq!(theirs.0, 404, "{p1}: {}", theirs.1);
+        assert_eq!(theirs, nobodys, "{p1}");
+    }
+    // Alice's thread is untouched.
+    let (status, body) = api(
+        &w,
+        &alice,
+        reqwest::Method::GET,
+        &format!("/threads/{id}"),
+        None,
+        "application/json",
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert!(body.contains("secret plans"));
+    assert_eq!(model.requests().len(), 1);
+}

@@ -153,6 +153,27 @@ pub(crate) const TABLE: &[Row] = &[
         Gate::Required(TASKS_CREATE),
         "and task admission (TASK-2..8) decides where",
     ),
+    row(
+        "startThread",
+        Gate::Open,
+        "a caller-mode run of the agent: its tools are the caller's, each call governed (RUN-9)",
+    ),
+    row(
+        "sendMessage",
+        Gate::Open,
+        "the caller's own threads; anyone else's answers as one that does not exist (RUN-7)",
+    ),
+    row("listThreads", Gate::Open, "the caller's own threads"),
+    row(
+        "getThread",
+        Gate::Open,
+        "the caller's own threads; anyone else's answers as one that does not exist (RUN-7)",
+    ),
+    row(
+        "deleteThread",
+        Gate::Open,
+        "the caller's own threads; anyone else's answers as one that does not exist (RUN-7)",
+    ),
 ];
 
 /// The row of `operation`.

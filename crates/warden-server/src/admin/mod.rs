@@ -2,7 +2,7 @@
 //!
 //! One module per resource: [`resources`] (configuration of every kind), [`tokens`],
 //! [`killswitches`], [`audit`], [`runs`], [`approvals`], [`agents`], [`tasks`] (and
-//! workspaces), [`identity`] (whoami, explain, the tool inventory). What they share are leaves:
+//! workspaces), [`threads`] (agent chat), [`identity`] (whoami, explain, the tool inventory). What they share are leaves:
 //! [`error`] (the one error shape) and [`access`] (the capabilities and the table of which
 //! operation needs which; docs/api.md). [`openapi`] finishes the document that the one route
 //! list below collects from the handlers' own types, so that router and document cannot
@@ -29,6 +29,7 @@ mod openapi;
 mod resources;
 mod runs;
 mod tasks;
+mod threads;
 mod tokens;
 
 pub use access::{AGENTS_RUN, APPROVALS_READ, EXPLAIN_ANY, RUNS_READ, TOOLS_INVENTORY};
@@ -71,6 +72,10 @@ fn api() -> (Router<Arc<AppState>>, utoipa::openapi::OpenApi) {
         .routes(routes!(tasks::create, tasks::list))
         .routes(routes!(tasks::get))
         .routes(routes!(tasks::workspaces))
+        .routes(routes!(threads::start))
+        .routes(routes!(threads::send))
+        .routes(routes!(threads::list))
+        .routes(routes!(threads::get, threads::delete))
         .split_for_parts()
 }
 

@@ -19,7 +19,8 @@ pub(crate) fn config() -> String {
          kind: Role\nname: reader\npermissions: [\"run:projects:alpha\"]\n---\n\
          kind: RoleBinding\nrole: reader\nsubject: {{ user: alice }}\n---\n\
          kind: Workspace\nname: board\nmode: kanban\nproject: alpha\n---\n\
-         kind: Agent\nname: bot\nmemberships: [alpha]\nrunner: {{ command: \"true\" }}\n---\n\
+         kind: Model\nname: local\nurl: \"http://127.0.0.1:11434/v1\"\nmodel: llama3.1\napiKey: \"${{secret:model-key}}\"\n---\n\
+         kind: Agent\nname: bot\nmemberships: [alpha]\nmodel: local\nrunner: {{ command: \"true\" }}\n---\n\
          kind: ServiceAccount\nname: deploy-bot\ndescription: ci\n---\n\
          kind: Autonomy\nsubject: {{ user: alice }}\nlevel: 3\nvetoWindow: 10m\n---\n\
          kind: WriteBudget\nsubject: {{ user: alice }}\nmaxWritesPerMinute: 20\n---\n\
