@@ -88,6 +88,8 @@ pub enum ChatEvent {
     Notice {
         /// What happened.
         text: String,
+        /// Whether it is the model's failure, which ends the turn.
+        failure: bool,
     },
     /// The turn ended.
     Done {

@@ -107,7 +107,10 @@ pub(crate) async fn run(
                     keep.thread.updated_at,
                 ))
                 .await?;
-                on(ChatEvent::Notice { text: text.clone() });
+                on(ChatEvent::Notice {
+                    text: text.clone(),
+                    failure: true,
+                });
                 on(ChatEvent::Done {
                     thread: keep.thread.id.clone(),
                 });
@@ -162,7 +165,10 @@ pub(crate) async fn run(
                 keep.thread.updated_at,
             ))
             .await?;
-            on(ChatEvent::Notice { text });
+            on(ChatEvent::Notice {
+                text,
+                failure: false,
+            });
             break;
         }
         round += 1;

@@ -253,6 +253,50 @@ impl Api {
         line(&pending)
     }
 
+    /// `POST /api/v1/<path…>` with a JSON body, answered as an event stream: each event's
+    /// name and data handed to `each` as it arrives.
+    pub(crate) async fn events(
+        &self,
+        path: &[&str],
+        body: Value,
+        mut each: impl FnMut(&str, Value) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        let mut response = self
+            .send_accepting(
+                reqwest::Method::POST,
+                path,
+                &[],
+                Some(body),
+                Some("text/event-stream"),
+            )
+            .await?;
+        let mut pending = String::new();
+        let mut name = String::new();
+        let mut data = String::new();
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|e| anyhow::Error::from(self.unreadable(&e)))?
+        {
+            pending.push_str(&String::from_utf8_lossy(&chunk));
+            while let Some(end) = pending.find('\n') {
+                let line: String = pending.drain(..=end).collect();
+                let line = line.trim_end_matches(['\r', '\n']);
+                if let Some(v) = line.strip_prefix("event:") {
+                    v.trim().clone_into(&mut name);
+                } else if let Some(v) = line.strip_prefix("data:") {
+                    data.push_str(v.trim_start());
+                } else if line.is_empty() && !data.is_empty() {
+                    let value = serde_json::from_str(&data).unwrap_or(Value::Null);
+                    each(&name, value)?;
+                    name.clear();
+                    data.clear();
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Sends a request; the answer when it succeeded, else why not.
     async fn send(
         &self,
@@ -261,10 +305,25 @@ impl Api {
         query: &[(&str, String)],
         body: Option<Value>,
     ) -> Result<reqwest::Response, Failure> {
+        self.send_accepting(method, path, query, body, None).await
+    }
+
+    /// [`Self::send`], asking for `accept`.
+    async fn send_accepting(
+        &self,
+        method: reqwest::Method,
+        path: &[&str],
+        query: &[(&str, String)],
+        body: Option<Value>,
+        accept: Option<&str>,
+    ) -> Result<reqwest::Response, Failure> {
         let mut request = self
             .client
             .request(method, self.url(path, query))
             .bearer_auth(&self.token);
+        if let Some(accept) = accept {
+            request = request.header(reqwest::header::ACCEPT, accept);
+        }
         if let Some(body) = body {
             request = request.json(&body);
         }

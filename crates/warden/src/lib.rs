@@ -6,6 +6,7 @@ mod approvals_cmd;
 mod audit_cmd;
 mod audit_verify;
 mod bench_cmd;
+mod chat_cmd;
 mod checkpoints;
 mod cli;
 mod common;
@@ -115,6 +116,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Stdio(args) => stdio::run(args).await,
         Command::Explain(args) => remote::explain(args).await,
         Command::Call(args) => remote::call(args).await,
+        Command::Chat(args) => chat_cmd::run(args).await,
         Command::Approvals(cmd) => approvals_cmd::run(cmd).await,
         Command::Context(cmd) => context_cmd::run(cmd),
         Command::Tools(cli::ToolsCommand::Inventory(args)) => remote::inventory(args).await,

@@ -16,7 +16,11 @@ use crate::target::{Reach, Target, resolve};
 use crate::views::field as f;
 
 /// The server of a verb that works through one only.
-async fn server(target: &TargetArgs, verb: &'static str, why: &'static str) -> anyhow::Result<Api> {
+pub(crate) async fn server(
+    target: &TargetArgs,
+    verb: &'static str,
+    why: &'static str,
+) -> anyhow::Result<Api> {
     match resolve(target, Reach::ServerOnly(verb, why)).await? {
         Target::Server(api) => Ok(api),
         Target::Store(_) => Err(usage(format!(

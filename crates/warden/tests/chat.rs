@@ -335,7 +335,10 @@ async fn a_failing_model_is_one_notice_naming_it_and_what_was_said_is_kept() {
         let (t, events) = turn(&chat, &alice, Some(&id), &format!("again {i}")).await;
         let failure = t.failure.unwrap();
         assert!(failure.starts_with(expected), "{failure}");
-        assert!(events.contains(&ChatEvent::Notice { text: failure }));
+        assert!(events.contains(&ChatEvent::Notice {
+            text: failure,
+            failure: true
+        }));
     }
     let (last, _) = turn(&chat, &alice, Some(&id), "last try").await;
     assert_eq!(last.failure, None);
@@ -668,4 +671,157 @@ async fn the_api_answers_anothers_thread_exactly_as_a_made_up_one() {
     assert_eq!(status, 200);
     assert!(body.contains("secret plans"));
     assert_eq!(model.requests().len(), 1);
+}
+
+/// `warden chat` as a person runs it, with `WARDEN_TOKEN` set; `server` given by flag or, as
+/// a context would, by `WARDEN_SERVER`.
+fn warden_chat(w: &TestWarden, token: &str, args: &[&str], by_flag: bool) -> std::process::Command {
+    let mut cmd = std::process::Command::new(WARDEN);
+    cmd.arg("chat").args(args);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("WARDEN_") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.env("WARDEN_TOKEN", token).env(
+        "XDG_CONFIG_HOME",
+        std::env::temp_dir().join("warden-chat-no-context"),
+    );
+    if by_flag {
+        cmd.args(["--server", &w.base]);
+    } else {
+        cmd.env("WARDEN_SERVER", &w.base);
+    }
+    cmd
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn warden_chat_streams_a_turn_shows_decisions_and_goes_on_with_a_thread() {
+    let model = ScriptedModel::start(vec![
+        Reply::call("c1", "ledger__echo", &[r#"{"text": "hi"}"#]),
+        Reply::Text(vec!["Ech".into(), "oed hi.".into()]),
+        Reply::text("Still here."),
+        Reply::Status(429),
+    ])
+    .await;
+    let w = TestWarden::start(&config(&model, "")).await;
+    let alice = w.token("alice", None, None).await;
+    let out = warden_chat(&w, &alice, &["helper", "echo hi"], true)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert_eq!(
+        stdout, "→ ledger__echo({\"text\": \"hi\"})\n  executed\nEchoed hi.\n",
+        "{stderr}"
+    );
+    let id = stderr
+        .split_whitespace()
+        .find(|w| w.starts_with("thr_"))
+        .unwrap()
+        .to_owned();
+    // The same thread, through the server the environment names.
+    let out = warden_chat(
+        &w,
+        &alice,
+        &["helper", "still there?", "--thread", &id],
+        false,
+    )
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "Still here.\n");
+    // A model that fails: its notice, and status 1.
+    let out = warden_chat(&w, &alice, &["helper", "and now?", "--thread", &id], true)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stdout).contains("! Model `scripted` is rate limited"),
+        "{}",
+        text(&out.stdout)
+    );
+    // Another agent's name for this thread, someone else's thread, no server: each says why.
+    let out = warden_chat(&w, &alice, &["analyst", "hi", "--thread", &id], true)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("is with agent `helper`, not `analyst`"));
+    let bob = w.token("bob", None, None).await;
+    let out = warden_chat(&w, &bob, &["helper", "hi", "--thread", &id], true)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("no thread with that id"));
+    assert_eq!(model.requests().len(), 4);
+}
+
+/// The interactive session, on a terminal (a pseudo-terminal made by `script`): a prompt, a
+/// turn per line, the same thread throughout; an empty line ends it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn warden_chat_on_a_terminal_takes_a_line_per_turn_in_one_thread() {
+    let model = ScriptedModel::start(vec![
+        Reply::text("First answer."),
+        Reply::text("Second answer."),
+    ])
+    .await;
+    let w = TestWarden::start(&config(&model, "")).await;
+    let alice = w.token("alice", None, None).await;
+    let command = format!("{WARDEN} chat helper --server {}", w.base);
+    let mut script = std::process::Command::new("script");
+    script
+        .args(["-qec", &command, "/dev/null"])
+        .env("WARDEN_TOKEN", &alice)
+        .env_remove("WARDEN_SERVER")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = script.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    // Each line once the prompt before it is shown: the terminal's input is not read ahead.
+    let reader = std::thread::spawn(move || {
+        use std::io::Read as _;
+        let mut seen = String::new();
+        let mut buf = [0u8; 4096];
+        let mut lines = ["first\n", "second\n", "\n"].into_iter();
+        let mut prompts = 0;
+        while let Ok(n) = stdout.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+            while seen.matches("you> ").count() > prompts {
+                prompts += 1;
+                if let Some(line) = lines.next() {
+                    use std::io::Write as _;
+                    stdin.write_all(line.as_bytes()).unwrap();
+                    stdin.flush().unwrap();
+                }
+            }
+        }
+        seen
+    });
+    let status = child.wait().unwrap();
+    let seen = reader.join().unwrap();
+    assert!(status.success(), "{seen}");
+    let first = seen.find("First answer.").expect(&seen);
+    let second = seen.find("Second answer.").expect(&seen);
+    assert!(first < second, "{seen}");
+    assert!(seen.contains("thread thr_"), "{seen}");
+    // One thread: the second request carries the first exchange.
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2);
+    let users: Vec<&str> = requests[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(users, ["first", "second"]);
 }

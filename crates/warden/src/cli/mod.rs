@@ -20,8 +20,8 @@ pub(crate) use context::{ContextCommand, ContextSetArgs, ContextShowArgs};
 pub(crate) use options::{Output, StoreArgs, TargetArgs};
 pub(crate) use resources::{ApplyArgs, DeleteArgs, DescribeArgs, GetArgs, KillArgs};
 pub(crate) use server::{
-    ApprovalDecideArgs, ApprovalsCommand, CallArgs, ExplainArgs, InventoryArgs, RunAgentArgs,
-    RunCommand, TaskCommand, TaskCreateArgs, ToolsCommand,
+    ApprovalDecideArgs, ApprovalsCommand, CallArgs, ChatArgs, ExplainArgs, InventoryArgs,
+    RunAgentArgs, RunCommand, TaskCommand, TaskCreateArgs, ToolsCommand,
 };
 pub(crate) use token::{TokenCommand, TokenCreateArgs};
 
@@ -130,6 +130,11 @@ pub enum Command {
     /// client's call is (token in `WARDEN_TOKEN`): it executes, parks for approval, or is
     /// denied.
     Call(CallArgs),
+
+    /// Talk to an agent through a running server (RUN-9): its text streams as it comes, its
+    /// tool calls and Warden's decisions on them show as they happen (token in
+    /// `WARDEN_TOKEN`); docs/chat.md.
+    Chat(ChatArgs),
 
     /// Parked calls: list them, read one (on a server or a store), approve, reject or veto (a
     /// running server executes the decision; token in `WARDEN_TOKEN`).

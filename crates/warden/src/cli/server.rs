@@ -50,6 +50,22 @@ pub struct CallArgs {
     pub target: TargetArgs,
 }
 
+/// `warden chat`.
+#[derive(Debug, Args)]
+pub struct ChatArgs {
+    /// The agent to talk to (it names a Model).
+    pub agent: String,
+    /// One message: one turn, then exit (status 1 when the model failed). Without it, an
+    /// interactive session: a line is a message; an empty line or end of input ends it.
+    pub message: Option<String>,
+    /// Go on with this thread (`thr_…`) instead of starting one.
+    #[arg(long, value_name = "ID")]
+    pub thread: Option<String>,
+    /// The server (chat runs on a running server: its model, tools and pipeline).
+    #[command(flatten)]
+    pub target: TargetArgs,
+}
+
 /// `warden approvals …`.
 #[derive(Debug, Subcommand)]
 pub enum ApprovalsCommand {
