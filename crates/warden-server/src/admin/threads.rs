@@ -343,20 +343,27 @@ pub(crate) async fn get(
     }))
 }
 
+/// A thread deleted.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct Deleted {
+    /// The thread (`thr_…`).
+    deleted: String,
+}
+
 /// Deletes one of the caller's threads and its messages.
 #[utoipa::path(delete, path = "/threads/{id}", operation_id = "deleteThread", tag = "chat",
     params(("id" = String, Path, description = "the thread (`thr_…`)")),
     responses(
-        (status = 204, description = "deleted"),
+        (status = 200, description = "deleted", body = Deleted),
         (status = 404, description = "no such thread of the caller's", body = ErrorBody),
     ))]
 pub(crate) async fn delete(
     State(state): State<Arc<AppState>>,
     Extension(Authenticated(credential)): Extension<Authenticated>,
     Path(id): Path<String>,
-) -> Result<StatusCode, ApiError> {
+) -> Result<Json<Deleted>, ApiError> {
     Chat::new(state.gateway.clone())
         .delete(&credential, &id)
         .await?;
-    Ok(StatusCode::NO_CONTENT)
+    Ok(Json(Deleted { deleted: id }))
 }

@@ -78,7 +78,11 @@ async fn render(state: &AppState, signed: &Signed, error: Option<&FormError>) ->
                 @if snapshot.policy.agents().is_empty() { tr.empty { td colspan="4" { "No agents are configured." } } }
                 @for (name, a) in snapshot.policy.agents() {
                     tr data-agent=(name) {
-                        td { strong { (name) } @if let Some(i) = &a.instructions { br; span.muted { (fmt::cut(i, 80)) } } }
+                        td {
+                            strong { (name) }
+                            @if let Some(m) = &a.model { " " a.button href={ "/chat?agent=" (fmt::encode(name.as_str())) } title={ "through Model " (m) } { "Chat" } }
+                            @if let Some(i) = &a.instructions { br; span.muted { (fmt::cut(i, 80)) } }
+                        }
                         td { @for m in &a.memberships { span.badge.plain { (m) } " " } }
                         td {
                             @if a.schedules.is_empty() { span.muted { "none" } }

@@ -34,12 +34,13 @@ pub(crate) enum Section {
     Tools,
     Agents,
     Tasks,
+    Chat,
     Tokens,
 }
 
 impl Section {
     /// Every page, in the order of the navigation.
-    pub(crate) const ALL: [Section; 10] = [
+    pub(crate) const ALL: [Section; 11] = [
         Section::Overview,
         Section::Approvals,
         Section::Runs,
@@ -49,6 +50,7 @@ impl Section {
         Section::Tools,
         Section::Agents,
         Section::Tasks,
+        Section::Chat,
         Section::Tokens,
     ];
 
@@ -63,6 +65,7 @@ impl Section {
             Section::Tools => "/tools",
             Section::Agents => "/agents",
             Section::Tasks => "/tasks",
+            Section::Chat => "/chat",
             Section::Tokens => "/tokens",
         }
     }
@@ -78,16 +81,22 @@ impl Section {
             Section::Tools => "Tools",
             Section::Agents => "Agents",
             Section::Tasks => "Tasks",
+            Section::Chat => "Chat",
             Section::Tokens => "Tokens",
         }
     }
 
     /// Whether `authority` may open the page. Overview, approvals (a requester sees its own),
-    /// explain (of its own calls) and tasks (of the workspaces it may read) are open to every
-    /// signed-in credential; each shows only what the credential may see.
+    /// explain (of its own calls), tasks (of the workspaces it may read) and chat (its own
+    /// threads) are open to every signed-in credential; each shows only what the credential
+    /// may see.
     pub(crate) fn open_to(self, authority: &Authority) -> bool {
         match self {
-            Section::Overview | Section::Approvals | Section::Explain | Section::Tasks => true,
+            Section::Overview
+            | Section::Approvals
+            | Section::Explain
+            | Section::Tasks
+            | Section::Chat => true,
             Section::Runs => authority.holds(RUNS_READ),
             Section::Audit => authority.holds(AUDIT_READ),
             Section::KillSwitches => {
@@ -102,7 +111,11 @@ impl Section {
     /// The capabilities that open the page, for the refusal that names them.
     pub(crate) fn needs(self) -> &'static str {
         match self {
-            Section::Overview | Section::Approvals | Section::Explain | Section::Tasks => "",
+            Section::Overview
+            | Section::Approvals
+            | Section::Explain
+            | Section::Tasks
+            | Section::Chat => "",
             Section::Runs => "`runs:read`",
             Section::Audit => "`audit:read`",
             Section::KillSwitches => "`killswitches:write` or `config:read`",

@@ -29,6 +29,7 @@ mod approvals;
 mod audit;
 mod caps;
 mod chart;
+mod chat;
 mod csrf;
 mod explain;
 mod fmt;
@@ -71,6 +72,9 @@ pub(crate) fn routes(control: warden_control::Control) -> Router<Arc<AppState>> 
         .route("/agents/{agent}/run", post(agents::run_now))
         .route("/tasks", get(agents::tasks))
         .route("/tasks/{id}", get(agents::task))
+        .route("/chat", get(chat::threads).post(chat::start))
+        .route("/chat/{id}", get(chat::thread).post(chat::send))
+        .route("/chat/{id}/delete", post(chat::delete))
         .route("/tokens", get(tokens::list).post(tokens::create))
         .route("/tokens/{id}/revoke", post(tokens::revoke))
         .route("/assets/{version}/{file}", get(asset))
