@@ -47,35 +47,67 @@ pub(crate) fn system(text: String) -> ChatCompletionRequestMessage {
 }
 
 /// A thread's messages as the model is given them. Warden's notices (a parked call decided, a
-/// limit reached) are system messages, so that the model knows what happened.
+/// limit reached) are system messages, so that the model knows what happened. A call that has
+/// no result in the thread (its turn was cut short) gets one saying so, so that the thread
+/// stays one a model accepts, and the model is told not to assume either way.
 pub(crate) fn messages(thread: &[ThreadMessage]) -> Vec<ChatCompletionRequestMessage> {
-    thread
-        .iter()
-        .map(|m| match m.role {
-            MessageRole::User => {
-                ChatCompletionRequestMessage::User(ChatCompletionRequestUserMessage {
-                    content: ChatCompletionRequestUserMessageContent::Text(m.content.clone()),
-                    name: None,
-                })
-            }
-            MessageRole::Assistant => assistant(m),
-            MessageRole::Tool => {
-                ChatCompletionRequestMessage::Tool(ChatCompletionRequestToolMessage {
-                    content: ChatCompletionRequestToolMessageContent::Text(m.content.clone()),
-                    tool_call_id: m.tool_call_id.clone().unwrap_or_default(),
-                })
-            }
-            MessageRole::Notice => system(format!("Warden: {}", m.content)),
-        })
-        .collect()
+    let mut out = Vec::with_capacity(thread.len());
+    let mut unanswered: Vec<String> = Vec::new();
+    for m in thread {
+        if m.role != MessageRole::Tool {
+            close(&mut out, &mut unanswered);
+        }
+        if m.role == MessageRole::Assistant {
+            unanswered = calls(m).into_iter().map(|c| c.id).collect();
+        }
+        if let Some(id) = &m.tool_call_id {
+            unanswered.retain(|c| c != id);
+        }
+        out.push(message(m));
+    }
+    close(&mut out, &mut unanswered);
+    out
+}
+
+/// Results for the calls still without one.
+fn close(out: &mut Vec<ChatCompletionRequestMessage>, unanswered: &mut Vec<String>) {
+    for id in unanswered.drain(..) {
+        out.push(ChatCompletionRequestMessage::Tool(
+            ChatCompletionRequestToolMessage {
+                content: ChatCompletionRequestToolMessageContent::Text(UNRECORDED.into()),
+                tool_call_id: id,
+            },
+        ));
+    }
+}
+
+/// The result given for a call whose result was never recorded.
+const UNRECORDED: &str = r#"{"status":"unknown","message":"no result was recorded for this call: do not assume that it ran or that it did not; check before calling it again"}"#;
+
+fn calls(m: &ThreadMessage) -> Vec<StoredCall> {
+    m.tool_calls
+        .as_deref()
+        .and_then(|text| serde_json::from_str(text).ok())
+        .unwrap_or_default()
+}
+
+fn message(m: &ThreadMessage) -> ChatCompletionRequestMessage {
+    match m.role {
+        MessageRole::User => ChatCompletionRequestMessage::User(ChatCompletionRequestUserMessage {
+            content: ChatCompletionRequestUserMessageContent::Text(m.content.clone()),
+            name: None,
+        }),
+        MessageRole::Assistant => assistant(m),
+        MessageRole::Tool => ChatCompletionRequestMessage::Tool(ChatCompletionRequestToolMessage {
+            content: ChatCompletionRequestToolMessageContent::Text(m.content.clone()),
+            tool_call_id: m.tool_call_id.clone().unwrap_or_default(),
+        }),
+        MessageRole::Notice => system(format!("Warden: {}", m.content)),
+    }
 }
 
 fn assistant(m: &ThreadMessage) -> ChatCompletionRequestMessage {
-    let calls: Vec<StoredCall> = m
-        .tool_calls
-        .as_deref()
-        .and_then(|text| serde_json::from_str(text).ok())
-        .unwrap_or_default();
+    let calls = calls(m);
     #[allow(deprecated, reason = "the deprecated `function_call` is left out")]
     ChatCompletionRequestMessage::Assistant(ChatCompletionRequestAssistantMessage {
         content: (!m.content.is_empty())

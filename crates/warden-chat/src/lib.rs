@@ -25,6 +25,7 @@ use warden_control::Refusal;
 use warden_core::approval::ApprovalStatus;
 use warden_core::authority::{Authority, AuthorityError};
 use warden_core::principal::Credential;
+use warden_core::time::Millis;
 use warden_mcp::gateway::Gateway;
 use warden_store::{MessageRole, Thread, ThreadMessage};
 
@@ -159,30 +160,49 @@ impl Chat {
         on: Events<'_>,
     ) -> Result<Turn, Refusal> {
         let text = checked(text)?;
-        let (authority, model) = self.run_of(credential, agent)?;
+        let (_, model) = self.run_of(credential, agent)?;
         let now = self.gateway.clock().now();
-        let id = uuid::Uuid::now_v7().simple();
+        // Two ids, so that knowing a run does not name its thread (RUN-7).
         let thread = Thread {
-            id: format!("thr_{id}"),
+            id: format!("thr_{}", uuid::Uuid::now_v7().simple()),
             agent: agent.to_owned(),
             owner: credential.principal.to_string(),
-            run_id: format!("run_{id}"),
+            run_id: format!("run_{}", uuid::Uuid::now_v7().simple()),
             title: title(text),
             created_at: now,
             updated_at: now,
         };
-        self.gateway.store().insert_thread(&thread).await?;
+        let store = self.gateway.store();
+        store.insert_thread(&thread).await?;
         tracing::info!(thread = %thread.id, agent, owner = %thread.owner, "chat thread started");
-        turn::run(
-            &self.gateway,
-            &authority,
-            &model,
-            thread,
-            Vec::new(),
-            text,
-            on,
-        )
-        .await
+        if !store
+            .claim_thread(&thread.id, &thread.owner, now, lease_end(&model, now))
+            .await?
+        {
+            return Err(busy());
+        }
+        self.turn(credential, model, thread, text, on).await
+    }
+
+    /// Runs a turn of `thread`, claimed for it, and lets the claim go however it ends.
+    async fn turn(
+        &self,
+        credential: &Credential,
+        model: model::Model,
+        thread: Thread,
+        text: &str,
+        on: Events<'_>,
+    ) -> Result<Turn, Refusal> {
+        let (id, owner) = (thread.id.clone(), thread.owner.clone());
+        let store = self.gateway.store();
+        let turn = async {
+            self.settle_parked(&thread).await?;
+            let history = store.thread_messages(&id, &owner).await?;
+            turn::run(&self.gateway, credential, &model, thread, history, text, on).await
+        }
+        .await;
+        store.release_thread(&id, &owner).await?;
+        turn
     }
 
     /// Adds `text` to the thread `id` of the holder of `credential` and runs a turn.
@@ -196,10 +216,37 @@ impl Chat {
         let owner = credential.principal.to_string();
         let thread = self.owned(id, &owner).await?;
         let text = checked(text)?;
-        let (authority, model) = self.run_of(credential, &thread.agent)?;
-        self.settle_parked(&thread).await?;
-        let history = self.gateway.store().thread_messages(id, &owner).await?;
-        turn::run(&self.gateway, &authority, &model, thread, history, text, on).await
+        let (_, model) = self.run_of(credential, &thread.agent)?;
+        let now = self.gateway.clock().now();
+        // One turn at a time, on every replica: a message, or a decided call's notice, never
+        // lands between a model's tool calls and their results.
+        if !self
+            .gateway
+            .store()
+            .claim_thread(id, &owner, now, lease_end(&model, now))
+            .await?
+        {
+            return Err(busy());
+        }
+        self.turn(credential, model, thread, text, on).await
+    }
+
+    /// The agents the holder of `credential` can chat with: those with a model that a
+    /// caller-mode run of theirs may run.
+    pub fn agents(&self, credential: &Credential) -> Vec<String> {
+        let snapshot = self.gateway.snapshot();
+        snapshot
+            .policy
+            .agents()
+            .iter()
+            .filter(|(_, a)| a.model.is_some())
+            .filter(|(name, _)| {
+                self.gateway
+                    .authority(credential, Some(name.as_str()))
+                    .is_ok()
+            })
+            .map(|(name, _)| name.to_string())
+            .collect()
     }
 
     /// The threads of the holder of `credential`, the last used first (of `agent` when given).
@@ -225,8 +272,18 @@ impl Chat {
     ) -> Result<(Thread, Vec<ThreadMessage>), Refusal> {
         let owner = credential.principal.to_string();
         let thread = self.owned(id, &owner).await?;
-        self.settle_parked(&thread).await?;
-        let messages = self.gateway.store().thread_messages(id, &owner).await?;
+        let store = self.gateway.store();
+        let now = self.gateway.clock().now();
+        // Outcomes are added only while no turn runs (the turn adds them when it ends).
+        if store
+            .claim_thread(id, &owner, now, Millis(now.0.saturating_add(60_000)))
+            .await?
+        {
+            let settled = self.settle_parked(&thread).await;
+            store.release_thread(id, &owner).await?;
+            settled?;
+        }
+        let messages = store.thread_messages(id, &owner).await?;
         Ok((thread, messages))
     }
 
@@ -342,6 +399,26 @@ impl Chat {
         }
         Ok(())
     }
+}
+
+/// The refusal for a thread whose turn is still running.
+fn busy() -> Refusal {
+    Refusal::Conflict(
+        "a turn of this thread is still running; wait for it to end, then send again".into(),
+    )
+}
+
+/// Until when a turn of `model` may hold its thread: every round at its longest, and a
+/// minute for the tools.
+fn lease_end(model: &model::Model, now: Millis) -> Millis {
+    let longest = model
+        .answer_timeout()
+        .saturating_mul(model.tool_rounds().saturating_add(1))
+        .saturating_add(std::time::Duration::from_secs(60));
+    Millis(
+        now.0
+            .saturating_add(i64::try_from(longest.as_millis()).unwrap_or(i64::MAX)),
+    )
 }
 
 /// The refusal for a thread the caller does not have: the same status and bytes whether it is

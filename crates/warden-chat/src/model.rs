@@ -11,13 +11,15 @@
 use std::time::Duration;
 
 use async_openai::Client;
-use async_openai::config::OpenAIConfig;
+use async_openai::config::Config;
 use async_openai::error::OpenAIError;
 use async_openai::middleware::ReqwestService;
 use async_openai::types::chat::{
     ChatCompletionRequestMessage, ChatCompletionTools, CreateChatCompletionRequest,
 };
 use futures::StreamExt as _;
+use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
+use secrecy::{ExposeSecret as _, SecretString};
 use warden_core::config::ModelSpec;
 
 /// How long connecting to a model may take.
@@ -64,6 +66,17 @@ pub enum ModelError {
 }
 
 impl ModelError {
+    /// What kind of failure, for logs (which carry no model text, AUD-3).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Key(_) => "key",
+            Self::Unreachable(_) => "unreachable",
+            Self::Status { .. } => "status",
+            Self::Malformed(_) => "malformed",
+            Self::Timeout(_) => "timeout",
+        }
+    }
+
     /// One line for the thread and the surface: what went wrong with Model `model`, and what
     /// to do.
     pub fn explain(&self, model: &str) -> String {
@@ -122,11 +135,49 @@ fn from_openai(e: OpenAIError) -> ModelError {
     }
 }
 
+/// Where a model is and its key — and nothing else: async-openai's own `OpenAIConfig` takes
+/// `OPENAI_API_KEY`, `OPENAI_ORG_ID` and `OPENAI_PROJECT_ID` from the server's environment,
+/// which would send the server's key to whatever `url` a Model names (FED-3).
+#[derive(Clone, Debug)]
+struct Endpoint {
+    base: String,
+    key: Option<SecretString>,
+    none: SecretString,
+}
+
+impl Config for Endpoint {
+    fn headers(&self) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        if let Some(key) = &self.key
+            && let Ok(value) = HeaderValue::from_str(&format!("Bearer {}", key.expose_secret()))
+        {
+            headers.insert(AUTHORIZATION, value);
+        }
+        headers
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    fn query(&self) -> Vec<(&str, &str)> {
+        Vec::new()
+    }
+
+    fn api_base(&self) -> &str {
+        &self.base
+    }
+
+    fn api_key(&self) -> &SecretString {
+        self.key.as_ref().unwrap_or(&self.none)
+    }
+}
+
 /// A model's client: its endpoint and its resolved key.
 #[derive(Debug)]
 pub struct Model {
     spec: ModelSpec,
-    client: Client<OpenAIConfig>,
+    client: Client<Endpoint>,
 }
 
 impl Model {
@@ -135,10 +186,25 @@ impl Model {
         spec: &ModelSpec,
         resolve: impl Fn(&str) -> Result<String, String>,
     ) -> Result<Self, ModelError> {
-        let mut config = OpenAIConfig::new().with_api_base(spec.url.trim_end_matches('/'));
-        if let Some(key) = &spec.api_key {
-            config = config.with_api_key(resolve(key).map_err(ModelError::Key)?);
-        }
+        let key = match &spec.api_key {
+            None => None,
+            Some(reference) => {
+                let key = resolve(reference).map_err(ModelError::Key)?;
+                let key = key.trim().to_owned();
+                if HeaderValue::from_str(&format!("Bearer {key}")).is_err() {
+                    return Err(ModelError::Key(
+                        "its value holds a character a header cannot carry".into(),
+                    ));
+                }
+                Some(SecretString::from(key))
+            }
+        };
+        let config = Endpoint {
+            base: spec.url.trim_end_matches('/').to_owned(),
+            key,
+            none: SecretString::from(String::new()),
+        };
+        warden_mcp::http_client::install_tls();
         let http = reqwest::Client::builder()
             .connect_timeout(CONNECT_TIMEOUT)
             .build()
@@ -152,6 +218,16 @@ impl Model {
     /// The Model resource's name.
     pub fn name(&self) -> &str {
         self.spec.name.as_str()
+    }
+
+    /// The rounds of tool calls one turn may take (`maxToolRounds`).
+    pub fn tool_rounds(&self) -> u32 {
+        self.spec.tool_rounds()
+    }
+
+    /// How long one answer may take (`timeout`).
+    pub fn answer_timeout(&self) -> Duration {
+        self.spec.answer_timeout()
     }
 
     /// One answer to `messages` with `tools` offered; `on_text` gets its text as it streams.
@@ -219,7 +295,10 @@ impl Model {
                     call.id = id;
                 }
                 if let Some(function) = piece.function {
-                    if let Some(name) = function.name {
+                    // Some servers repeat the whole name in every chunk; others split it.
+                    if let Some(name) = function.name
+                        && name != call.name
+                    {
                         call.name.push_str(&name);
                     }
                     if let Some(arguments) = function.arguments {

@@ -3,14 +3,14 @@
 //! `maxToolRounds`. Every message is stored as it is made, so that a failure keeps what was
 //! said before it and a retry executes nothing twice.
 
-use std::sync::Arc;
-
 use serde_json::{Map, Value};
 use warden_control::Refusal;
+use warden_core::audit::RecordKind;
 use warden_core::authority::Authority;
 use warden_core::pipeline::{Governance, RunState};
+use warden_core::principal::Credential;
 use warden_mcp::gateway::Gateway;
-use warden_store::{MessageRole, Thread, ThreadMessage};
+use warden_store::{AuditFilter, MessageRole, Thread, ThreadMessage};
 
 use crate::history::{self, StoredCall};
 use crate::model::{Model, ToolCall};
@@ -56,10 +56,13 @@ impl Keeper<'_> {
     }
 }
 
-/// Runs a turn of `thread` (whose messages so far are `history`) for the person's `text`.
+/// Runs a turn of `thread` (whose messages so far are `history`) for the person's `text`,
+/// with the authority of `credential` in a caller-mode run of the thread's agent — resolved
+/// again before every round, so that a revoked token or a lost membership stops the turn
+/// (RUN-8).
 pub(crate) async fn run(
     gateway: &Gateway,
-    authority: &Arc<Authority>,
+    credential: &Credential,
     model: &Model,
     thread: Thread,
     history: Vec<ThreadMessage>,
@@ -83,13 +86,17 @@ pub(crate) async fn run(
         keep.thread.created_at,
     ))
     .await?;
-    let system = gateway.instructions(authority);
-    let tools = history::tools(&gateway.list_wire_tools(&gateway.list_tools(authority)));
-    let run = RunState::new(keep.thread.run_id.clone());
-    let rounds = model_rounds(gateway, model);
+    let run = run_state(gateway, &keep.thread.run_id).await?;
+    let rounds = model.tool_rounds();
     let mut round = 0;
     loop {
-        let mut messages = vec![history::system(system.clone())];
+        let authority = match gateway.authority(credential, Some(&keep.thread.agent)) {
+            Ok(authority) => authority,
+            Err(e) => return stop(&mut keep, on, format!("Stopped: {e}"), true).await,
+        };
+        let system = gateway.instructions(&authority);
+        let tools = history::tools(&gateway.list_wire_tools(&gateway.list_tools(&authority)));
+        let mut messages = vec![history::system(system)];
         messages.extend(history::messages(&keep.history));
         let mut on_text = |piece: &str| {
             on(ChatEvent::Delta {
@@ -99,24 +106,15 @@ pub(crate) async fn run(
         let answer = match model.answer(messages, tools.clone(), &mut on_text).await {
             Ok(answer) => answer,
             Err(e) => {
-                let text = e.explain(model.name());
-                tracing::warn!(thread = %keep.thread.id, model = model.name(), error = %text, "chat model failed");
-                keep.add(ThreadMessage::new(
-                    MessageRole::Notice,
-                    text.clone(),
-                    keep.thread.updated_at,
-                ))
-                .await?;
-                on(ChatEvent::Notice {
-                    text: text.clone(),
-                    failure: true,
-                });
-                on(ChatEvent::Done {
-                    thread: keep.thread.id.clone(),
-                });
-                return Ok(keep.done(Some(text)));
+                // The kind only: a model's error text may echo the conversation (AUD-3).
+                tracing::warn!(thread = %keep.thread.id, model = model.name(), error = e.kind(), "chat model failed");
+                return stop(&mut keep, on, e.explain(model.name()), true).await;
             }
         };
+        if answer.content.is_empty() && answer.tool_calls.is_empty() {
+            let text = format!("Model `{}` gave an empty answer", model.name());
+            return stop(&mut keep, on, text, false).await;
+        }
         let mut said = ThreadMessage::new(
             MessageRole::Assistant,
             answer.content,
@@ -174,7 +172,7 @@ pub(crate) async fn run(
         round += 1;
         for call in &answer.tool_calls {
             on(tool_call_event(call));
-            let result = execute(gateway, authority, &run, call).await;
+            let result = execute(gateway, &authority, &run, call).await;
             let event = ChatEvent::Decision {
                 tool_call_id: call.id.clone(),
                 call_id: result.call_id.clone(),
@@ -193,15 +191,44 @@ pub(crate) async fn run(
     Ok(keep.done(None))
 }
 
-/// The rounds of tool calls a turn of `model` may take.
-fn model_rounds(gateway: &Gateway, model: &Model) -> u32 {
-    gateway
-        .snapshot()
-        .policy
-        .model(model.name())
-        .map_or(warden_core::config::DEFAULT_MAX_TOOL_ROUNDS, |m| {
-            m.tool_rounds()
+/// Ends the turn with a notice (`failure`: the model's, which the surface reports as such).
+async fn stop(
+    keep: &mut Keeper<'_>,
+    on: Events<'_>,
+    text: String,
+    failure: bool,
+) -> Result<Turn, Refusal> {
+    let at = keep.thread.updated_at;
+    keep.add(ThreadMessage::new(MessageRole::Notice, text.clone(), at))
+        .await?;
+    on(ChatEvent::Notice {
+        text: text.clone(),
+        failure,
+    });
+    on(ChatEvent::Done {
+        thread: keep.thread.id.clone(),
+    });
+    Ok(Turn {
+        thread: keep.thread.clone(),
+        added: std::mem::take(&mut keep.added),
+        failure: failure.then_some(text),
+    })
+}
+
+/// The thread's run: one run record for all its turns.
+async fn run_state(gateway: &Gateway, run_id: &str) -> Result<RunState, Refusal> {
+    let recorded = gateway
+        .store()
+        .count_audit(&AuditFilter {
+            run_id: Some(run_id.to_owned()),
+            kind: Some(RecordKind::Run.as_str().to_owned()),
+            ..AuditFilter::default()
         })
+        .await?;
+    Ok(match recorded {
+        0 => RunState::new(run_id),
+        _ => RunState::recorded(run_id),
+    })
 }
 
 fn tool_call_event(call: &ToolCall) -> ChatEvent {

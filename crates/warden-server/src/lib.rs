@@ -21,6 +21,7 @@
 mod admin;
 mod app;
 mod auth;
+mod chat_events;
 mod console;
 mod endpoint;
 mod hosts;

@@ -340,6 +340,20 @@ impl Backend {
         dispatch!(self, b => b.append_thread_messages(id, owner, messages, now).await)
     }
 
+    pub(crate) async fn claim_thread(
+        &self,
+        id: &str,
+        owner: &str,
+        now: i64,
+        until: i64,
+    ) -> Result<bool, StoreError> {
+        dispatch!(self, b => b.claim_thread(id, owner, now, until).await)
+    }
+
+    pub(crate) async fn release_thread(&self, id: &str, owner: &str) -> Result<(), StoreError> {
+        dispatch!(self, b => b.release_thread(id, owner).await)
+    }
+
     pub(crate) async fn delete_thread(&self, id: &str, owner: &str) -> Result<bool, StoreError> {
         dispatch!(self, b => b.delete_thread(id, owner).await)
     }

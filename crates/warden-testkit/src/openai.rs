@@ -52,6 +52,7 @@ impl Reply {
 struct Script {
     replies: VecDeque<Reply>,
     requests: Vec<Value>,
+    headers: Vec<Vec<(String, String)>>,
 }
 
 /// A running scripted model.
@@ -68,6 +69,7 @@ impl ScriptedModel {
         let script = Arc::new(Mutex::new(Script {
             replies: replies.into(),
             requests: Vec::new(),
+            headers: Vec::new(),
         }));
         let app = axum::Router::new()
             .route("/v1/chat/completions", post(completions))
@@ -90,6 +92,14 @@ impl ScriptedModel {
         if let Ok(mut s) = self.script.lock() {
             s.replies.extend(replies);
         }
+    }
+
+    /// The headers of the requests received so far (names in lower case).
+    pub fn headers(&self) -> Vec<Vec<(String, String)>> {
+        self.script
+            .lock()
+            .map(|s| s.headers.clone())
+            .unwrap_or_default()
     }
 
     /// The bodies of the requests received so far.
@@ -141,11 +151,21 @@ fn events(reply: &Reply) -> Vec<String> {
     out
 }
 
-async fn completions(State(script): State<Arc<Mutex<Script>>>, body: String) -> Response {
+async fn completions(
+    State(script): State<Arc<Mutex<Script>>>,
+    headers: axum::http::HeaderMap,
+    body: String,
+) -> Response {
     let reply = {
         let Ok(mut s) = script.lock() else {
             return StatusCode::INTERNAL_SERVER_ERROR.into_response();
         };
+        s.headers.push(
+            headers
+                .iter()
+                .map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap_or("").to_owned()))
+                .collect(),
+        );
         s.requests
             .push(serde_json::from_str(&body).unwrap_or(Value::Null));
         s.replies.pop_front()

@@ -270,7 +270,8 @@ impl Api {
                 Some("text/event-stream"),
             )
             .await?;
-        let mut pending = String::new();
+        // Bytes until a whole line: a character may be split between chunks.
+        let mut pending: Vec<u8> = Vec::new();
         let mut name = String::new();
         let mut data = String::new();
         while let Some(chunk) = response
@@ -278,9 +279,11 @@ impl Api {
             .await
             .map_err(|e| anyhow::Error::from(self.unreadable(&e)))?
         {
-            pending.push_str(&String::from_utf8_lossy(&chunk));
-            while let Some(end) = pending.find('\n') {
-                let line: String = pending.drain(..=end).collect();
+            pending.extend_from_slice(&chunk);
+            while let Some(end) = pending.iter().position(|b| *b == b'\n') {
+                let rest = pending.split_off(end + 1);
+                let line = String::from_utf8_lossy(&pending).into_owned();
+                pending = rest;
                 let line = line.trim_end_matches(['\r', '\n']);
                 if let Some(v) = line.strip_prefix("event:") {
                     v.trim().clone_into(&mut name);

@@ -44,8 +44,10 @@ pub(crate) async fn run(args: ChatArgs) -> anyhow::Result<()> {
         if line.trim().is_empty() {
             break;
         }
-        // A failed turn is shown; the session goes on.
-        turn(&api, &args.agent, &mut thread, &line).await?;
+        // A failed or refused turn is shown; the session goes on.
+        if let Err(e) = turn(&api, &args.agent, &mut thread, &line).await {
+            eprintln!("error: {e:#}");
+        }
     }
     Ok(())
 }
@@ -77,6 +79,7 @@ async fn turn(
     let path: Vec<&str> = path.iter().map(String::as_str).collect();
     let mut shown = Shown::default();
     let mut failure = None;
+    let mut ended = false;
     api.events(&path, body, |event, data| {
         let s = |key: &str| f(&data, key).as_str().unwrap_or_default().to_owned();
         match event {
@@ -94,6 +97,7 @@ async fn turn(
                     failure = Some(text);
                 }
             }
+            "done" => ended = true,
             "error" => return Err(anyhow::anyhow!("{}", s("error"))),
             _ => {}
         }
@@ -101,6 +105,11 @@ async fn turn(
     })
     .await?;
     shown.end();
+    if !ended {
+        return Err(anyhow::anyhow!(
+            "the server's answer ended before the turn did; what it added is in the thread (`--thread`)"
+        ));
+    }
     Ok(failure)
 }
 

@@ -834,3 +834,105 @@ async fn warden_chat_on_a_terminal_takes_a_line_per_turn_in_one_thread() {
         .collect();
     assert_eq!(users, ["first", "second"]);
 }
+
+/// FED-3: a Model's key comes from its `apiKey` only — never from the server's environment
+/// (`OPENAI_API_KEY` and the like, which the OpenAI client library would otherwise send to
+/// whatever `url` a Model names).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_gets_its_own_key_only_never_the_servers_environment() {
+    let model = ScriptedModel::start(vec![Reply::text("one"), Reply::text("two")]).await;
+    let keyed = format!(
+        "{}---\nkind: Model\nname: keyed\nurl: \"{}\"\nmodel: m\napiKey: \"${{env:CHAT_TEST_MODEL_KEY}}\"\n---\nkind: Agent\nname: keyed-helper\nmemberships: [payments]\nmodel: keyed\n",
+        config(&model, ""),
+        model.url
+    );
+    let w = ServedBinary::start_with_env(
+        &keyed,
+        &[],
+        &[
+            ("OPENAI_API_KEY", "sk-the-servers-own"),
+            ("OPENAI_ORG_ID", "org-the-servers-own"),
+            ("OPENAI_PROJECT_ID", "proj-the-servers-own"),
+            ("CHAT_TEST_MODEL_KEY", "sk-the-models-key"),
+        ],
+    );
+    warden_mcp::http_client::install_tls();
+    for agent in ["helper", "keyed-helper"] {
+        let answer = reqwest::Client::new()
+            .post(format!("{}/api/v1/agents/{agent}/threads", w.base))
+            .bearer_auth(&w.admin)
+            .json(&serde_json::json!({"message": "hi"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 201, "{}", answer.text().await.unwrap());
+    }
+    let headers = model.headers();
+    assert_eq!(headers.len(), 2);
+    let sent = |i: usize, name: &str| {
+        headers[i]
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+    };
+    assert_eq!(sent(0, "authorization"), None, "{:?}", headers[0]);
+    assert_eq!(sent(0, "openai-organization"), None);
+    assert_eq!(sent(0, "openai-project"), None);
+    assert_eq!(
+        sent(1, "authorization").as_deref(),
+        Some("Bearer sk-the-models-key")
+    );
+    assert!(
+        !w.log().contains("sk-the-models-key"),
+        "the key is never logged"
+    );
+}
+
+/// One turn at a time per thread, on every replica: a message sent while a turn runs is
+/// refused (409) and changes nothing; an empty answer is a notice, not a message a model
+/// would refuse later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thread_takes_one_turn_at_a_time_and_an_empty_answer_is_said() {
+    let model = ScriptedModel::start(vec![Reply::Text(vec![]), Reply::text("ok")]).await;
+    let w = TestWarden::start(&config(&model, "")).await;
+    let chat = Chat::new(w.gateway.clone());
+    let alice = credential(&w, "alice").await;
+    let (t, _) = turn(&chat, &alice, None, "hello").await;
+    let last = t.added.last().unwrap();
+    assert_eq!(last.role, MessageRole::Notice);
+    assert_eq!(last.content, "Model `scripted` gave an empty answer");
+    assert_eq!(t.failure, None);
+    // A turn holds the thread (as another replica's would).
+    let now = w.gateway.clock().now();
+    assert!(
+        w.store
+            .store
+            .claim_thread(
+                &t.thread.id,
+                "user:alice",
+                now,
+                warden_core::time::Millis(now.0 + 60_000)
+            )
+            .await
+            .unwrap()
+    );
+    let mut ignore = |_: ChatEvent| {};
+    let busy = chat
+        .send(&alice, &t.thread.id, "are you there?", &mut ignore)
+        .await
+        .unwrap_err();
+    assert!(
+        busy.to_string()
+            .contains("a turn of this thread is still running"),
+        "{busy}"
+    );
+    let (_, messages) = chat.thread(&alice, &t.thread.id).await.unwrap();
+    assert_eq!(messages.len(), 2, "nothing added while the turn runs");
+    w.store
+        .store
+        .release_thread(&t.thread.id, "user:alice")
+        .await
+        .unwrap();
+    let (again, _) = turn(&chat, &alice, Some(&t.thread.id), "are you there?").await;
+    assert_eq!(again.added.last().unwrap().content, "ok");
+}

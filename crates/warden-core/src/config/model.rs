@@ -81,7 +81,8 @@ impl ModelSpec {
             out.push(("model", "name the model the endpoint serves".into()));
         }
         if let Some(key) = &self.api_key {
-            if !key.trim_start().starts_with("${") {
+            // One reference and nothing else: `${env:X}sk-…` would carry a key too.
+            if !(key.starts_with("${") && key.ends_with('}') && key.matches("${").count() == 1) {
                 out.push((
                     "apiKey",
                     "write a reference, `${secret:NAME}` or `${env:NAME}`, not the key itself"

@@ -4,7 +4,6 @@
 //! answers exactly as one that does not exist (RUN-7). All of it is the chat service's
 //! (`warden-chat`); here requests are parsed and answers rendered.
 
-use std::convert::Infallible;
 use std::sync::Arc;
 
 use axum::Json;
@@ -12,18 +11,16 @@ use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, QueryRejection};
 use axum::extract::{Extension, Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
-use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use futures::Stream;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
-use warden_chat::{Chat, ChatEvent, Turn};
-use warden_control::Refusal;
+use warden_chat::{Chat, Turn};
 use warden_core::principal::Credential;
 use warden_mcp::Authenticated;
 use warden_store::{Thread, ThreadMessage};
 
 use super::error::{ApiError, ErrorBody};
+use crate::chat_events::{self, Turning};
 use crate::state::AppState;
 
 /// A thread.
@@ -166,70 +163,20 @@ fn wants_events(headers: &HeaderMap) -> bool {
         .is_some_and(|v| v.contains("text/event-stream"))
 }
 
-/// What the turn task tells the answer.
-enum Told {
-    Event(ChatEvent),
-    End(Result<Turn, Refusal>),
-}
-
 /// Runs a turn, answering as JSON (`created` for a new thread) or as events.
 async fn answer_turn(
     chat: Chat,
     credential: Credential,
-    thread: Result<String, String>,
+    turning: Turning,
     text: String,
     events: bool,
     created: StatusCode,
 ) -> Result<Response, ApiError> {
-    let run = move |mut on: Box<dyn FnMut(ChatEvent) + Send>| async move {
-        match &thread {
-            Err(agent) => chat.start(&credential, agent, &text, &mut *on).await,
-            Ok(id) => chat.send(&credential, id, &text, &mut *on).await,
-        }
-    };
-    if !events {
-        let turn = run(Box::new(|_| {})).await?;
-        return Ok((created, Json(TurnView::from(turn))).into_response());
+    if events {
+        return Ok(chat_events::stream(chat, credential, turning, text).await?);
     }
-    // The turn runs to its end even when the client goes: what it adds is kept.
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let events_tx = tx.clone();
-    tokio::spawn(async move {
-        let ended = run(Box::new(move |e| {
-            let _ = events_tx.send(Told::Event(e));
-        }))
-        .await;
-        let _ = tx.send(Told::End(ended));
-    });
-    // A refusal before the turn began is an error status, as in JSON.
-    let first = match rx.recv().await {
-        Some(Told::End(Err(e))) => return Err(e.into()),
-        Some(told) => told,
-        None => return Err(ApiError::unavailable("the turn ended unseen")),
-    };
-    let stream = futures::stream::unfold((Some(first), rx), |(next, mut rx)| async move {
-        let told = match next {
-            Some(told) => told,
-            None => rx.recv().await?,
-        };
-        let event = match told {
-            Told::Event(e) => Event::default().event(e.name()).data(e.data().to_string()),
-            Told::End(Ok(_)) => return None,
-            Told::End(Err(e)) => Event::default()
-                .event("error")
-                .data(serde_json::json!({"error": e.to_string()}).to_string()),
-        };
-        Some((Ok::<_, Infallible>(event), (None, rx)))
-    });
-    Ok(events_answer(stream))
-}
-
-fn events_answer(
-    stream: impl Stream<Item = Result<Event, Infallible>> + Send + 'static,
-) -> Response {
-    Sse::new(stream)
-        .keep_alive(KeepAlive::default())
-        .into_response()
+    let turn = chat_events::run_detached(chat, credential, turning, text).await?;
+    Ok((created, Json(TurnView::from(turn))).into_response())
 }
 
 /// Starts a thread with an agent: its first message and the agent's answer, as JSON or (with
@@ -256,7 +203,7 @@ pub(crate) async fn start(
     answer_turn(
         Chat::new(state.gateway.clone()),
         credential,
-        Err(agent),
+        Turning::Start(agent),
         text,
         wants_events(&headers),
         StatusCode::CREATED,
@@ -273,7 +220,7 @@ pub(crate) async fn start(
         (status = 200, description = "the messages of the turn", body = TurnView),
         (status = 400, description = "a malformed or empty message", body = ErrorBody),
         (status = 404, description = "no such thread of the caller's", body = ErrorBody),
-        (status = 409, description = "the agent has no model", body = ErrorBody),
+        (status = 409, description = "the agent has no model, or a turn of the thread is still running", body = ErrorBody),
     ))]
 pub(crate) async fn send(
     State(state): State<Arc<AppState>>,
@@ -289,7 +236,7 @@ pub(crate) async fn send(
     answer_turn(
         chat,
         credential,
-        Ok(id),
+        Turning::Send(id),
         text,
         wants_events(&headers),
         StatusCode::OK,

@@ -8,17 +8,20 @@ use std::sync::Arc;
 
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
-use axum::response::Response;
+use axum::response::{IntoResponse as _, Response};
 use maud::{Markup, html};
 use serde::Deserialize;
 use serde_json::Value;
-use warden_chat::{Chat, ChatEvent, StoredCall};
+use warden_chat::{Chat, StoredCall};
 use warden_store::{MessageRole, Thread, ThreadMessage};
 
 use super::caps::Section;
 use super::fmt;
-use super::layout::{FormError, badge, csrf_field, form_error, page_with, refused, see_other};
+use super::layout::{
+    FormError, badge, csrf_field, form_error, page_with, refusal_status, refused, see_other,
+};
 use super::signed_in::Signed;
+use crate::chat_events::{self, Turning};
 use crate::state::AppState;
 
 /// The chat service's arguments (as the admin API names them) → the forms' fields.
@@ -66,16 +69,15 @@ pub(crate) async fn start(
     signed: Signed,
     axum::Form(form): axum::Form<StartForm>,
 ) -> Response {
-    let mut quiet = |_: ChatEvent| {};
-    match chat(&state)
-        .start(
-            &signed.credential,
-            form.agent.trim(),
-            &form.message,
-            &mut quiet,
-        )
-        .await
-    {
+    let turning = Turning::Start(form.agent.trim().to_owned());
+    let started = chat_events::run_detached(
+        chat(&state),
+        signed.credential.clone(),
+        turning,
+        form.message.clone(),
+    )
+    .await;
+    match started {
         Ok(turn) => see_other(&format!("/chat/{}#end", turn.thread.id)),
         Err(e) => {
             let error = FormError::refusal(&e, FIELDS);
@@ -95,13 +97,7 @@ async fn render_threads(
         Ok(t) => t,
         Err(e) => return refused(signed, &e),
     };
-    let snapshot = state.gateway.snapshot();
-    let agents: Vec<(String, String)> = snapshot
-        .policy
-        .agents()
-        .iter()
-        .filter_map(|(name, a)| a.model.as_ref().map(|m| (name.to_string(), m.to_string())))
-        .collect();
+    let agents = chat(state).agents(&signed.credential);
     let body = html! {
         (form_error(error, None))
         @if agents.is_empty() {
@@ -111,8 +107,8 @@ async fn render_threads(
                 (csrf_field(signed))
                 label { "Agent "
                     select name="agent" {
-                        @for (name, model) in &agents {
-                            option value=(name) selected[typed.agent == *name] { (name) " (model " (model) ")" }
+                        @for name in &agents {
+                            option value=(name) selected[typed.agent == *name] { (name) }
                         }
                     }
                 }
@@ -157,17 +153,49 @@ pub(crate) async fn send(
     Path(id): Path<String>,
     axum::Form(form): axum::Form<SendForm>,
 ) -> Response {
-    let mut quiet = |_: ChatEvent| {};
-    match chat(&state)
-        .send(&signed.credential, &id, &form.message, &mut quiet)
-        .await
-    {
+    let sent = chat_events::run_detached(
+        chat(&state),
+        signed.credential.clone(),
+        Turning::Send(id.clone()),
+        form.message.clone(),
+    )
+    .await;
+    match sent {
         Ok(turn) => see_other(&format!("/chat/{}#end", turn.thread.id)),
         Err(e) if e.field().is_none() => refused(&signed, &e),
         Err(e) => {
             let error = FormError::refusal(&e, FIELDS);
             render_thread(&state, &signed, &id, &form.message, Some(&error)).await
         }
+    }
+}
+
+/// `POST /chat/events`: [`start`] answered as events while the turn runs (the page's script
+/// shows them, then opens the thread). A refusal answers its status and a line; the script
+/// then posts the form itself, which shows the error beside its field.
+pub(crate) async fn start_events(
+    State(state): State<Arc<AppState>>,
+    signed: Signed,
+    axum::Form(form): axum::Form<StartForm>,
+) -> Response {
+    let turning = Turning::Start(form.agent.trim().to_owned());
+    events(&state, &signed, turning, form.message).await
+}
+
+/// `POST /chat/{id}/events`: [`send`] answered as events while the turn runs.
+pub(crate) async fn send_events(
+    State(state): State<Arc<AppState>>,
+    signed: Signed,
+    Path(id): Path<String>,
+    axum::Form(form): axum::Form<SendForm>,
+) -> Response {
+    events(&state, &signed, Turning::Send(id), form.message).await
+}
+
+async fn events(state: &AppState, signed: &Signed, turning: Turning, text: String) -> Response {
+    match chat_events::stream(chat(state), signed.credential.clone(), turning, text).await {
+        Ok(answer) => answer,
+        Err(e) => (refusal_status(&e), format!("{e}\n")).into_response(),
     }
 }
 

@@ -8,7 +8,8 @@ CREATE TABLE threads (
     run_id     TEXT NOT NULL,               -- the run its tool calls are audited under
     title      TEXT NOT NULL,
     created_at BIGINT NOT NULL,
-    updated_at BIGINT NOT NULL
+    updated_at BIGINT NOT NULL,
+    turn_until BIGINT                -- a turn runs until then (its lease; NULL: none)
 );
 CREATE INDEX threads_by_owner ON threads (owner, updated_at);
 CREATE TABLE thread_messages (

@@ -8,7 +8,8 @@ CREATE TABLE threads (
     run_id     TEXT NOT NULL,               -- the run its tool calls are audited under
     title      TEXT NOT NULL,
     created_at INTEGER NOT NULL,
-    updated_at INTEGER NOT NULL
+    updated_at INTEGER NOT NULL,
+    turn_until INTEGER                -- a turn runs until then (its lease; NULL: none)
 );
 CREATE INDEX threads_by_owner ON threads (owner, updated_at);
 CREATE TABLE thread_messages (

@@ -197,6 +197,46 @@ macro_rules! thread_operations {
             Ok(Some(seqs))
         }
 
+        /// Claims the thread `id` of `owner` for a turn until `until`, unless a turn holds it
+        /// past `now`.
+        pub(crate) async fn claim_thread(
+            &self,
+            id: &str,
+            owner: &str,
+            now: i64,
+            until: i64,
+        ) -> Result<bool, $crate::error::StoreError> {
+            let (_guard, mut tx) = self.begin_write().await?;
+            let done = sqlx::query(
+                "UPDATE threads SET turn_until = $4 WHERE id = $1 AND owner = $2 \
+                 AND (turn_until IS NULL OR turn_until < $3)",
+            )
+            .bind(id)
+            .bind(owner)
+            .bind(now)
+            .bind(until)
+            .execute(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            Ok(done.rows_affected() == 1)
+        }
+
+        /// Lets go of a turn's claim.
+        pub(crate) async fn release_thread(
+            &self,
+            id: &str,
+            owner: &str,
+        ) -> Result<(), $crate::error::StoreError> {
+            let (_guard, mut tx) = self.begin_write().await?;
+            sqlx::query("UPDATE threads SET turn_until = NULL WHERE id = $1 AND owner = $2")
+                .bind(id)
+                .bind(owner)
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+            Ok(())
+        }
+
         pub(crate) async fn delete_thread(
             &self,
             id: &str,

@@ -69,6 +69,23 @@ impl Store {
             .await
     }
 
+    /// Claims the thread `id` of `owner` for one turn until `until`: false when `owner` has no
+    /// such thread or another turn holds it past `now` (on any replica).
+    pub async fn claim_thread(
+        &self,
+        id: &str,
+        owner: &str,
+        now: Millis,
+        until: Millis,
+    ) -> Result<bool, StoreError> {
+        self.backend.claim_thread(id, owner, now.0, until.0).await
+    }
+
+    /// Ends a turn's claim of the thread `id` of `owner`.
+    pub async fn release_thread(&self, id: &str, owner: &str) -> Result<(), StoreError> {
+        self.backend.release_thread(id, owner).await
+    }
+
     /// Deletes the thread `id` of `owner` and its messages. False when `owner` has none by
     /// that id.
     pub async fn delete_thread(&self, id: &str, owner: &str) -> Result<bool, StoreError> {

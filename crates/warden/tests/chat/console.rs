@@ -138,3 +138,52 @@ async fn the_console_answers_anothers_thread_exactly_as_a_made_up_one() {
     assert!(page.contains("secret plans"));
     assert_eq!(model.requests().len(), 1);
 }
+
+/// The console's script streams a turn from `…/events` (with the form's anti-forgery field):
+/// the same events as the API's; a refusal is its status and one line, for the script to post
+/// the form itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_streams_a_turn_as_events_for_its_script() {
+    let model = ScriptedModel::start(vec![
+        Reply::Text(vec!["Hel".into(), "lo.".into()]),
+        Reply::text("Again."),
+    ])
+    .await;
+    let w = TestWarden::start(&config(&model, "")).await;
+    let console = Plain::sign_in(&w, &w.token("alice", None, None).await).await;
+    let (status, stream) = console
+        .post("/chat/events", &[("agent", "helper"), ("message", "hi")])
+        .await;
+    assert_eq!(status, 200, "{stream}");
+    let names: Vec<&str> = stream
+        .lines()
+        .filter_map(|l| l.strip_prefix("event:"))
+        .map(str::trim)
+        .collect();
+    assert_eq!(names, ["thread", "delta", "delta", "done"], "{stream}");
+    let id = stream
+        .split('"')
+        .find(|s| s.starts_with("thr_"))
+        .unwrap()
+        .to_owned();
+    let (status, stream) = console
+        .post(&format!("/chat/{id}/events"), &[("message", "again")])
+        .await;
+    assert_eq!(status, 200);
+    assert!(stream.contains("Again."), "{stream}");
+    let (status, line) = console
+        .post("/chat/events", &[("agent", "helper"), ("message", "")])
+        .await;
+    assert_eq!(status, 400);
+    assert!(line.contains("say something"), "{line}");
+    // Without the form's anti-forgery field, nothing runs.
+    let forged = reqwest::Client::new()
+        .post(format!("{}/chat/events", w.base))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("agent=helper&message=hi")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forged.status(), 403);
+    assert_eq!(model.requests().len(), 2);
+}

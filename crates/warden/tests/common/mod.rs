@@ -589,6 +589,11 @@ pub struct ServedBinary {
 impl ServedBinary {
     /// Starts it with `config` and `extra` arguments.
     pub fn start(config: &str, extra: &[&str]) -> Self {
+        Self::start_with_env(config, extra, &[])
+    }
+
+    /// [`Self::start`] with these environment variables too.
+    pub fn start_with_env(config: &str, extra: &[&str], env: &[(&str, &str)]) -> Self {
         use std::io::BufRead as _;
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("warden.yaml");
@@ -604,6 +609,7 @@ impl ServedBinary {
             .args(["--log-format", "json"])
             .args(extra)
             .env("WARDEN_LOG", "info,sqlx=warn,rmcp=warn")
+            .envs(env.iter().copied())
             .stdout(std::process::Stdio::piped())
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()

@@ -118,6 +118,105 @@
     true
   );
 
+  // Chat: a turn's events shown as they come (POST <form action>/events), then the thread's
+  // page. Without this script, or when the server refuses, the form posts as it is.
+  function say(list, role, text) {
+    var item = document.createElement("li");
+    item.className = "message";
+    item.setAttribute("data-role", role);
+    var body = document.createElement("div");
+    body.className = "text";
+    body.textContent = text;
+    item.appendChild(body);
+    list.appendChild(item);
+    return body;
+  }
+
+  function streamChat(form) {
+    var list = document.getElementById("messages");
+    if (!list) {
+      list = document.createElement("ol");
+      list.className = "chat";
+      list.id = "messages";
+      form.parentNode.insertBefore(list, form.nextSibling);
+    }
+    var message = form.querySelector("textarea[name=message]");
+    var body = new URLSearchParams(new FormData(form));
+    var action = form.getAttribute("action").replace(/\/$/, "");
+    var button = form.querySelector("button[type=submit]");
+    if (button) button.disabled = true;
+    var thread = action.indexOf("/chat/") === 0 ? action.slice(6) : null;
+    var text = null;
+    var live = document.createElement("p");
+    live.id = "live";
+    live.className = "muted";
+    live.textContent = "The agent is answering…";
+    say(list, "user", message ? message.value : "");
+    list.appendChild(live);
+    function handle(name, data) {
+      if (name === "thread") thread = data.id;
+      else if (name === "delta") {
+        if (!text) text = say(list, "assistant", "");
+        text.textContent += data.text;
+      } else if (name === "tool_call") {
+        text = null;
+        say(list, "assistant", "→ " + data.name + "(" + data.arguments + ")");
+      } else if (name === "decision") {
+        say(list, "tool", data.status + (data.code ? " " + data.code : "") + ": " + data.message);
+      } else if (name === "notice") {
+        text = null;
+        say(list, "notice", data.text);
+      } else if (name === "done" || name === "error") {
+        window.location.assign(thread ? "/chat/" + thread + "#end" : "/chat");
+      }
+      list.appendChild(live);
+    }
+    fetch(action + "/events", {
+      method: "POST",
+      body: body,
+      credentials: "same-origin",
+      headers: { Accept: "text/event-stream" }
+    }).then(function (response) {
+      if (!response.ok || !response.body) {
+        form.submit();
+        return;
+      }
+      var reader = response.body.getReader();
+      var decoder = new TextDecoder();
+      var pending = "";
+      function read() {
+        return reader.read().then(function (chunk) {
+          if (chunk.done) return;
+          pending += decoder.decode(chunk.value, { stream: true });
+          var end;
+          while ((end = pending.indexOf("\n\n")) >= 0) {
+            var block = pending.slice(0, end);
+            pending = pending.slice(end + 2);
+            var name = "message";
+            var data = "";
+            block.split("\n").forEach(function (line) {
+              if (line.indexOf("event:") === 0) name = line.slice(6).trim();
+              else if (line.indexOf("data:") === 0) data += line.slice(5).trim();
+            });
+            if (data) handle(name, JSON.parse(data));
+          }
+          return read();
+        });
+      }
+      return read();
+    }).catch(function () {
+      form.submit();
+    });
+  }
+
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    if (!form || !form.matches || !form.matches("form#send, form#start-chat")) return;
+    if (!window.fetch || !window.TextDecoder || event.defaultPrevented) return;
+    event.preventDefault();
+    streamChat(form);
+  });
+
   tick();
   setInterval(tick, 1000);
   live();
