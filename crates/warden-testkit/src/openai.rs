@@ -30,6 +30,9 @@ pub enum Reply {
     Broken,
     /// A stream of events that are not chat-completion chunks.
     Garbage,
+    /// Text whose first piece is sent at once and the rest only once the test calls
+    /// [`ScriptedModel::release`]: a turn seen while it streams.
+    Held(Vec<String>),
 }
 
 impl Reply {
@@ -48,11 +51,12 @@ impl Reply {
     }
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Script {
     replies: VecDeque<Reply>,
     requests: Vec<Value>,
     headers: Vec<Vec<(String, String)>>,
+    released: Arc<tokio::sync::Semaphore>,
 }
 
 /// A running scripted model.
@@ -70,6 +74,7 @@ impl ScriptedModel {
             replies: replies.into(),
             requests: Vec::new(),
             headers: Vec::new(),
+            released: Arc::new(tokio::sync::Semaphore::new(0)),
         }));
         let app = axum::Router::new()
             .route("/v1/chat/completions", post(completions))
@@ -91,6 +96,13 @@ impl ScriptedModel {
     pub fn push(&self, replies: impl IntoIterator<Item = Reply>) {
         if let Ok(mut s) = self.script.lock() {
             s.replies.extend(replies);
+        }
+    }
+
+    /// Lets one [`Reply::Held`] send the rest of its text.
+    pub fn release(&self) {
+        if let Ok(s) = self.script.lock() {
+            s.released.add_permits(1);
         }
     }
 
@@ -145,7 +157,7 @@ fn events(reply: &Reply) -> Vec<String> {
             }
             out.push(chunk(&json!({}), Some("tool_calls")));
         }
-        Reply::Status(_) | Reply::Broken | Reply::Garbage => {}
+        Reply::Status(_) | Reply::Broken | Reply::Garbage | Reply::Held(_) => {}
     }
     out.push("data: [DONE]\n\n".to_owned());
     out
@@ -156,7 +168,7 @@ async fn completions(
     headers: axum::http::HeaderMap,
     body: String,
 ) -> Response {
-    let reply = {
+    let (reply, released) = {
         let Ok(mut s) = script.lock() else {
             return StatusCode::INTERNAL_SERVER_ERROR.into_response();
         };
@@ -168,7 +180,7 @@ async fn completions(
         );
         s.requests
             .push(serde_json::from_str(&body).unwrap_or(Value::Null));
-        s.replies.pop_front()
+        (s.replies.pop_front(), s.released.clone())
     };
     let Some(reply) = reply else {
         return error(500, "the script has no more replies");
@@ -185,6 +197,22 @@ async fn completions(
             Err(std::io::Error::other("the scripted model cut the stream")),
         ],
         Reply::Garbage => vec![Ok("data: {\"not\": \"a chunk\"}\n\n".to_owned())],
+        Reply::Held(pieces) => {
+            let mut all = events(&Reply::Text(pieces.clone())).into_iter();
+            // The role chunk and the first piece now; the rest once released.
+            let first: Vec<String> = all.by_ref().take(2).collect();
+            let rest: Vec<String> = all.collect();
+            let later = futures::stream::once(async move {
+                let _ = released.acquire().await.map(|p| p.forget());
+                Ok::<_, std::io::Error>(rest.concat())
+            });
+            let now = futures::stream::iter(first.into_iter().map(Ok::<_, std::io::Error>));
+            return (
+                [(header::CONTENT_TYPE, "text/event-stream")],
+                Body::from_stream(futures::StreamExt::chain(now, later)),
+            )
+                .into_response();
+        }
         other => events(other).into_iter().map(Ok).collect(),
     };
     (

@@ -12,6 +12,12 @@
 
 mod common;
 
+#[allow(
+    dead_code,
+    reason = "the console tests use some of the browser's helpers"
+)]
+#[path = "console/browser.rs"]
+mod browser;
 #[path = "chat/console.rs"]
 mod console;
 #[allow(

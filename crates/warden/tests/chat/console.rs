@@ -187,3 +187,56 @@ async fn the_console_streams_a_turn_as_events_for_its_script() {
     assert_eq!(forged.status(), 403);
     assert_eq!(model.requests().len(), 2);
 }
+
+/// In a browser, a turn streams into the thread's page while the model still writes (its
+/// first words show before the rest is sent), then the page shows the thread as stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_streams_into_the_page_in_a_browser() {
+    use std::time::{Duration, Instant};
+    let model = ScriptedModel::start(vec![
+        Reply::text("First."),
+        Reply::Held(vec!["Streaming ".into(), "done.".into()]),
+    ])
+    .await;
+    let w = TestWarden::start(&config(&model, "")).await;
+    let alice = w.token("alice", None, None).await;
+    let plain = Plain::sign_in(&w, &alice).await;
+    let (_, to) = plain
+        .post("/chat", &[("agent", "helper"), ("message", "hi")])
+        .await;
+    let path = to.trim_end_matches("#end").to_owned();
+    let chrome = crate::browser::Chrome::start().await;
+    chrome.sign_in(&w, &alice).await;
+    chrome.goto(&format!("{}{path}", w.base)).await;
+    chrome.mark().await;
+    chrome
+        .fill("form#send textarea[name=message]", "go on")
+        .await;
+    chrome.click("form#send button[type=submit]").await;
+    chrome.wait_for("#live", Duration::from_secs(10)).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let streamed = loop {
+        let shown = chrome.text("#messages").await;
+        if shown.contains("Streaming") {
+            break shown;
+        }
+        assert!(Instant::now() < deadline, "nothing streamed: {shown}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(!streamed.contains("done."), "the rest is held: {streamed}");
+    assert!(chrome.marked().await, "the page streamed in place");
+    model.release();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if !chrome.marked().await && chrome.text("#messages").await.contains("Streaming done.") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the thread's page did not follow"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(chrome.path().await, path);
+    chrome.quit().await;
+}

@@ -167,7 +167,10 @@
         text = null;
         say(list, "notice", data.text);
       } else if (name === "done" || name === "error") {
-        window.location.assign(thread ? "/chat/" + thread + "#end" : "/chat");
+        var page = thread ? "/chat/" + thread : "/chat";
+        // The same page with only a fragment added would not load again.
+        if (window.location.pathname === page) window.location.reload();
+        else window.location.assign(page + "#end");
       }
       list.appendChild(live);
     }
