@@ -238,5 +238,6 @@ async fn a_turn_streams_into_the_page_in_a_browser() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert_eq!(chrome.path().await, path);
+    chrome.screenshot("chat").await;
     chrome.quit().await;
 }
