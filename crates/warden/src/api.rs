@@ -224,9 +224,8 @@ impl Api {
         query: &[(&str, String)],
         mut each: impl FnMut(Value) -> anyhow::Result<()>,
     ) -> anyhow::Result<()> {
-        let mut response = self.send(reqwest::Method::GET, path, query, None).await?;
-        let mut pending: Vec<u8> = Vec::new();
-        let mut line = |bytes: &[u8]| -> anyhow::Result<()> {
+        let response = self.send(reqwest::Method::GET, path, query, None).await?;
+        let line = |bytes: &[u8]| -> anyhow::Result<()> {
             if bytes.iter().all(u8::is_ascii_whitespace) {
                 return Ok(());
             }
@@ -238,6 +237,55 @@ impl Api {
             })?;
             each(value)
         };
+        self.each_line(response, line).await
+    }
+
+    /// `POST /api/v1/<path…>` with a JSON body, answered as an event stream: each event's
+    /// name and data handed to `each` as it arrives.
+    pub(crate) async fn events(
+        &self,
+        path: &[&str],
+        body: Value,
+        mut each: impl FnMut(&str, Value) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        let response = self
+            .send_accepting(
+                reqwest::Method::POST,
+                path,
+                &[],
+                Some(body),
+                Some("text/event-stream"),
+            )
+            .await?;
+        let mut name = String::new();
+        let mut data = String::new();
+        self.each_line(response, |bytes| {
+            let line = String::from_utf8_lossy(bytes);
+            let line = line.trim_end_matches(['\r', '\n']);
+            if let Some(v) = line.strip_prefix("event:") {
+                v.trim().clone_into(&mut name);
+            } else if let Some(v) = line.strip_prefix("data:") {
+                data.push_str(v.trim_start());
+            } else if line.is_empty() && !data.is_empty() {
+                let value = serde_json::from_str(&data).unwrap_or(Value::Null);
+                each(&name, value)?;
+                name.clear();
+                data.clear();
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    /// Hands each whole line of a streamed answer (its newline included; the last one
+    /// perhaps without) to `line` as it arrives: bytes are kept until a line is whole, since
+    /// a character may be split between chunks.
+    async fn each_line(
+        &self,
+        mut response: reqwest::Response,
+        mut line: impl FnMut(&[u8]) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        let mut pending: Vec<u8> = Vec::new();
         while let Some(chunk) = response
             .chunk()
             .await
@@ -251,53 +299,6 @@ impl Api {
             }
         }
         line(&pending)
-    }
-
-    /// `POST /api/v1/<path…>` with a JSON body, answered as an event stream: each event's
-    /// name and data handed to `each` as it arrives.
-    pub(crate) async fn events(
-        &self,
-        path: &[&str],
-        body: Value,
-        mut each: impl FnMut(&str, Value) -> anyhow::Result<()>,
-    ) -> anyhow::Result<()> {
-        let mut response = self
-            .send_accepting(
-                reqwest::Method::POST,
-                path,
-                &[],
-                Some(body),
-                Some("text/event-stream"),
-            )
-            .await?;
-        // Bytes until a whole line: a character may be split between chunks.
-        let mut pending: Vec<u8> = Vec::new();
-        let mut name = String::new();
-        let mut data = String::new();
-        while let Some(chunk) = response
-            .chunk()
-            .await
-            .map_err(|e| anyhow::Error::from(self.unreadable(&e)))?
-        {
-            pending.extend_from_slice(&chunk);
-            while let Some(end) = pending.iter().position(|b| *b == b'\n') {
-                let rest = pending.split_off(end + 1);
-                let line = String::from_utf8_lossy(&pending).into_owned();
-                pending = rest;
-                let line = line.trim_end_matches(['\r', '\n']);
-                if let Some(v) = line.strip_prefix("event:") {
-                    v.trim().clone_into(&mut name);
-                } else if let Some(v) = line.strip_prefix("data:") {
-                    data.push_str(v.trim_start());
-                } else if line.is_empty() && !data.is_empty() {
-                    let value = serde_json::from_str(&data).unwrap_or(Value::Null);
-                    each(&name, value)?;
-                    name.clear();
-                    data.clear();
-                }
-            }
-        }
-        Ok(())
     }
 
     /// Sends a request; the answer when it succeeded, else why not.
