@@ -98,16 +98,25 @@ pub(crate) async fn run(
         let tools = history::tools(&gateway.list_wire_tools(&gateway.list_tools(&authority)));
         let mut messages = vec![history::system(system)];
         messages.extend(history::messages(&keep.history));
+        // What the person has seen of this answer, kept if the model fails before its end.
+        let mut streamed = String::new();
         let mut on_text = |piece: &str| {
+            streamed.push_str(piece);
             on(ChatEvent::Delta {
                 text: piece.to_owned(),
             });
         };
-        let answer = match model.answer(messages, tools.clone(), &mut on_text).await {
+        let answer = model.answer(messages, tools.clone(), &mut on_text).await;
+        let answer = match answer {
             Ok(answer) => answer,
             Err(e) => {
                 // The kind only: a model's error text may echo the conversation (AUD-3).
                 tracing::warn!(thread = %keep.thread.id, model = model.name(), error = e.kind(), "chat model failed");
+                if !streamed.is_empty() {
+                    let at = keep.thread.updated_at;
+                    keep.add(ThreadMessage::new(MessageRole::Assistant, streamed, at))
+                        .await?;
+                }
                 return stop(&mut keep, on, e.explain(model.name()), true).await;
             }
         };

@@ -189,13 +189,23 @@ async fn completions(
         Reply::Status(code) => {
             return error(*code, "scripted failure");
         }
-        Reply::Broken => vec![
-            Ok(chunk(
+        Reply::Broken => {
+            let first = chunk(
                 &json!({"role": "assistant", "content": "I was about to"}),
                 None,
-            )),
-            Err(std::io::Error::other("the scripted model cut the stream")),
-        ],
+            );
+            let now = futures::stream::once(async move { Ok::<_, std::io::Error>(first) });
+            // Pending once after the first piece, so that the server sends it before the cut.
+            let cut = futures::stream::once(async {
+                tokio::task::yield_now().await;
+                Err(std::io::Error::other("the scripted model cut the stream"))
+            });
+            return (
+                [(header::CONTENT_TYPE, "text/event-stream")],
+                Body::from_stream(futures::StreamExt::chain(now, cut)),
+            )
+                .into_response();
+        }
         Reply::Garbage => vec![Ok("data: {\"not\": \"a chunk\"}\n\n".to_owned())],
         Reply::Held(pieces) => {
             let mut all = events(&Reply::Text(pieces.clone())).into_iter();

@@ -385,6 +385,13 @@ async fn a_failing_model_is_one_notice_naming_it_and_what_was_said_is_kept() {
         4
     );
     assert_eq!(messages.last().unwrap().content, "Here now.");
+    // The text a broken stream had sent is kept before its notice.
+    let cut = messages
+        .iter()
+        .position(|m| m.role == MessageRole::Assistant && m.content == "I was about to")
+        .expect("the text sent before the stream broke is kept");
+    assert_eq!(messages[cut + 1].role, MessageRole::Notice);
+    assert_eq!(messages[cut - 1].content, "again 0");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
