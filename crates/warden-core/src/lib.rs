@@ -32,5 +32,6 @@ pub mod schema;
 pub mod time;
 pub mod tool;
 pub mod url_credentials;
+pub mod work;
 
 pub use name::Name;

@@ -7,6 +7,7 @@ use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgPool, Postgres, Transaction};
 
+use crate::epics::sql::epic_operations;
 use crate::error::StoreError;
 use crate::location::redact_url;
 use crate::sessions::sql::session_operations;
@@ -71,4 +72,5 @@ impl PgBackend {
     session_operations!(Postgres);
     sign_in_operations!(Postgres);
     thread_operations!(Postgres);
+    epic_operations!(Postgres);
 }

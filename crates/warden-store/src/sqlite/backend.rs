@@ -16,6 +16,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::{Sqlite, SqlitePool, Transaction};
 use tokio::sync::{Mutex, MutexGuard};
 
+use crate::epics::sql::epic_operations;
 use crate::error::StoreError;
 use crate::location::SQLITE_FILE;
 use crate::sessions::sql::session_operations;
@@ -113,6 +114,7 @@ impl SqliteBackend {
     session_operations!(Sqlite);
     sign_in_operations!(Sqlite);
     thread_operations!(Sqlite);
+    epic_operations!(Sqlite);
 }
 
 #[cfg(test)]

@@ -1,0 +1,106 @@
+//! The work domain's epics and epic tasks (WORK-1), kept where every replica reads them, with
+//! every move of either recorded (who, when, from, to).
+//!
+//! A move here is a compare-and-set: it happens only from the state the caller read, so that
+//! two replicas moving the same task cannot both succeed. Which moves exist is the core's
+//! ([`warden_core::work`]); who may make them, and the gates in front of some, the work
+//! service's (`warden-work`).
+
+pub(crate) mod sql;
+mod store;
+
+use serde::{Deserialize, Serialize};
+use warden_core::time::Millis;
+use warden_core::work::{EpicState, EpicTaskState, Risk};
+
+/// A stored epic.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Epic {
+    /// `epc_…`.
+    pub id: String,
+    /// The project it belongs to.
+    pub project: String,
+    /// Its title.
+    pub title: String,
+    /// What it is about.
+    pub description: String,
+    /// Its acceptance criteria.
+    pub criteria: Vec<String>,
+    /// The trade-offs it makes.
+    pub tradeoffs: String,
+    /// How much is at stake (sets its tasks' review gate).
+    pub risk: Risk,
+    /// Where it stands.
+    pub state: EpicState,
+    /// The principal that created it (`user:alice`).
+    pub created_by: String,
+    /// When it was created.
+    pub created_at: Millis,
+    /// When it was last changed.
+    pub updated_at: Millis,
+}
+
+/// A change to an epic's text or risk: each field that is `Some` is set.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EpicChange {
+    /// A new title.
+    pub title: Option<String>,
+    /// A new description.
+    pub description: Option<String>,
+    /// New acceptance criteria, replacing the old.
+    pub criteria: Option<Vec<String>>,
+    /// New trade-offs.
+    pub tradeoffs: Option<String>,
+    /// A new risk.
+    pub risk: Option<Risk>,
+}
+
+/// A stored epic task.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EpicTask {
+    /// `ept_…`.
+    pub id: String,
+    /// The epic it belongs to.
+    pub epic_id: String,
+    /// Its task (`task_…`), which keeps its sessions and environment.
+    pub task_id: String,
+    /// Its title.
+    pub title: String,
+    /// The repository its work is in.
+    pub repository: String,
+    /// The branch its work is merged into.
+    pub base_branch: String,
+    /// The branch its work is on.
+    pub branch: String,
+    /// Where it stands.
+    pub state: EpicTaskState,
+    /// The principal that added it.
+    pub created_by: String,
+    /// The merge commit, once merged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub merge_commit: Option<String>,
+    /// When it was added.
+    pub created_at: Millis,
+    /// When it last changed.
+    pub updated_at: Millis,
+}
+
+/// One recorded move of an epic or an epic task.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkMove {
+    /// What moved (`epc_…`, `ept_…`).
+    pub subject: String,
+    /// 1, 2, … per subject.
+    pub seq: i64,
+    /// The principal that moved it.
+    pub moved_by: String,
+    /// Where it stood; `None` for its creation.
+    pub from: Option<String>,
+    /// Where it went.
+    pub to: String,
+    /// When.
+    pub at: Millis,
+}

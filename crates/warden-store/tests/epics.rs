@@ -1,0 +1,281 @@
+//! The store contract of epics and epic tasks (WORK-1), on every backend
+//! `warden_testkit::stores()` provides: what is stored reads back, a move happens only from
+//! the state it was read in, and every move is recorded.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    reason = "test code"
+)]
+
+use std::sync::Arc;
+
+use warden_core::time::Millis;
+use warden_core::work::{EpicState, EpicTaskState, Risk};
+use warden_store::{Epic, EpicChange, EpicTask, Store};
+use warden_testkit::stores;
+
+const NOW: i64 = 1_800_000_000_000;
+const ALICE: &str = "user:alice";
+const BOB: &str = "user:bob";
+
+fn epic(id: &str, project: &str, at: i64) -> Epic {
+    Epic {
+        id: id.into(),
+        project: project.into(),
+        title: "Refunds in one step".into(),
+        description: "Refund from the ledger without a ticket.".into(),
+        criteria: vec!["a refund is one call".into(), "it is audited".into()],
+        tradeoffs: "no partial refunds yet".into(),
+        risk: Risk::High,
+        state: EpicState::Draft,
+        created_by: ALICE.into(),
+        created_at: Millis(at),
+        updated_at: Millis(at),
+    }
+}
+
+fn epic_task(id: &str, epic_id: &str, at: i64) -> EpicTask {
+    EpicTask {
+        id: id.into(),
+        epic_id: epic_id.into(),
+        task_id: format!("task_{id}"),
+        title: "The refund tool".into(),
+        repository: "ledger".into(),
+        base_branch: "main".into(),
+        branch: "refund-tool".into(),
+        state: EpicTaskState::Proposed,
+        created_by: ALICE.into(),
+        merge_commit: None,
+        created_at: Millis(at),
+        updated_at: Millis(at),
+    }
+}
+
+#[tokio::test]
+async fn an_epic_reads_back_changes_and_lists_by_project() {
+    for s in stores().await {
+        let st = &s.store;
+        st.insert_epic(&epic("epc_a", "payments", NOW))
+            .await
+            .unwrap();
+        st.insert_epic(&epic("epc_b", "payments", NOW + 1))
+            .await
+            .unwrap();
+        st.insert_epic(&epic("epc_c", "search", NOW + 2))
+            .await
+            .unwrap();
+        assert_eq!(
+            st.epic("epc_a").await.unwrap(),
+            Some(epic("epc_a", "payments", NOW)),
+            "{}",
+            s.name
+        );
+        assert_eq!(st.epic("epc_none").await.unwrap(), None);
+        let ids = |epics: Vec<Epic>| epics.into_iter().map(|e| e.id).collect::<Vec<_>>();
+        assert_eq!(
+            ids(st.epics(Some("payments"), 10).await.unwrap()),
+            ["epc_b", "epc_a"]
+        );
+        assert_eq!(
+            ids(st.epics(None, 10).await.unwrap()),
+            ["epc_c", "epc_b", "epc_a"]
+        );
+        assert_eq!(ids(st.epics(None, 1).await.unwrap()), ["epc_c"]);
+        // Only what the change gives is set.
+        let change = EpicChange {
+            criteria: Some(vec!["one call".into()]),
+            risk: Some(Risk::Critical),
+            ..EpicChange::default()
+        };
+        assert!(
+            st.update_epic("epc_a", &change, Millis(NOW + 5))
+                .await
+                .unwrap()
+        );
+        let changed = st.epic("epc_a").await.unwrap().unwrap();
+        assert_eq!(changed.criteria, ["one call"]);
+        assert_eq!(changed.risk, Risk::Critical);
+        assert_eq!(changed.title, "Refunds in one step");
+        assert_eq!(changed.updated_at, Millis(NOW + 5));
+        assert!(
+            !st.update_epic("epc_none", &change, Millis(NOW))
+                .await
+                .unwrap()
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_move_happens_only_from_the_state_it_was_read_in_and_is_recorded() {
+    for s in stores().await {
+        let st = &s.store;
+        st.insert_epic(&epic("epc_a", "payments", NOW))
+            .await
+            .unwrap();
+        st.insert_epic_task(&epic_task("ept_1", "epc_a", NOW + 1))
+            .await
+            .unwrap();
+        st.insert_epic_task(&epic_task("ept_2", "epc_a", NOW + 2))
+            .await
+            .unwrap();
+        let tasks = st.epic_tasks("epc_a").await.unwrap();
+        assert_eq!(tasks.len(), 2, "{}", s.name);
+        assert_eq!(tasks[0], epic_task("ept_1", "epc_a", NOW + 1));
+        assert!(st.epic_tasks("epc_none").await.unwrap().is_empty());
+
+        assert!(
+            st.move_epic(
+                "epc_a",
+                EpicState::Draft,
+                EpicState::Open,
+                BOB,
+                Millis(NOW + 3)
+            )
+            .await
+            .unwrap()
+        );
+        // A second move from the state it no longer holds changes nothing.
+        assert!(
+            !st.move_epic(
+                "epc_a",
+                EpicState::Draft,
+                EpicState::Archived,
+                BOB,
+                Millis(NOW + 4)
+            )
+            .await
+            .unwrap()
+        );
+        assert_eq!(
+            st.epic("epc_a").await.unwrap().unwrap().state,
+            EpicState::Open
+        );
+
+        let merged = [
+            (EpicTaskState::Proposed, EpicTaskState::Ready),
+            (EpicTaskState::Ready, EpicTaskState::InProgress),
+            (EpicTaskState::InProgress, EpicTaskState::Review),
+            (EpicTaskState::Review, EpicTaskState::Accepted),
+        ];
+        for (i, (from, to)) in merged.into_iter().enumerate() {
+            let at = Millis(NOW + 10 + i64::try_from(i).unwrap());
+            assert!(
+                st.move_epic_task("ept_1", from, to, BOB, None, at)
+                    .await
+                    .unwrap()
+            );
+        }
+        assert!(
+            st.move_epic_task(
+                "ept_1",
+                EpicTaskState::Accepted,
+                EpicTaskState::Merged,
+                BOB,
+                Some("a1b2c3"),
+                Millis(NOW + 20)
+            )
+            .await
+            .unwrap()
+        );
+        let task = st.epic_task("ept_1").await.unwrap().unwrap();
+        assert_eq!(task.state, EpicTaskState::Merged);
+        assert_eq!(task.merge_commit.as_deref(), Some("a1b2c3"));
+        assert_eq!(task.updated_at, Millis(NOW + 20));
+        assert!(
+            !st.move_epic_task(
+                "ept_2",
+                EpicTaskState::Ready,
+                EpicTaskState::InProgress,
+                BOB,
+                None,
+                Millis(NOW + 21)
+            )
+            .await
+            .unwrap()
+        );
+        assert!(
+            !st.move_epic_task(
+                "ept_none",
+                EpicTaskState::Proposed,
+                EpicTaskState::Ready,
+                BOB,
+                None,
+                Millis(NOW)
+            )
+            .await
+            .unwrap()
+        );
+        assert_eq!(
+            st.epic_task("ept_2").await.unwrap().unwrap().state,
+            EpicTaskState::Proposed
+        );
+
+        let moves = st.work_moves("ept_1").await.unwrap();
+        let steps: Vec<(Option<&str>, &str, &str)> = moves
+            .iter()
+            .map(|m| (m.from.as_deref(), m.to.as_str(), m.moved_by.as_str()))
+            .collect();
+        assert_eq!(
+            steps,
+            [
+                (None, "proposed", ALICE),
+                (Some("proposed"), "ready", BOB),
+                (Some("ready"), "in_progress", BOB),
+                (Some("in_progress"), "review", BOB),
+                (Some("review"), "accepted", BOB),
+                (Some("accepted"), "merged", BOB),
+            ]
+        );
+        assert_eq!(
+            moves.iter().map(|m| m.seq).collect::<Vec<_>>(),
+            [1, 2, 3, 4, 5, 6]
+        );
+        assert_eq!(moves[5].at, Millis(NOW + 20));
+        let epic_moves = st.work_moves("epc_a").await.unwrap();
+        assert_eq!(epic_moves.len(), 2);
+        assert_eq!(epic_moves[1].from.as_deref(), Some("draft"));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn of_racing_moves_from_one_state_exactly_one_happens() {
+    for s in stores().await {
+        let st = &s.store;
+        st.insert_epic(&epic("epc_a", "payments", NOW))
+            .await
+            .unwrap();
+        st.insert_epic_task(&epic_task("ept_1", "epc_a", NOW))
+            .await
+            .unwrap();
+        // Two handles on one database, as two replicas hold.
+        let handles = [
+            Arc::new(Store::open(&s.location).await.unwrap()),
+            Arc::new(Store::open(&s.location).await.unwrap()),
+        ];
+        let mut racers = Vec::new();
+        for n in 0..8 {
+            let st = handles[n % 2].clone();
+            racers.push(tokio::spawn(async move {
+                st.move_epic_task(
+                    "ept_1",
+                    EpicTaskState::Proposed,
+                    EpicTaskState::Ready,
+                    &format!("user:racer{n}"),
+                    None,
+                    Millis(NOW + 1),
+                )
+                .await
+                .unwrap()
+            }));
+        }
+        let mut won = 0;
+        for racer in racers {
+            won += usize::from(racer.await.unwrap());
+        }
+        assert_eq!(won, 1, "{}", s.name);
+        assert_eq!(st.work_moves("ept_1").await.unwrap().len(), 2);
+    }
+}
