@@ -9,6 +9,7 @@
 
 pub mod approvals;
 pub mod audit;
+pub mod epics;
 pub mod explain;
 pub mod killswitches;
 pub mod resources;

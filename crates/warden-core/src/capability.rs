@@ -45,6 +45,16 @@ pub const TOOLS_INVENTORY: &str = "tools:inventory";
 pub const TASKS_READ: &str = "tasks:read";
 /// Creating tasks (per workspace, with the project's tools; TASK-2).
 pub const TASKS_CREATE: &str = "tasks:create";
+/// Reading the epics of a project and their tasks (WORK-1; in the epic's project).
+pub const WORK_READ: &str = "work:read";
+/// Creating and changing epics and their tasks, and moving them (WORK-1; in the project).
+pub const WORK_WRITE: &str = "work:write";
+/// Reviewing an epic task (WORK-2; in the project).
+pub const WORK_REVIEW: &str = "work:review";
+/// Accepting a reviewed epic task, which merges it (WORK-2; in the project).
+pub const WORK_ACCEPT: &str = "work:accept";
+/// The review a `critical` epic's tasks need one of (WORK-2).
+pub const WORK_ACCEPT_CRITICAL: &str = "work:accept-critical";
 
 /// Capabilities that let a principal act as another one. A pattern grants one of these only
 /// when it names it exactly or is the whole `*`: `tokens:*` reads as "everything about my own

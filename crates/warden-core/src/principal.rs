@@ -310,6 +310,27 @@ pub enum PrincipalRef {
     },
 }
 
+impl Provenance {
+    /// The principal it refers to, as [`Principal`]'s `Display` writes it (`user:alice`,
+    /// `agent:dev/run_…` for an agent role's run).
+    pub fn principal(&self) -> String {
+        match self {
+            Self::Principal { reference } => match reference {
+                PrincipalRef::User { name } => Principal::User { name: name.clone() }.to_string(),
+                PrincipalRef::ServiceAccount { name } => {
+                    Principal::ServiceAccount { name: name.clone() }.to_string()
+                }
+                PrincipalRef::ApiKey { owner, .. } | PrincipalRef::Jwt { owner, .. } => {
+                    owner.to_string()
+                }
+            },
+            Self::AgentRole {
+                role, intent_id, ..
+            } => format!("agent:{role}/{intent_id}"),
+        }
+    }
+}
+
 /// The prefix of the credential ids of JWT access tokens: `jwt:<issuer>:<principal>`.
 pub const JWT_CREDENTIAL_PREFIX: &str = "jwt:";
 

@@ -9,10 +9,13 @@
 
 use std::fmt;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// How much is at stake in an epic: it sets how many reviews its tasks need (WORK-2).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Risk {
     /// One approving review.
@@ -45,8 +48,35 @@ impl Risk {
     }
 }
 
+/// A review's verdict (WORK-2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// The work may be accepted.
+    Approve,
+    /// Changes are asked for.
+    Changes,
+}
+
+impl Verdict {
+    /// As written and stored.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Approve => "approve",
+            Self::Changes => "changes",
+        }
+    }
+
+    /// From its written form.
+    pub fn parse(s: &str) -> Option<Self> {
+        [Self::Approve, Self::Changes]
+            .into_iter()
+            .find(|v| v.as_str() == s)
+    }
+}
+
 /// Where an epic stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum EpicState {
     /// Being written.
@@ -60,7 +90,7 @@ pub enum EpicState {
 }
 
 /// Where an epic task stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum EpicTaskState {
     /// Suggested, not yet agreed.
@@ -218,6 +248,107 @@ impl fmt::Display for MoveRefused {
 
 impl std::error::Error for MoveRefused {}
 
+/// How many approving reviews an epic task of an epic at `risk` needs (WORK-2).
+pub fn reviews_needed(risk: Risk) -> usize {
+    match risk {
+        Risk::Low | Risk::Medium => 1,
+        Risk::High | Risk::Critical => 2,
+    }
+}
+
+/// A review as the gate counts it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Counted<'a> {
+    /// Who gave it (never an author of the task: those are left out before).
+    pub reviewer: &'a str,
+    /// It approves.
+    pub approves: bool,
+    /// It was given on the work branch's current commit (no push since).
+    pub current: bool,
+    /// Its reviewer held `work:accept-critical`.
+    pub critical: bool,
+}
+
+/// Why the review gate stays closed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GateClosed {
+    /// The epic's risk.
+    pub risk: Risk,
+    /// The approving reviews it needs.
+    pub needed: usize,
+    /// Who approves the current commit.
+    pub approved_by: Vec<String>,
+    /// Who approved an earlier commit of the work branch.
+    pub stale: Vec<String>,
+    /// A `critical` task still lacks an approval by a holder of `work:accept-critical`.
+    pub needs_critical: bool,
+}
+
+impl fmt::Display for GateClosed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "it needs {} approving review{} by principals other than its authors (risk `{}`)",
+            self.needed,
+            if self.needed == 1 { "" } else { "s" },
+            self.risk.as_str()
+        )?;
+        if self.needs_critical {
+            f.write_str(", one of them by a holder of `work:accept-critical`")?;
+        }
+        match self.approved_by.as_slice() {
+            [] => f.write_str("; it has none")?,
+            names => write!(f, "; it has {} ({})", names.len(), names.join(", "))?,
+        }
+        if !self.stale.is_empty() {
+            write!(
+                f,
+                "; the approvals of {} were of an earlier commit of the work branch",
+                self.stale.join(", ")
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// The review gate (WORK-2): each reviewer's last review stands; it opens with
+/// [`reviews_needed`] standing approvals of the current commit by distinct reviewers, one of
+/// them by a holder of `work:accept-critical` at `critical` risk. The reviewers it counted, or
+/// why it stays closed.
+pub fn review_gate(risk: Risk, reviews: &[Counted<'_>]) -> Result<Vec<String>, GateClosed> {
+    let mut standing: Vec<Counted<'_>> = Vec::new();
+    for review in reviews {
+        standing.retain(|r| r.reviewer != review.reviewer);
+        standing.push(*review);
+    }
+    let approving = standing.iter().filter(|r| r.approves);
+    let approved_by: Vec<String> = approving
+        .clone()
+        .filter(|r| r.current)
+        .map(|r| r.reviewer.to_owned())
+        .collect();
+    let stale: Vec<String> = approving
+        .clone()
+        .filter(|r| !r.current)
+        .map(|r| r.reviewer.to_owned())
+        .collect();
+    let needed = reviews_needed(risk);
+    let needs_critical = risk == Risk::Critical
+        && !standing
+            .iter()
+            .any(|r| r.approves && r.current && r.critical);
+    if approved_by.len() >= needed && !needs_critical {
+        return Ok(approved_by);
+    }
+    Err(GateClosed {
+        risk,
+        needed,
+        approved_by,
+        stale,
+        needs_critical,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -297,6 +428,79 @@ mod tests {
         assert_eq!(
             refused.to_string(),
             "an epic cannot move from `archived` to `open`; no move leaves `archived`"
+        );
+    }
+
+    fn review(reviewer: &str, approves: bool, current: bool, critical: bool) -> Counted<'_> {
+        Counted {
+            reviewer,
+            approves,
+            current,
+            critical,
+        }
+    }
+
+    #[test]
+    fn the_review_gate_scales_with_risk() {
+        let bob = review("user:bob", true, true, false);
+        let carol = review("user:carol", true, true, false);
+        let chief = review("user:chief", true, true, true);
+        // (risk, reviews, opens)
+        let table: &[(Risk, Vec<Counted<'_>>, bool)] = &[
+            (Risk::Low, vec![], false),
+            (Risk::Low, vec![bob], true),
+            (Risk::Medium, vec![bob], true),
+            (Risk::High, vec![bob], false),
+            (Risk::High, vec![bob, bob], false),
+            (Risk::High, vec![bob, carol], true),
+            (Risk::Critical, vec![bob, carol], false),
+            (Risk::Critical, vec![bob, chief], true),
+            (Risk::Critical, vec![chief], false),
+            // A later review by the same reviewer is the one that stands.
+            (
+                Risk::Low,
+                vec![bob, review("user:bob", false, true, false)],
+                false,
+            ),
+            (
+                Risk::Low,
+                vec![review("user:bob", false, true, false), bob],
+                true,
+            ),
+            // An approval of an earlier commit counts for nothing.
+            (
+                Risk::Low,
+                vec![review("user:bob", true, false, false)],
+                false,
+            ),
+        ];
+        for (risk, reviews, opens) in table {
+            assert_eq!(
+                review_gate(*risk, reviews).is_ok(),
+                *opens,
+                "{risk:?} {reviews:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_closed_gate_says_what_it_lacks() {
+        let closed = review_gate(
+            Risk::Critical,
+            &[
+                review("user:bob", true, true, false),
+                review("user:carol", true, false, false),
+            ],
+        )
+        .unwrap_err();
+        assert_eq!(
+            closed.to_string(),
+            "it needs 2 approving reviews by principals other than its authors (risk `critical`), one of them by a holder of `work:accept-critical`; it has 1 (user:bob); the approvals of user:carol were of an earlier commit of the work branch"
+        );
+        let closed = review_gate(Risk::Medium, &[]).unwrap_err();
+        assert_eq!(
+            closed.to_string(),
+            "it needs 1 approving review by principals other than its authors (risk `medium`); it has none"
         );
     }
 

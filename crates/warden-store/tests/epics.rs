@@ -13,8 +13,8 @@
 use std::sync::Arc;
 
 use warden_core::time::Millis;
-use warden_core::work::{EpicState, EpicTaskState, Risk};
-use warden_store::{Epic, EpicChange, EpicTask, Store};
+use warden_core::work::{EpicState, EpicTaskState, Risk, Verdict};
+use warden_store::{Epic, EpicChange, EpicFilter, EpicTask, Review, Store};
 use warden_testkit::stores;
 
 const NOW: i64 = 1_800_000_000_000;
@@ -75,15 +75,35 @@ async fn an_epic_reads_back_changes_and_lists_by_project() {
         );
         assert_eq!(st.epic("epc_none").await.unwrap(), None);
         let ids = |epics: Vec<Epic>| epics.into_iter().map(|e| e.id).collect::<Vec<_>>();
+        let of = |projects: &[&str], state| EpicFilter {
+            projects: projects.iter().map(|p| (*p).to_owned()).collect(),
+            state,
+        };
         assert_eq!(
-            ids(st.epics(Some("payments"), 10).await.unwrap()),
+            ids(st.epics(&of(&["payments"], None), 10).await.unwrap()),
             ["epc_b", "epc_a"]
         );
         assert_eq!(
-            ids(st.epics(None, 10).await.unwrap()),
+            ids(st
+                .epics(&of(&["payments", "search"], None), 10)
+                .await
+                .unwrap()),
             ["epc_c", "epc_b", "epc_a"]
         );
-        assert_eq!(ids(st.epics(None, 1).await.unwrap()), ["epc_c"]);
+        assert_eq!(
+            ids(st
+                .epics(&of(&["payments", "search"], None), 1)
+                .await
+                .unwrap()),
+            ["epc_c"]
+        );
+        assert!(st.epics(&of(&[], None), 10).await.unwrap().is_empty());
+        assert!(
+            st.epics(&of(&["payments"], Some(EpicState::Open)), 10)
+                .await
+                .unwrap()
+                .is_empty()
+        );
         // Only what the change gives is set.
         let change = EpicChange {
             criteria: Some(vec!["one call".into()]),
@@ -277,5 +297,75 @@ async fn of_racing_moves_from_one_state_exactly_one_happens() {
         }
         assert_eq!(won, 1, "{}", s.name);
         assert_eq!(st.work_moves("ept_1").await.unwrap().len(), 2);
+    }
+}
+
+#[tokio::test]
+async fn reviews_are_numbered_in_order_recorded_only_in_review_and_read_back_as_given() {
+    for s in stores().await {
+        let st = &s.store;
+        st.insert_epic(&epic("epc_a", "payments", NOW))
+            .await
+            .unwrap();
+        st.insert_epic_task(&epic_task("ept_1", "epc_a", NOW))
+            .await
+            .unwrap();
+        let review = |reviewer: &str, verdict, at| Review {
+            epic_task_id: "ept_1".into(),
+            seq: 0,
+            reviewer: reviewer.into(),
+            verdict,
+            comment: "looked at it".into(),
+            head: Some("a1b2".into()),
+            critical: reviewer == BOB,
+            at: Millis(at),
+        };
+        let first = review(BOB, Verdict::Approve, NOW + 1);
+        // Not in review yet: nothing is written.
+        assert_eq!(
+            st.insert_review(&first, None).await.unwrap(),
+            None,
+            "{}",
+            s.name
+        );
+        assert!(st.reviews("ept_1").await.unwrap().is_empty());
+        for (from, to) in [
+            (EpicTaskState::Proposed, EpicTaskState::Ready),
+            (EpicTaskState::Ready, EpicTaskState::InProgress),
+            (EpicTaskState::InProgress, EpicTaskState::Review),
+        ] {
+            assert!(
+                st.move_epic_task("ept_1", from, to, ALICE, None, Millis(NOW))
+                    .await
+                    .unwrap()
+            );
+        }
+        let second = review("user:carol", Verdict::Changes, NOW + 2);
+        assert_eq!(st.insert_review(&first, None).await.unwrap(), Some(1));
+        // `changes` moves the task back, in the same transaction, recorded as the reviewer's.
+        assert_eq!(
+            st.insert_review(&second, Some(EpicTaskState::InProgress))
+                .await
+                .unwrap(),
+            Some(2)
+        );
+        let task = st.epic_task("ept_1").await.unwrap().unwrap();
+        assert_eq!(task.state, EpicTaskState::InProgress);
+        let last = st.work_moves("ept_1").await.unwrap().pop().unwrap();
+        assert_eq!(
+            (
+                last.from.as_deref(),
+                last.to.as_str(),
+                last.moved_by.as_str()
+            ),
+            (Some("review"), "in_progress", "user:carol")
+        );
+        assert_eq!(st.insert_review(&first, None).await.unwrap(), None);
+        let read = st.reviews("ept_1").await.unwrap();
+        assert_eq!(
+            read,
+            [Review { seq: 1, ..first }, Review { seq: 2, ..second }]
+        );
+        assert!(st.reviews("ept_none").await.unwrap().is_empty());
     }
 }

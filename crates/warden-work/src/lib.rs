@@ -10,5 +10,6 @@
 pub mod agents;
 pub mod args;
 pub mod environments;
+pub mod epics;
 pub mod materialise;
 pub mod tasks;

@@ -507,6 +507,18 @@ fn remove_partial(partial: &Path) -> Result<(), String> {
     }
 }
 
+/// The commit that `branch` of the repository at `url` points at, or `None` when it has no such
+/// branch: `git ls-remote`, as a push there is seen.
+pub async fn remote_head(url: &str, branch: &str) -> Result<Option<String>, String> {
+    let local = warden_core::git_url::classify(url)? == warden_core::git_url::GitUrl::Local;
+    let reference = format!("refs/heads/{branch}");
+    let listing = git(None, local, ["ls-remote", url, reference.as_str()]).await?;
+    Ok(listing.lines().find_map(|line| {
+        let (commit, name) = line.split_once('\t')?;
+        (name == reference).then(|| commit.to_owned())
+    }))
+}
+
 /// Points the mirror's `HEAD` where the source's points now: a fetch does not follow a change of
 /// the source's default branch. Best effort: a source that does not say keeps the known `HEAD`.
 async fn refresh_head(mirror: &Path, local: bool) {

@@ -112,6 +112,12 @@ impl Api {
             .await
     }
 
+    /// `PATCH /api/v1/<path…>` with a JSON body.
+    pub(crate) async fn patch(&self, path: &[&str], body: Value) -> Result<Value, Failure> {
+        self.json(reqwest::Method::PATCH, path, &[], Some(body))
+            .await
+    }
+
     /// `DELETE /api/v1/<path…>`.
     pub(crate) async fn delete(&self, path: &[&str]) -> Result<Value, Failure> {
         self.json(reqwest::Method::DELETE, path, &[], None).await

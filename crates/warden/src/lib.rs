@@ -12,6 +12,7 @@ mod cli;
 mod common;
 mod config_cmd;
 mod context_cmd;
+mod epic_cmd;
 mod output;
 mod progress;
 mod remote;
@@ -109,6 +110,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Describe(args) => runs_cmd::describe(args).await,
         Command::Run(cli::RunCommand::Agent(args)) => remote::run_agent(args).await,
         Command::Task(cli::TaskCommand::Create(args)) => remote::create_task(args).await,
+        Command::Epic(cmd) => epic_cmd::run(cmd).await,
         Command::Kill(args) => config_cmd::kill(args).await,
         Command::Token(cmd) => token_cmd::run(cmd).await,
         Command::Audit(args) => audit_cmd::run(args).await,

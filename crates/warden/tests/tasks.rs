@@ -15,6 +15,8 @@ mod common;
 
 #[path = "tasks/environments.rs"]
 mod environments;
+#[path = "tasks/epics.rs"]
+mod epics;
 #[path = "tasks/refusals.rs"]
 mod refusals;
 #[path = "tasks/retries.rs"]

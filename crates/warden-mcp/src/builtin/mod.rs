@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 mod args_schema;
+pub mod epics;
 pub mod tasks;
 
 use schemars::JsonSchema;
@@ -121,17 +122,23 @@ pub fn descriptors() -> Vec<ToolDescriptor> {
     ]
     .into_iter()
     .flatten()
-    .chain(tasks::tools().into_iter().filter_map(|t| {
+    .chain(
+        tasks::tools()
+            .into_iter()
+            .map(|t| (tasks::SET, t))
+            .chain(epics::tools().into_iter().map(|t| (epics::SET, t)))
+            .filter_map(|(set, t)| {
         let risk = if t.dangerous { Risk::Dangerous } else { Risk::Ordinary };
         described(
-            tasks::SET,
+            set,
             t.name,
             t.description,
             t.schema,
             Some(t.capability),
             t.mutation.then_some(risk),
         )
-    }))
+            }),
+    )
     .collect()
 }
 

@@ -275,6 +275,18 @@ impl Executor for GatewayExecutor<'_> {
                 ))
                 .await
             }
+            ToolSource::Builtin { set, tool } if set.as_str() == builtin::epics::SET => {
+                // Boxed, as the `tasks` tools are: several store round trips per call.
+                Box::pin(warden_work::epics::tool::execute(
+                    tool,
+                    call.args,
+                    call.authority,
+                    &self.snapshot.policy,
+                    &self.gateway.store,
+                    self.gateway.clock.now(),
+                ))
+                .await
+            }
             ToolSource::Builtin { tool, .. } => builtin::execute(
                 tool,
                 call.args,

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 use warden_core::config::{Config, Kind, Resource, UpstreamSpec};
+use warden_core::name::Name;
 use warden_core::policy::Policy;
 use warden_core::tool::{Catalog, ToolDescriptor, ToolSource, catalog_name, matching_policy};
 use warden_store::StoreError;
@@ -133,14 +134,17 @@ impl Gateway {
     }
 
     fn build_catalog(&self, policy: &Policy) -> Catalog {
-        // The `tasks` set is offered where there are workspaces to hold tasks (TASK-1).
+        // The `tasks` and `work` sets are offered where there are workspaces to hold tasks
+        // (TASK-1, WORK-1).
         let workspaces = policy.config.of_kind(Kind::Workspace).next().is_some();
+        let work_set = |set: &Name| {
+            [crate::builtin::tasks::SET, crate::builtin::epics::SET].contains(&set.as_str())
+        };
         let mut tools: Vec<ToolDescriptor> = self
             .builtins
             .iter()
             .filter(|t| {
-                workspaces
-                    || !matches!(&t.source, ToolSource::Builtin { set, .. } if set.as_str() == crate::builtin::tasks::SET)
+                workspaces || !matches!(&t.source, ToolSource::Builtin { set, .. } if work_set(set))
             })
             .cloned()
             .collect();

@@ -39,6 +39,9 @@ pub(crate) use warden_core::capability::{TASKS_CREATE, TASKS_READ};
 /// Listing tokens (never their secrets); creating and revoking them, of one's own principal
 /// or (`tokens:any`) of any.
 pub(crate) use warden_core::capability::{TOKENS_READ, TOKENS_WRITE};
+/// Reading epics; creating, changing and moving them; reviewing and accepting their tasks
+/// (WORK-1, WORK-2; in the epic's project, with the project's tools).
+pub(crate) use warden_core::capability::{WORK_ACCEPT, WORK_READ, WORK_REVIEW, WORK_WRITE};
 
 /// How an operation uses its capability.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -152,6 +155,46 @@ pub(crate) const TABLE: &[Row] = &[
         "createTask",
         Gate::Required(TASKS_CREATE),
         "and task admission (TASK-2..8) decides where",
+    ),
+    row(
+        "createEpic",
+        Gate::Widens(WORK_WRITE),
+        "`work:write` in the epic's project, whose tools the caller may use",
+    ),
+    row(
+        "listEpics",
+        Gate::Widens(WORK_READ),
+        "lists the epics of projects where the caller holds `work:read` and the project's tools",
+    ),
+    row(
+        "getEpic",
+        Gate::Widens(WORK_READ),
+        "an epic the caller may not see answers like one that does not exist",
+    ),
+    row(
+        "updateEpic",
+        Gate::Widens(WORK_WRITE),
+        "`work:write` in the epic's project; an epic the caller may not see answers like one that does not exist",
+    ),
+    row(
+        "addEpicTask",
+        Gate::Widens(WORK_WRITE),
+        "`work:write` in the epic's project, and task admission (`tasks:create`) for its task",
+    ),
+    row(
+        "moveEpicTask",
+        Gate::Widens(WORK_WRITE),
+        "`work:write` in the epic's project",
+    ),
+    row(
+        "reviewEpicTask",
+        Gate::Widens(WORK_REVIEW),
+        "`work:review` in the epic's project, by a principal other than the task's authors",
+    ),
+    row(
+        "acceptEpicTask",
+        Gate::Widens(WORK_ACCEPT),
+        "`work:accept` in the epic's project, once the review gate is open (WORK-2)",
     ),
     row(
         "startThread",

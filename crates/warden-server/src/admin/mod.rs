@@ -22,6 +22,7 @@ mod access;
 mod agents;
 mod approvals;
 mod audit;
+mod epics;
 mod error;
 mod identity;
 mod killswitches;
@@ -72,6 +73,12 @@ fn api() -> (Router<Arc<AppState>>, utoipa::openapi::OpenApi) {
         .routes(routes!(tasks::create, tasks::list))
         .routes(routes!(tasks::get))
         .routes(routes!(tasks::workspaces))
+        .routes(routes!(epics::create, epics::list))
+        .routes(routes!(epics::get, epics::update))
+        .routes(routes!(epics::add_task))
+        .routes(routes!(epics::move_task))
+        .routes(routes!(epics::review))
+        .routes(routes!(epics::accept))
         .routes(routes!(threads::start))
         .routes(routes!(threads::send))
         .routes(routes!(threads::list))

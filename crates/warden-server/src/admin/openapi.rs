@@ -87,9 +87,38 @@ pub(crate) fn finish(api: utoipa::openapi::OpenApi) -> Value {
                 .map(|t| Value::Object(t.schema))
                 .unwrap_or_default();
             embed(schemas, CREATE_TASK_SCHEMA, create_task);
+            // The `work` tools' very schemas, less what a path names (WORK-1).
+            for (tool, name, from_path) in [
+                ("create_epic", "CreateEpicArgs", None),
+                ("update_epic", "UpdateEpicArgs", Some("id")),
+                ("add_task", "AddTaskArgs", Some("epic")),
+                ("move_task", "MoveEpicTaskArgs", Some("id")),
+                ("review", "ReviewArgs", Some("id")),
+                ("accept", "AcceptArgs", Some("id")),
+            ] {
+                let schema = warden_mcp::builtin::epics::tools()
+                    .into_iter()
+                    .find(|t| t.name == tool)
+                    .map(|t| without(t.schema, from_path))
+                    .unwrap_or_default();
+                embed(schemas, name, schema);
+            }
         }
     }
     doc
+}
+
+/// `schema` without the property `field` (which the request's path gives).
+fn without(mut schema: Map<String, Value>, field: Option<&str>) -> Value {
+    if let Some(field) = field {
+        if let Some(Value::Object(properties)) = schema.get_mut("properties") {
+            properties.remove(field);
+        }
+        if let Some(Value::Array(required)) = schema.get_mut("required") {
+            required.retain(|r| r != field);
+        }
+    }
+    Value::Object(schema)
 }
 
 /// Gives an operation its capability from the table: as the scope of its security

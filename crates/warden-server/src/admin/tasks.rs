@@ -27,7 +27,7 @@ use crate::state::AppState;
 
 /// The authority a credential acts with here: a run credential as its agent's run (a session),
 /// anything else as itself.
-fn authority(
+pub(crate) fn authority(
     state: &AppState,
     credential: &warden_core::principal::Credential,
 ) -> Result<Arc<warden_core::authority::Authority>, ApiError> {

@@ -6,12 +6,13 @@
 //! ([`warden_core::work`]); who may make them, and the gates in front of some, the work
 //! service's (`warden-work`).
 
+mod reviews;
 pub(crate) mod sql;
 mod store;
 
 use serde::{Deserialize, Serialize};
 use warden_core::time::Millis;
-use warden_core::work::{EpicState, EpicTaskState, Risk};
+use warden_core::work::{EpicState, EpicTaskState, Risk, Verdict};
 
 /// A stored epic.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -54,6 +55,15 @@ pub struct EpicChange {
     pub tradeoffs: Option<String>,
     /// A new risk.
     pub risk: Option<Risk>,
+}
+
+/// Which epics a listing returns.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EpicFilter {
+    /// Only these projects' (none: no epics).
+    pub projects: Vec<String>,
+    /// Only epics in this state.
+    pub state: Option<EpicState>,
 }
 
 /// A stored epic task.
@@ -101,6 +111,28 @@ pub struct WorkMove {
     pub from: Option<String>,
     /// Where it went.
     pub to: String,
+    /// When.
+    pub at: Millis,
+}
+
+/// One review of an epic task.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Review {
+    /// The epic task reviewed.
+    pub epic_task_id: String,
+    /// 1, 2, … per epic task; given by the store.
+    pub seq: i64,
+    /// The principal that reviewed it.
+    pub reviewer: String,
+    /// Its verdict.
+    pub verdict: Verdict,
+    /// What the reviewer said.
+    pub comment: String,
+    /// The commit of the work branch reviewed.
+    pub head: Option<String>,
+    /// Whether the reviewer held `work:accept-critical`.
+    pub critical: bool,
     /// When.
     pub at: Millis,
 }

@@ -110,6 +110,19 @@ impl MoveRow {
     }
 }
 
+/// A row of `epic_task_reviews`.
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct ReviewRow {
+    pub(crate) epic_task_id: String,
+    pub(crate) seq: i64,
+    pub(crate) reviewer: String,
+    pub(crate) verdict: String,
+    pub(crate) comment: String,
+    pub(crate) head: Option<String>,
+    pub(crate) critical: i64,
+    pub(crate) at: i64,
+}
+
 /// One move of a row of `table` (`epics`, `epic_tasks`): from `from` to `to` by `moved_by`
 /// at `at`, setting its `merge_commit` when given.
 #[derive(Clone, Copy, Debug)]
@@ -206,14 +219,23 @@ macro_rules! epic_operations {
 
         pub(crate) async fn epic_rows(
             &self,
-            project: Option<&str>,
+            filter: &$crate::epics::EpicFilter,
             limit: i64,
         ) -> Result<Vec<$crate::epics::sql::EpicRow>, $crate::error::StoreError> {
+            if filter.projects.is_empty() {
+                return Ok(Vec::new());
+            }
             let mut qb = sqlx::QueryBuilder::<$db>::new("SELECT ");
             qb.push($crate::epics::sql::EPIC_COLUMNS);
-            qb.push(" FROM epics");
-            if let Some(project) = project {
-                qb.push(" WHERE project = ").push_bind(project.to_owned());
+            qb.push(" FROM epics WHERE project IN (");
+            let mut projects = qb.separated(", ");
+            for project in &filter.projects {
+                projects.push_bind(project.clone());
+            }
+            qb.push(")");
+            if let Some(state) = filter.state {
+                qb.push(" AND state = ")
+                    .push_bind(warden_core::work::State::as_str(state));
             }
             qb.push(" ORDER BY updated_at DESC, id DESC LIMIT ")
                 .push_bind(limit);
@@ -336,6 +358,67 @@ macro_rules! epic_operations {
                 .push_bind(epic_id.to_owned());
             qb.push(" ORDER BY created_at, id");
             Ok(qb.build_query_as().fetch_all(&self.pool).await?)
+        }
+
+        pub(crate) async fn insert_review(
+            &self,
+            r: &$crate::epics::Review,
+            then: Option<&str>,
+        ) -> Result<Option<i64>, $crate::error::StoreError> {
+            let (_guard, mut tx) = self.begin_write().await?;
+            // Only while in review; locks the task's row (PostgreSQL) before numbering.
+            let held = sqlx::query(
+                "UPDATE epic_tasks SET state = COALESCE($2, state), updated_at = $3 \
+                 WHERE id = $1 AND state = 'review'",
+            )
+            .bind(&r.epic_task_id)
+            .bind(then)
+            .bind(r.at.0)
+            .execute(&mut *tx)
+            .await?;
+            if held.rows_affected() != 1 {
+                return Ok(None);
+            }
+            if let Some(to) = then {
+                Self::record_work_move(&mut tx, &r.epic_task_id, &r.reviewer, Some("review"), to, r.at.0)
+                    .await?;
+            }
+            let last: Option<i64> = sqlx::query_scalar(
+                "SELECT MAX(seq) FROM epic_task_reviews WHERE epic_task_id = $1",
+            )
+            .bind(&r.epic_task_id)
+            .fetch_one(&mut *tx)
+            .await?;
+            let seq = last.unwrap_or(0) + 1;
+            sqlx::query(
+                "INSERT INTO epic_task_reviews (epic_task_id, seq, reviewer, verdict, comment, \
+                 head, critical, at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+            )
+            .bind(&r.epic_task_id)
+            .bind(seq)
+            .bind(&r.reviewer)
+            .bind(r.verdict.as_str())
+            .bind(&r.comment)
+            .bind(&r.head)
+            .bind(i64::from(r.critical))
+            .bind(r.at.0)
+            .execute(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            Ok(Some(seq))
+        }
+
+        pub(crate) async fn review_rows(
+            &self,
+            epic_task_id: &str,
+        ) -> Result<Vec<$crate::epics::sql::ReviewRow>, $crate::error::StoreError> {
+            Ok(sqlx::query_as(
+                "SELECT epic_task_id, seq, reviewer, verdict, comment, head, critical, at \
+                 FROM epic_task_reviews WHERE epic_task_id = $1 ORDER BY seq",
+            )
+            .bind(epic_task_id)
+            .fetch_all(&self.pool)
+            .await?)
         }
 
         pub(crate) async fn work_move_rows(

@@ -4,7 +4,7 @@ use warden_core::time::Millis;
 use warden_core::work::{EpicState, EpicTaskState, State as _};
 
 use super::sql::{EpicRow, EpicTaskRow, MoveRow, Step};
-use super::{Epic, EpicChange, EpicTask, WorkMove};
+use super::{Epic, EpicChange, EpicFilter, EpicTask, WorkMove};
 use crate::Store;
 use crate::backend::Backend;
 use crate::error::StoreError;
@@ -35,10 +35,10 @@ impl Store {
             .transpose()
     }
 
-    /// The last changed `limit` epics (of `project` when given), the newest first.
-    pub async fn epics(&self, project: Option<&str>, limit: i64) -> Result<Vec<Epic>, StoreError> {
+    /// The last changed `limit` epics that `filter` lets through, the newest first.
+    pub async fn epics(&self, filter: &EpicFilter, limit: i64) -> Result<Vec<Epic>, StoreError> {
         let limit = limit.clamp(1, MAX_LIMIT);
-        on!(self, b => b.epic_rows(project, limit).await)?
+        on!(self, b => b.epic_rows(filter, limit).await)?
             .into_iter()
             .map(EpicRow::into_epic)
             .collect()

@@ -9,6 +9,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 mod audit;
 mod bench;
 mod context;
+mod epic;
 mod options;
 mod resources;
 mod server;
@@ -17,6 +18,7 @@ mod token;
 pub(crate) use audit::{AuditArgs, AuditCommand, CheckpointCommand, VerifyArgs, VerifyKeyArgs};
 pub(crate) use bench::{BenchArgs, BenchCommand};
 pub(crate) use context::{ContextCommand, ContextSetArgs, ContextShowArgs};
+pub(crate) use epic::{EpicCommand, EpicTaskCommand};
 pub(crate) use options::{Output, StoreArgs, TargetArgs};
 pub(crate) use resources::{ApplyArgs, DeleteArgs, DescribeArgs, GetArgs, KillArgs};
 pub(crate) use server::{
@@ -107,6 +109,12 @@ pub enum Command {
     /// `warden describe task ID` read them.
     #[command(subcommand)]
     Task(TaskCommand),
+
+    /// Epics and their tasks (WORK-1, WORK-2), through a running server (token in
+    /// `WARDEN_TOKEN`): `warden epic create|list|get|update`, `warden epic task
+    /// add|move|review|accept`; docs/work.md.
+    #[command(subcommand)]
+    Epic(EpicCommand),
 
     /// Pull a kill switch: freeze everything, a project, an agent, a tool or a principal.
     Kill(KillArgs),

@@ -99,6 +99,14 @@ async fn each_one_sided_verb_refuses_the_other_side_in_one_line_naming_the_flags
             "tools upstreams",
             "run agent",
             "task create",
+            "epic create",
+            "epic list",
+            "epic get",
+            "epic update",
+            "epic task add",
+            "epic task move",
+            "epic task review",
+            "epic task accept",
             "audit checkpoint export",
         ]
     );
@@ -111,6 +119,22 @@ async fn each_one_sided_verb_refuses_the_other_side_in_one_line_naming_the_flags
             "chat" => vec!["bot", "hello"],
             "run agent" => vec!["bot"],
             "task create" => vec!["--title", "t"],
+            "epic create" => vec!["--project", "p", "--title", "t"],
+            "epic get" | "epic update" => vec!["epc_x"],
+            "epic task add" => vec![
+                "epc_x",
+                "--title",
+                "t",
+                "--workspace",
+                "w",
+                "--repository",
+                "r",
+                "--branch",
+                "b",
+            ],
+            "epic task move" => vec!["ept_x", "review"],
+            "epic task review" => vec!["ept_x", "--verdict", "approve"],
+            "epic task accept" => vec!["ept_x"],
             _ => vec![],
         });
         let (ran, expected) = match works.as_str() {

@@ -86,10 +86,19 @@ pub(crate) struct Fixture {
 
 impl Fixture {
     pub(crate) async fn start() -> Self {
+        Self::start_with("").await
+    }
+
+    /// The fixture with the resources `extra` (YAML documents) configured as well.
+    pub(crate) async fn start_with(extra: &str) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let repo = repository(dir.path());
         let out = dir.path().join("out");
-        let w = TestWarden::start(&config(&repo, &out)).await;
+        let mut config = config(&repo, &out);
+        if !extra.is_empty() {
+            config = format!("{config}---\n{extra}");
+        }
+        let w = TestWarden::start(&config).await;
         let environments = match &w.store.location {
             warden_store::Location::DataDir(d) => d.join("environments"),
             warden_store::Location::Url(_) => unreachable!("sqlite"),
