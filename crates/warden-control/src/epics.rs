@@ -9,6 +9,7 @@ use warden_work::epics::args::{
     AcceptArgs, AddTaskArgs, CreateEpicArgs, ListEpicsArgs, MoveEpicTaskArgs, ReviewArgs,
     UpdateEpicArgs,
 };
+use warden_work::epics::gate::Acceptance;
 use warden_work::epics::{self, EpicError, EpicView};
 use warden_work::tasks::Path;
 
@@ -87,12 +88,12 @@ pub async fn review(
     epics::gate::review(control.store(), policy, authority, args, control.now()).await
 }
 
-/// Accepts an epic task whose review gate is open.
+/// Accepts an epic task whose review gate is open, and merges it.
 pub async fn accept(
     control: &Control,
     policy: &Policy,
     authority: &Authority,
     args: AcceptArgs,
-) -> Result<EpicTask, EpicError> {
+) -> Result<Acceptance, EpicError> {
     epics::gate::accept(control.store(), policy, authority, args, control.now()).await
 }

@@ -634,7 +634,11 @@ async fn git_in(dir: &Path, args: &[&str]) -> Result<String, String> {
 }
 
 /// Runs git (in `dir` when given) and returns its standard output, or one line saying why not.
-async fn git<I, S>(dir: Option<&Path>, local_url: bool, args: I) -> Result<String, String>
+pub(crate) async fn git<I, S>(
+    dir: Option<&Path>,
+    local_url: bool,
+    args: I,
+) -> Result<String, String>
 where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,

@@ -152,7 +152,24 @@ pub(crate) async fn run(cmd: EpicCommand) -> anyhow::Result<()> {
             let accepted = api
                 .post(&["epic-tasks", &a.id, "accept"], &[], json!({}))
                 .await?;
-            print_one(&accepted, a.output, &["id", "state"])
+            if let Some(why) = field(&accepted, "notMerged").as_str() {
+                let paths = items(field(&accepted, "conflicts").clone());
+                let paths: Vec<&str> = paths.iter().filter_map(Value::as_str).collect();
+                match paths.as_slice() {
+                    [] => eprintln!("not merged: {why}"),
+                    _ => eprintln!("not merged: {why}: {}", paths.join(", ")),
+                }
+            }
+            let task = field(&accepted, "epicTask");
+            let keys: &[&str] = if field(task, "mergeCommit").is_string() {
+                &["id", "state", "mergeCommit"]
+            } else {
+                &["id", "state"]
+            };
+            match a.output {
+                Output::Table => print_one(task, a.output, keys),
+                _ => print_one(&accepted, a.output, &[]),
+            }
         }
     }
 }

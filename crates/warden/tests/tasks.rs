@@ -21,6 +21,8 @@ mod epics;
 mod refusals;
 #[path = "tasks/retries.rs"]
 mod retries;
+#[path = "tasks/reviews.rs"]
+mod reviews;
 #[path = "tasks/support.rs"]
 mod support;
 

@@ -252,6 +252,21 @@ impl From<EpicView> for EpicDetail {
     }
 }
 
+/// What an acceptance did.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct AcceptanceDoc {
+    /// The epic task: `merged` (with its merge commit), or `accepted` when the merge did not
+    /// happen.
+    epic_task: EpicTaskDoc,
+    /// The paths its work branch conflicts with its base branch in; nothing was pushed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    conflicts: Vec<String>,
+    /// Why it is not merged, when it is not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    not_merged: Option<String>,
+}
+
 /// An added epic task and its task.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -477,13 +492,13 @@ pub(crate) async fn review(
     Ok((StatusCode::CREATED, Json(review.into())))
 }
 
-/// Accepts an epic task whose review gate is open: it moves to `accepted`.
+/// Accepts an epic task whose review gate is open, and merges its work branch.
 #[utoipa::path(post, path = "/epic-tasks/{id}/accept", operation_id = "acceptEpicTask", tag = "work",
     params(("id" = String, Path, description = "the epic task (`ept_…`)")),
     request_body(content = ref("#/components/schemas/AcceptArgs"), content_type = "application/json",
         description = "`{}`, or no body at all"),
     responses(
-        (status = 200, description = "the epic task, accepted", body = EpicTaskDoc),
+        (status = 200, description = "accepted, and merged unless `notMerged` says why", body = AcceptanceDoc),
         (status = 403, description = "without `work:accept` in the project", body = ErrorBody),
         (status = 404, description = "no such epic task the caller sees", body = ErrorBody),
         (status = 409, description = "not in `review`, or its review gate is closed (the message says what it lacks)", body = ErrorBody),
@@ -494,10 +509,14 @@ pub(crate) async fn accept(
     Extension(Authenticated(credential)): Extension<Authenticated>,
     Path(id): Path<String>,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Json<EpicTaskDoc>, ApiError> {
+) -> Result<Json<AcceptanceDoc>, ApiError> {
     let authority = authority(&state, &credential)?;
     let args = arguments(body, Some(("id", &id)), "acceptance")?;
     let policy = state.gateway.snapshot().policy.clone();
-    let task = epics::accept(&state.control, &policy, &authority, args).await?;
-    Ok(Json(task.into()))
+    let done = epics::accept(&state.control, &policy, &authority, args).await?;
+    Ok(Json(AcceptanceDoc {
+        epic_task: done.epic_task.into(),
+        conflicts: done.conflicts,
+        not_merged: done.not_merged,
+    }))
 }

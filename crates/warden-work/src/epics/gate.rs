@@ -10,6 +10,7 @@
 
 use std::collections::BTreeSet;
 
+use serde::Serialize;
 use warden_core::authority::Authority;
 use warden_core::capability::{WORK_ACCEPT, WORK_ACCEPT_CRITICAL, WORK_REVIEW};
 use warden_core::config::{Kind, Resource};
@@ -18,6 +19,8 @@ use warden_core::principal::Provenance;
 use warden_core::time::Millis;
 use warden_core::work::{Counted, EpicTaskState, State as _, Verdict, review_gate};
 use warden_store::{EpicTask, Review, Store};
+
+use super::merge::{Merge, merge};
 
 use super::args::{AcceptArgs, ReviewArgs};
 use super::{
@@ -53,9 +56,13 @@ async fn authors(store: &Store, task: &EpicTask) -> Result<BTreeSet<String>, Epi
     Ok(authors)
 }
 
-/// The commit the work branch of `task` points at in its workspace's repository: refused
+/// The repository of `task` (its URL) and the commit its work branch points at there: refused
 /// when the branch does not exist there (nothing to review or accept yet).
-async fn head(store: &Store, policy: &Policy, task: &EpicTask) -> Result<String, EpicError> {
+async fn head(
+    store: &Store,
+    policy: &Policy,
+    task: &EpicTask,
+) -> Result<(String, String), EpicError> {
     let workspace = match store.task(&task.task_id).await? {
         Some(t) => t.workspace,
         None => {
@@ -99,7 +106,7 @@ async fn head(store: &Store, policy: &Policy, task: &EpicTask) -> Result<String,
                 ),
             )
         })?;
-    head.ok_or_else(|| {
+    let head = head.ok_or_else(|| {
         refused(
             code::INVALID_ARGUMENT,
             format!(
@@ -107,7 +114,8 @@ async fn head(store: &Store, policy: &Policy, task: &EpicTask) -> Result<String,
                 task.branch, task.id, task.repository
             ),
         )
-    })
+    })?;
+    Ok((url, head))
 }
 
 /// Records a review of an epic task in `review`; `changes` moves it back to `in_progress`.
@@ -150,7 +158,7 @@ pub async fn review(
         reviewer,
         verdict: args.verdict,
         comment: args.comment.unwrap_or_default().trim().to_owned(),
-        head: Some(head(store, policy, &task).await?),
+        head: Some(head(store, policy, &task).await?.1),
         critical: authority.holds(WORK_ACCEPT_CRITICAL),
         at: now,
     };
@@ -164,14 +172,31 @@ pub async fn review(
     Ok(review)
 }
 
-/// Accepts an epic task in `review` whose review gate is open: it moves to `accepted`.
+/// What an acceptance did.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Acceptance {
+    /// The epic task: `merged`, or `accepted` when its merge did not happen.
+    pub epic_task: EpicTask,
+    /// The paths its work branch conflicts with its base branch in (nothing was pushed).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub conflicts: Vec<String>,
+    /// Why it is not merged, when it is not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_merged: Option<String>,
+}
+
+/// Accepts an epic task in `review` whose review gate is open — it moves to `accepted` — and
+/// merges its work branch at the approved commit into its base branch: only a pushed merge
+/// moves it to `merged` (its merge commit recorded). A task left `accepted` (a conflict, a
+/// repository that refused the push) is merged by accepting it again, through the gate again.
 pub async fn accept(
     store: &Store,
     policy: &Policy,
     authority: &Authority,
     args: AcceptArgs,
     now: Millis,
-) -> Result<EpicTask, EpicError> {
+) -> Result<Acceptance, EpicError> {
     let (task, epic) = visible_task(store, authority, &args.id).await?;
     require(
         authority,
@@ -179,11 +204,13 @@ pub async fn accept(
         &epic.project,
         "accepting an epic task",
     )?;
-    task.state
-        .check_move(EpicTaskState::Accepted)
-        .map_err(|e| refused(code::INVALID_MOVE, e.to_string()))?;
+    if task.state != EpicTaskState::Accepted {
+        task.state
+            .check_move(EpicTaskState::Accepted)
+            .map_err(|e| refused(code::INVALID_MOVE, e.to_string()))?;
+    }
     let authors = authors(store, &task).await?;
-    let head = head(store, policy, &task).await?;
+    let (url, head) = head(store, policy, &task).await?;
     let reviews = store.reviews(&task.id).await?;
     let counted: Vec<Counted<'_>> = reviews
         .iter()
@@ -201,22 +228,70 @@ pub async fn accept(
             format!("epic task `{}` cannot be accepted: {closed}", task.id),
         ));
     }
-    let moved = store
-        .move_epic_task(
-            &task.id,
-            EpicTaskState::Review,
-            EpicTaskState::Accepted,
-            &authority.principal.to_string(),
-            None,
-            now,
-        )
-        .await?;
-    if !moved {
-        return Err(moved_meanwhile("epic task", &task.id));
+    let principal = authority.principal.to_string();
+    if task.state == EpicTaskState::Review {
+        let moved = store
+            .move_epic_task(
+                &task.id,
+                EpicTaskState::Review,
+                EpicTaskState::Accepted,
+                &principal,
+                None,
+                now,
+            )
+            .await?;
+        if !moved {
+            return Err(moved_meanwhile("epic task", &task.id));
+        }
+        tracing::info!(epic_task = %task.id, %principal, "epic task accepted");
     }
-    tracing::info!(epic_task = %task.id, principal = %authority.principal, "epic task accepted");
-    store
-        .epic_task(&task.id)
-        .await?
-        .ok_or_else(|| no_epic_task(&task.id))
+    let message = format!(
+        "Merge {} of epic task {} into {}",
+        task.branch, task.id, task.base_branch
+    );
+    let outcome = merge(&url, &task.base_branch, &task.branch, &head, &message).await;
+    let (mut conflicts, mut not_merged) = (Vec::new(), None);
+    match outcome {
+        Merge::Merged(commit) => {
+            let moved = store
+                .move_epic_task(
+                    &task.id,
+                    EpicTaskState::Accepted,
+                    EpicTaskState::Merged,
+                    &principal,
+                    Some(&commit),
+                    now,
+                )
+                .await?;
+            if !moved {
+                return Err(moved_meanwhile("epic task", &task.id));
+            }
+            tracing::info!(epic_task = %task.id, %commit, "epic task merged");
+        }
+        Merge::Conflict(paths) => {
+            not_merged = Some(format!(
+                "`{}` conflicts with `{}`; nothing was pushed",
+                task.branch, task.base_branch
+            ));
+            conflicts = paths;
+        }
+        Merge::Moved => {
+            not_merged = Some(format!(
+                "`{}` moved while it was being merged; nothing was pushed",
+                task.branch
+            ));
+        }
+        Merge::Failed(reason) => not_merged = Some(format!("the merge failed: {reason}")),
+    }
+    if let Some(why) = &not_merged {
+        tracing::warn!(epic_task = %task.id, reason = %why, "epic task accepted, not merged");
+    }
+    Ok(Acceptance {
+        epic_task: store
+            .epic_task(&task.id)
+            .await?
+            .ok_or_else(|| no_epic_task(&task.id))?,
+        conflicts,
+        not_merged,
+    })
 }

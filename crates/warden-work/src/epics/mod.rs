@@ -6,12 +6,13 @@
 //! any other epic answers exactly as one that does not exist. Reading it needs `work:read`,
 //! writing `work:write` in the project. Adding a task creates its task (`task_…`) through task admission
 //! ([`crate::tasks::create`]), so the caller needs `tasks:create` in the workspace as well.
-//! Moves follow the machines of [`warden_core::work`]; the moves to `accepted`, `merged` and
-//! `reopened` belong to the review gate ([`gate::accept`]), the merge and the CI report (WORK-2,
-//! WORK-3), never to a plain move. Every refusal changes nothing.
+//! Moves follow the machines of [`warden_core::work`]; the moves to `accepted` and `merged`
+//! belong to the review gate and the merge on acceptance ([`gate::accept`]), `reopened` to the
+//! CI report (WORK-2, WORK-3), never to a plain move. Every refusal changes nothing.
 
 pub mod args;
 pub mod gate;
+mod merge;
 pub mod tool;
 
 use serde::Serialize;

@@ -63,7 +63,7 @@ pub async fn execute(
             let a: AcceptArgs = serde_json::from_value(args).map_err(invalid)?;
             accept(store, policy, authority, a, now)
                 .await
-                .map(|t| json!({ "epicTask": t }))
+                .map(|acceptance| json!(acceptance))
         }
         "get_epic" => {
             let a: EpicIdArgs = serde_json::from_value(args).map_err(invalid)?;

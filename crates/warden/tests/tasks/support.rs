@@ -51,7 +51,7 @@ pub(crate) fn repository(dir: &Path) -> PathBuf {
 pub(crate) fn config(repo: &Path, out: &Path) -> String {
     let script = format!(
         "d={out}/$WARDEN_RUN_ID; mkdir -p $d; pwd > $d/pwd; env | grep ^WARDEN_ > $d/env; \
-         printf %s \"$WARDEN_RUN_TOKEN\" > $d/token; \
+         printf %s \"$WARDEN_RUN_TOKEN\" > $d/token.part && mv $d/token.part $d/token; \
          for i in $(seq 1 600); do [ -e $d/done ] && exit 0; sleep 0.1; done",
         out = out.display()
     );
