@@ -4,7 +4,7 @@
 //! current commit by principals other than the task's authors.
 //!
 //! The authors of an epic task are whoever added it, whoever created its task, and its
-//! sessions: each agent run bound to the task, and whoever started it. The work branch's
+//! sessions: the agent of each run bound to the task, and whoever started it. The work branch's
 //! commit is read from the workspace's repository with `git ls-remote`, as a push there is
 //! seen; a review of another commit counts for nothing.
 
@@ -20,23 +20,11 @@ use warden_core::time::Millis;
 use warden_core::work::{Counted, EpicTaskState, State as _, Verdict, review_gate};
 use warden_store::{EpicTask, Review, Store};
 
-use super::merge::{Merge, merge};
-
 use super::args::{AcceptArgs, ReviewArgs};
+use super::merge::{Merge, merge};
 use super::{
-    EpicError, code, moved_meanwhile, no_epic_task, party, refused, require, visible_task_epic,
+    EpicError, code, moved_meanwhile, no_epic_task, party, refused, require, visible_task,
 };
-
-/// The epic task `id` and its epic's risk, when `authority` sees it.
-async fn visible_task(
-    store: &Store,
-    authority: &Authority,
-    id: &str,
-) -> Result<(EpicTask, warden_store::Epic), EpicError> {
-    let task = store.epic_task(id).await?.ok_or_else(|| no_epic_task(id))?;
-    let epic = visible_task_epic(store, authority, &task).await?;
-    Ok((task, epic))
-}
 
 /// The parties ([`party`]) that authored `task`.
 async fn authors(store: &Store, task: &EpicTask) -> Result<BTreeSet<String>, EpicError> {

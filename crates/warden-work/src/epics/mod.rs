@@ -174,6 +174,17 @@ pub(crate) async fn visible_task_epic(
     }
 }
 
+/// The epic task `id` and its epic, when `authority` sees them.
+pub(crate) async fn visible_task(
+    store: &Store,
+    authority: &Authority,
+    id: &str,
+) -> Result<(EpicTask, Epic), EpicError> {
+    let task = store.epic_task(id).await?.ok_or_else(|| no_epic_task(id))?;
+    let epic = visible_task_epic(store, authority, &task).await?;
+    Ok((task, epic))
+}
+
 /// Refused unless `authority` holds `capability` (besides seeing the project) for `doing`.
 fn require(
     authority: &Authority,
@@ -496,11 +507,7 @@ pub async fn move_task(
     args: MoveEpicTaskArgs,
     now: Millis,
 ) -> Result<EpicTask, EpicError> {
-    let task = store
-        .epic_task(&args.id)
-        .await?
-        .ok_or_else(|| no_epic_task(&args.id))?;
-    let epic = visible_task_epic(store, authority, &task).await?;
+    let (task, epic) = visible_task(store, authority, &args.id).await?;
     require(authority, WORK_WRITE, &epic.project, "moving an epic task")?;
     task.state
         .check_move(args.to)
