@@ -9,8 +9,8 @@ use warden_work::epics::args::{
     AcceptArgs, AddTaskArgs, CreateEpicArgs, ListEpicsArgs, MoveEpicTaskArgs, ReviewArgs,
     UpdateEpicArgs,
 };
-use warden_work::epics::gate::Acceptance;
-use warden_work::epics::{self, EpicError, EpicView};
+use warden_work::epics::gate::{Acceptance, Forge};
+use warden_work::epics::{self, EpicError, EpicTaskPage, EpicView};
 use warden_work::tasks::Path;
 
 use crate::Control;
@@ -69,6 +69,15 @@ pub async fn get(
     epics::get_epic(control.store(), authority, id).await
 }
 
+/// An epic task the caller sees, with its reviews, moves and epic.
+pub async fn get_task(
+    control: &Control,
+    authority: &Authority,
+    id: &str,
+) -> Result<EpicTaskPage, EpicError> {
+    epics::get_epic_task(control.store(), authority, id).await
+}
+
 /// The epics the caller sees.
 pub async fn list(
     control: &Control,
@@ -85,7 +94,11 @@ pub async fn review(
     authority: &Authority,
     args: ReviewArgs,
 ) -> Result<Review, EpicError> {
-    epics::gate::review(control.store(), policy, authority, args, control.now()).await
+    let forge = Forge {
+        policy,
+        secrets: control.secrets(),
+    };
+    epics::gate::review(control.store(), forge, authority, args, control.now()).await
 }
 
 /// Accepts an epic task whose review gate is open, and merges it.
@@ -95,5 +108,9 @@ pub async fn accept(
     authority: &Authority,
     args: AcceptArgs,
 ) -> Result<Acceptance, EpicError> {
-    epics::gate::accept(control.store(), policy, authority, args, control.now()).await
+    let forge = Forge {
+        policy,
+        secrets: control.secrets(),
+    };
+    epics::gate::accept(control.store(), forge, authority, args, control.now()).await
 }

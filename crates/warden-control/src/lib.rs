@@ -11,6 +11,8 @@ pub mod approvals;
 pub mod audit;
 pub mod epics;
 pub mod explain;
+mod forge_secrets;
+pub mod forges;
 pub mod killswitches;
 pub mod resources;
 pub mod runs;
@@ -28,6 +30,7 @@ use warden_core::config::ConfigError;
 use warden_core::pipeline::Clock;
 use warden_core::principal::Principal;
 use warden_core::time::Millis;
+use warden_runtime::Secrets;
 use warden_store::{Store, StoreError};
 
 /// Told when a service has changed configuration or credentials, so that a running server
@@ -45,6 +48,7 @@ pub struct Control {
     store: Arc<Store>,
     clock: Arc<dyn Clock>,
     listener: Option<Arc<dyn Listener>>,
+    secrets: Secrets,
 }
 
 impl fmt::Debug for Control {
@@ -64,7 +68,20 @@ impl Control {
             store,
             clock,
             listener: None,
+            secrets: Secrets::default(),
         }
+    }
+
+    /// These services, storing the secrets applied as values (a GitProvider's webhook secret)
+    /// in `secrets`' directory.
+    #[must_use]
+    pub fn with_secrets(mut self, secrets: Secrets) -> Self {
+        self.secrets = secrets;
+        self
+    }
+
+    pub(crate) fn secrets(&self) -> &Secrets {
+        &self.secrets
     }
 
     /// These services, telling `listener` of each change they write.

@@ -1,8 +1,9 @@
 //! Configuration resources (OPS-2): apply and delete — `warden apply|delete`, the admin API's
 //! `/resources`, and kill switches (`killswitches.rs`) built on them. Parsing the YAML or JSON
-//! is the door's; validating what it makes, writing it and saying what changed is here.
+//! is the door's; validating what it makes, writing it and saying what changed is here — a
+//! GitProvider's webhook secret by the rules of `forge_secrets`.
 
-use crate::{Caller, ConfigRefusal, Control, Refusal};
+use crate::{Caller, ConfigRefusal, Control, Refusal, forge_secrets};
 use warden_core::capability::{CONFIG_READ, CONFIG_WRITE};
 use warden_core::config::{Config, Kind, Located, Resource};
 
@@ -112,6 +113,13 @@ pub(crate) async fn write(
     dry_run: bool,
 ) -> Result<Applied, Refusal> {
     let (current, revision) = control.store().load_config().await?;
+    let mut resources = resources;
+    let secrets = forge_secrets::settle(&current, &mut resources, control.secrets());
+    let rejected = |errors| Refusal::Config {
+        refusal: ConfigRefusal::Rejected,
+        errors,
+    };
+    secrets.check(control.secrets()).map_err(rejected)?;
     let changes: Vec<Change> = resources
         .iter()
         .map(|r| Change {
@@ -130,12 +138,8 @@ pub(crate) async fn write(
         .filter(|(_, c)| c.status != ChangeStatus::Unchanged)
         .map(|(r, _)| r.clone())
         .collect();
-    let rejected = |errors| Refusal::Config {
-        refusal: ConfigRefusal::Rejected,
-        errors,
-    };
+    let base: Vec<Located> = current.resources().cloned().collect();
     if dry_run || to_write.is_empty() {
-        let base = current.resources().cloned().collect();
         Config::merge(base, resources).map_err(rejected)?;
         return Ok(Applied {
             revision,
@@ -143,11 +147,32 @@ pub(crate) async fn write(
             written: false,
         });
     }
-    let revision = control
+    // A GitProvider's secret was settled against this revision (a secret left out keeps the
+    // one it had): it is written on that revision or not at all.
+    let expected = resources
+        .iter()
+        .any(|r| r.resource.kind() == Kind::GitProvider)
+        .then_some(revision);
+    // Secrets are written only for an apply valid as a whole, before the configuration that
+    // names them.
+    Config::merge(base, resources).map_err(rejected)?;
+    secrets.write(control.secrets()).map_err(rejected)?;
+    let applied = control
         .store()
-        .apply(to_write, &caller.actor(), control.now())
-        .await?
-        .map_err(rejected)?;
+        .apply_at(to_write, &caller.actor(), control.now(), expected)
+        .await;
+    let revision = match applied {
+        Ok(Ok(revision)) => revision,
+        Ok(Err(errors)) => {
+            secrets.undo(control.secrets());
+            return Err(rejected(errors));
+        }
+        Err(e) => {
+            secrets.undo(control.secrets());
+            return Err(e.into());
+        }
+    };
+    secrets.finish(control.secrets());
     control.changed().await;
     Ok(Applied {
         revision,

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use crate::capability::Capability;
 use crate::config::{
-    AgentSpec, AutonomySpec, AutonomySubject, BudgetPer, BudgetSubject, Config, IssuerSpec,
-    KillScope, KillSwitchSpec, Kind, ModelSpec, ProjectSpec, Resource, ToolPolicySpec,
-    WriteBudgetSpec,
+    AgentSpec, Approvals, AutonomySpec, AutonomySubject, BudgetPer, BudgetSubject, Config,
+    GitProviderSpec, IssuerSpec, KillScope, KillSwitchSpec, Kind, ModelSpec, ProjectSpec, Resource,
+    ToolPolicySpec, WriteBudgetSpec,
 };
 use crate::name::{Name, glob_match};
 use crate::principal::{Principal, Subject};
@@ -115,6 +115,22 @@ impl Policy {
         }
         policy.config = Arc::new(config);
         policy
+    }
+
+    /// The review gate's numbers in `project` (WORK-2): its ReviewPolicy's, or the defaults.
+    pub fn approvals(&self, project: &str) -> Approvals {
+        match self.config.get(Kind::ReviewPolicy, project) {
+            Some(Resource::ReviewPolicy(r)) => r.approvals,
+            _ => Approvals::default(),
+        }
+    }
+
+    /// The GitProvider `name` (WORK-3).
+    pub fn git_provider(&self, name: &str) -> Option<&GitProviderSpec> {
+        match self.config.get(Kind::GitProvider, name) {
+            Some(Resource::GitProvider(g)) => Some(g),
+            _ => None,
+        }
     }
 
     /// Every project.

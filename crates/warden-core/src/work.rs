@@ -311,11 +311,15 @@ impl fmt::Display for GateClosed {
     }
 }
 
-/// The review gate (WORK-2): each reviewer's last review stands; it opens with
-/// [`reviews_needed`] standing approvals of the current commit by distinct reviewers, one of
-/// them by a holder of `work:accept-critical` at `critical` risk. The reviewers it counted, or
-/// why it stays closed.
-pub fn review_gate(risk: Risk, reviews: &[Counted<'_>]) -> Result<Vec<String>, GateClosed> {
+/// The review gate (WORK-2): each reviewer's last review stands; it opens with `needed`
+/// standing approvals of the current commit by distinct reviewers ([`reviews_needed`] unless
+/// the project's ReviewPolicy says otherwise), one of them by a holder of
+/// `work:accept-critical` at `critical` risk. The reviewers it counted, or why it stays closed.
+pub fn review_gate(
+    risk: Risk,
+    needed: usize,
+    reviews: &[Counted<'_>],
+) -> Result<Vec<String>, GateClosed> {
     let mut standing: Vec<Counted<'_>> = Vec::new();
     for review in reviews {
         standing.retain(|r| r.reviewer != review.reviewer);
@@ -332,7 +336,6 @@ pub fn review_gate(risk: Risk, reviews: &[Counted<'_>]) -> Result<Vec<String>, G
         .filter(|r| !r.current)
         .map(|r| r.reviewer.to_owned())
         .collect();
-    let needed = reviews_needed(risk);
     let needs_critical = risk == Risk::Critical
         && !standing
             .iter()
@@ -476,17 +479,23 @@ mod tests {
         ];
         for (risk, reviews, opens) in table {
             assert_eq!(
-                review_gate(*risk, reviews).is_ok(),
+                review_gate(*risk, reviews_needed(*risk), reviews).is_ok(),
                 *opens,
                 "{risk:?} {reviews:?}"
             );
         }
+        // A project's ReviewPolicy sets the number; critical still needs its holder.
+        assert!(review_gate(Risk::High, 3, &[bob, carol]).is_err());
+        assert!(review_gate(Risk::High, 3, &[bob, carol, chief]).is_ok());
+        assert!(review_gate(Risk::Critical, 1, &[chief]).is_ok());
+        assert!(review_gate(Risk::Critical, 1, &[bob]).is_err());
     }
 
     #[test]
     fn a_closed_gate_says_what_it_lacks() {
         let closed = review_gate(
             Risk::Critical,
+            2,
             &[
                 review("user:bob", true, true, false),
                 review("user:carol", true, false, false),
@@ -497,7 +506,7 @@ mod tests {
             closed.to_string(),
             "it needs 2 approving reviews by principals other than its authors (risk `critical`), one of them by a holder of `work:accept-critical`; it has 1 (user:bob); the approvals of user:carol were of an earlier commit of the work branch"
         );
-        let closed = review_gate(Risk::Medium, &[]).unwrap_err();
+        let closed = review_gate(Risk::Medium, 1, &[]).unwrap_err();
         assert_eq!(
             closed.to_string(),
             "it needs 1 approving review by principals other than its authors (risk `medium`); it has none"

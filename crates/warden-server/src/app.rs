@@ -181,6 +181,11 @@ fn routes(state: Arc<AppState>, shutdown: CancellationToken) -> (Router, Endpoin
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
         .route("/api/v1/openapi.json", get(admin::openapi))
+        // Signed by the forge, not authenticated by a token (WORK-3).
+        .route(
+            "/hooks/git/{provider}",
+            axum::routing::post(crate::hooks::git),
+        )
         .merge(crate::oauth::metadata_routes())
         .merge(authenticated)
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))

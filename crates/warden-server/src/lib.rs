@@ -24,6 +24,7 @@ mod auth;
 mod chat_events;
 mod console;
 mod endpoint;
+mod hooks;
 mod hosts;
 mod jsonrpc;
 mod limiter;

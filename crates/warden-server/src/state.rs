@@ -40,6 +40,8 @@ pub struct AppState {
     /// Starts agent runs (scheduled and manual).
     pub runner: Arc<Runner>,
     pub(crate) auth_failures: FailureLimiter,
+    /// Refused deliveries to forges' webhooks, by source (`hooks.rs`).
+    pub(crate) hook_failures: FailureLimiter,
     /// Failed authentications a source address may have per minute before it is answered
     /// 429 (AUTH-5).
     pub auth_failure_limit: u32,
@@ -66,13 +68,15 @@ impl AppState {
             gateway.upstreams().secrets().clone(),
         ));
         let control = Control::new(gateway.store().clone(), gateway.clock().clone())
-            .with_listener(Arc::new(Refresh(gateway.clone())));
+            .with_listener(Arc::new(Refresh(gateway.clone())))
+            .with_secrets(gateway.upstreams().secrets().clone());
         Self {
             gateway,
             control,
             hosts,
             runner,
             auth_failures: FailureLimiter::default(),
+            hook_failures: FailureLimiter::default(),
             auth_failure_limit: DEFAULT_FAILURE_LIMIT,
             session_limits: SessionLimits::default(),
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,

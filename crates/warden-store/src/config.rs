@@ -5,7 +5,7 @@ use warden_core::audit::canonical_json;
 use warden_core::config::{Config, ConfigError, Kind, Located, Resource, Source};
 use warden_core::time::Millis;
 
-use crate::sink::{AdminChange, admin_record};
+use crate::sink::{AdminChange, admin_record, revision_conflict};
 use crate::{Store, StoreError};
 
 impl Store {
@@ -53,7 +53,22 @@ impl Store {
         actor: &str,
         now: Millis,
     ) -> Result<Result<u64, Vec<ConfigError>>, StoreError> {
+        self.apply_at(resources, actor, now, None).await
+    }
+
+    /// [`Store::apply`], refused as a conflict unless the configuration is still at
+    /// `expected` (the revision the caller prepared the resources against), when given.
+    pub async fn apply_at(
+        &self,
+        resources: Vec<Located>,
+        actor: &str,
+        now: Millis,
+        expected: Option<u64>,
+    ) -> Result<Result<u64, Vec<ConfigError>>, StoreError> {
         let (current, revision) = self.load_config().await?;
+        if expected.is_some_and(|e| e != revision) {
+            return Err(revision_conflict());
+        }
         let base: Vec<Located> = current.resources().cloned().collect();
         let changed: Vec<(Kind, String, String)> = resources
             .iter()

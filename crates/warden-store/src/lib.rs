@@ -44,7 +44,7 @@ use warden_core::time::Millis;
 
 pub use anchor::{AuditKey, CHECKPOINT_FILE, KEY_FILE, read_checkpoints};
 pub use approvals::{Approval, ApprovalFilter, Transition};
-pub use epics::{Epic, EpicChange, EpicFilter, EpicTask, Review, WorkMove};
+pub use epics::{Epic, EpicChange, EpicFilter, EpicTask, Report, Review, WorkMove};
 pub use error::StoreError;
 pub use location::{Location, SQLITE_FILE};
 pub use rows::{AgentRun, AuditFilter};

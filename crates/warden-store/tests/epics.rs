@@ -51,6 +51,9 @@ fn epic_task(id: &str, epic_id: &str, at: i64) -> EpicTask {
         merge_commit: None,
         created_at: Millis(at),
         updated_at: Millis(at),
+        conflicts: Vec::new(),
+        ci_state: None,
+        ci_url: None,
     }
 }
 
@@ -367,5 +370,115 @@ async fn reviews_are_numbered_in_order_recorded_only_in_review_and_read_back_as_
             [Review { seq: 1, ..first }, Review { seq: 2, ..second }]
         );
         assert!(st.reviews("ept_none").await.unwrap().is_empty());
+    }
+}
+
+#[tokio::test]
+async fn a_forges_reports_are_kept_found_by_merge_commit_and_deliveries_taken_once() {
+    for s in stores().await {
+        let st = &s.store;
+        st.insert_epic(&epic("epc_a", "payments", NOW))
+            .await
+            .unwrap();
+        st.insert_epic(&epic("epc_b", "search", NOW)).await.unwrap();
+        let mut merged = epic_task("ept_a", "epc_a", NOW);
+        merged.state = EpicTaskState::Accepted;
+        st.insert_epic_task(&merged).await.unwrap();
+        let mut other = epic_task("ept_b", "epc_b", NOW);
+        other.state = EpicTaskState::Accepted;
+        st.insert_epic_task(&other).await.unwrap();
+        for id in ["ept_a", "ept_b"] {
+            let moved = st
+                .move_epic_task(
+                    id,
+                    EpicTaskState::Accepted,
+                    EpicTaskState::Merged,
+                    ALICE,
+                    Some("abc123"),
+                    Millis(NOW + 1),
+                )
+                .await
+                .unwrap();
+            assert!(moved, "{}", s.name);
+        }
+
+        // By merge commit, within the project only.
+        let found = st.merged_epic_tasks("payments", "abc123").await.unwrap();
+        assert_eq!(
+            found.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(),
+            ["ept_a"],
+            "{}",
+            s.name
+        );
+        assert!(
+            st.merged_epic_tasks("payments", "def456")
+                .await
+                .unwrap()
+                .is_empty()
+        );
+
+        // A CI report and conflicts read back; an unknown task is false.
+        let ci = warden_store::Report::Ci {
+            state: "failure",
+            url: Some("https://ci.example/7"),
+        };
+        assert!(
+            st.report_epic_task("ept_a", ci, Millis(NOW + 2))
+                .await
+                .unwrap()
+        );
+        let paths = vec!["a.txt".to_owned(), "b/c.rs".to_owned()];
+        let conflicts = warden_store::Report::Conflicts(&paths);
+        assert!(
+            st.report_epic_task("ept_a", conflicts, Millis(NOW + 3))
+                .await
+                .unwrap()
+        );
+        assert!(
+            !st.report_epic_task("ept_none", ci, Millis(NOW + 3))
+                .await
+                .unwrap()
+        );
+        let got = st.epic_task("ept_a").await.unwrap().unwrap();
+        assert_eq!(
+            (
+                got.ci_state.as_deref(),
+                got.ci_url.as_deref(),
+                got.conflicts
+            ),
+            (Some("failure"), Some("https://ci.example/7"), paths),
+            "{}",
+            s.name
+        );
+
+        // A delivery is known by any of its ids, per provider; old ones are forgotten.
+        let ids = |a: &[&str]| a.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert!(
+            !st.git_delivery_seen("forge", &ids(&["d-1", "sha256:x"]))
+                .await
+                .unwrap()
+        );
+        st.record_git_delivery("forge", &ids(&["d-1", "sha256:x"]), Millis(NOW))
+            .await
+            .unwrap();
+        assert!(
+            st.git_delivery_seen("forge", &ids(&["d-2", "sha256:x"]))
+                .await
+                .unwrap()
+        );
+        assert!(st.git_delivery_seen("forge", &ids(&["d-1"])).await.unwrap());
+        assert!(!st.git_delivery_seen("other", &ids(&["d-1"])).await.unwrap());
+        st.record_git_delivery("forge", &ids(&["d-1"]), Millis(NOW))
+            .await
+            .unwrap();
+        let later = Millis(NOW + 31 * 24 * 3600 * 1000);
+        st.record_git_delivery("forge", &ids(&["d-9"]), later)
+            .await
+            .unwrap();
+        assert!(
+            !st.git_delivery_seen("forge", &ids(&["d-1"])).await.unwrap(),
+            "{}",
+            s.name
+        );
     }
 }

@@ -11,5 +11,7 @@ pub mod agents;
 pub mod args;
 pub mod environments;
 pub mod epics;
+pub mod forges;
+pub mod git_auth;
 pub mod materialise;
 pub mod tasks;

@@ -77,6 +77,8 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 use warden_core::url_credentials::redact;
 
+use crate::git_auth::GitAuth;
+
 use sha2::{Digest as _, Sha256};
 
 #[cfg(test)]
@@ -509,10 +511,14 @@ fn remove_partial(partial: &Path) -> Result<(), String> {
 
 /// The commit that `branch` of the repository at `url` points at, or `None` when it has no such
 /// branch: `git ls-remote`, as a push there is seen.
-pub async fn remote_head(url: &str, branch: &str) -> Result<Option<String>, String> {
+pub async fn remote_head(
+    url: &str,
+    branch: &str,
+    auth: &GitAuth,
+) -> Result<Option<String>, String> {
     let local = warden_core::git_url::classify(url)? == warden_core::git_url::GitUrl::Local;
     let reference = format!("refs/heads/{branch}");
-    let listing = git(None, local, ["ls-remote", url, reference.as_str()]).await?;
+    let listing = git_with(None, local, auth, ["ls-remote", url, reference.as_str()]).await?;
     Ok(listing.lines().find_map(|line| {
         let (commit, name) = line.split_once('\t')?;
         (name == reference).then(|| commit.to_owned())
@@ -643,6 +649,20 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
+    git_with(dir, local_url, &GitAuth::default(), args).await
+}
+
+/// [`git`], given `auth` (a GitProvider's credentials) in its environment.
+pub(crate) async fn git_with<I, S>(
+    dir: Option<&Path>,
+    local_url: bool,
+    auth: &GitAuth,
+    args: I,
+) -> Result<String, String>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
     let args: Vec<OsString> = args.into_iter().map(|a| a.as_ref().to_owned()).collect();
     let subcommand = args
         .first()
@@ -657,6 +677,7 @@ where
     cmd.env("GIT_TERMINAL_PROMPT", "0")
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .env("LC_ALL", "C")
+        .envs(auth.env())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

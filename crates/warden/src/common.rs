@@ -111,6 +111,15 @@ pub(crate) fn control(store: impl Into<Arc<Store>>) -> Control {
     Control::new(store.into(), Arc::new(SystemClock))
 }
 
+/// Where `${secret:NAME}` files are for a store at `location`: `explicit` (`--secrets-dir`,
+/// `WARDEN_SECRETS_DIR`), else `secrets` in the data directory; none for a database URL.
+pub(crate) fn secrets_dir(explicit: Option<PathBuf>, location: &Location) -> Option<PathBuf> {
+    explicit.or_else(|| match location {
+        Location::DataDir(dir) => Some(dir.join("secrets")),
+        Location::Url(_) => None,
+    })
+}
+
 /// Who is acting, for operator records in the audit trail.
 pub(crate) fn cli_actor() -> String {
     let user = std::env::var("USER").unwrap_or_else(|_| "unknown".into());

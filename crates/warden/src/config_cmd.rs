@@ -12,7 +12,7 @@ use warden_core::config::{
 };
 use warden_core::name::Name;
 use warden_core::principal::Subject;
-use warden_store::{Location, Store};
+use warden_store::Location;
 
 use crate::api::Failure;
 use crate::cli::{ApplyArgs, ConfigCommand, DeleteArgs, GetArgs, KillArgs, Output};
@@ -52,7 +52,13 @@ pub(crate) async fn apply(args: ApplyArgs) -> anyhow::Result<()> {
     }
     let applied = match resolve(&args.target, REACH).await? {
         Target::Store(location) => {
-            apply_on(open(&location).await?, resources, args.dry_run).await?
+            let secrets = crate::common::secrets_dir(
+                std::env::var_os("WARDEN_SECRETS_DIR").map(Into::into),
+                &location,
+            );
+            let control =
+                control(open(&location).await?).with_secrets(warden_runtime::Secrets::new(secrets));
+            apply_on(control, resources, args.dry_run).await?
         }
         Target::Server(api) => {
             // The files as they are, named as here, so that the server's errors name them so.
@@ -76,9 +82,13 @@ pub(crate) async fn apply(args: ApplyArgs) -> anyhow::Result<()> {
 }
 
 /// An apply on the store, by the one service the admin API calls too.
-async fn apply_on(store: Store, resources: Vec<Located>, dry_run: bool) -> anyhow::Result<Applied> {
+async fn apply_on(
+    control: warden_control::Control,
+    resources: Vec<Located>,
+    dry_run: bool,
+) -> anyhow::Result<Applied> {
     let caller = Caller::Operator(cli_actor());
-    let applied = warden_control::resources::apply(&control(store), &caller, resources, dry_run)
+    let applied = warden_control::resources::apply(&control, &caller, resources, dry_run)
         .await
         .map_err(|e| match e {
             Refusal::Config { errors, .. } => config_errors(&errors),
@@ -231,6 +241,8 @@ fn rows(kind: Kind, resources: &[&Resource]) -> (Vec<&'static str>, Vec<Vec<Stri
         Kind::KillSwitch => vec!["NAME", "SCOPE", "REASON"],
         Kind::Workspace => vec!["NAME", "MODE", "PROJECT"],
         Kind::Issuer => vec!["NAME", "ISSUER", "CLIENTS"],
+        Kind::ReviewPolicy => vec!["PROJECT", "LOW", "MEDIUM", "HIGH", "CRITICAL"],
+        Kind::GitProvider => vec!["NAME", "PROJECT", "URL", "WEBHOOK"],
     };
     let rows = resources
         .iter()
@@ -294,6 +306,21 @@ fn rows(kind: Kind, resources: &[&Resource]) -> (Vec<&'static str>, Vec<Vec<Stri
                     key,
                     format!("{:?}", w.mode).to_lowercase(),
                     w.project.to_string(),
+                ],
+                Resource::ReviewPolicy(r) => {
+                    let mut row = vec![key];
+                    row.extend(
+                        warden_core::work::Risk::ALL
+                            .map(|risk| r.approvals.needed(risk).to_string()),
+                    );
+                    row
+                }
+                Resource::GitProvider(g) => vec![
+                    key,
+                    g.project.to_string(),
+                    warden_core::url_credentials::redact(&g.url),
+                    // The reference, never a value: a secret is never shown again.
+                    g.webhook_secret().map_or("-".into(), |_| "signed".into()),
                 ],
             }
         })

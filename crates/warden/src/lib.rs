@@ -15,6 +15,7 @@ mod context_cmd;
 mod epic_cmd;
 mod output;
 mod progress;
+mod provider_cmd;
 mod remote;
 mod runs_cmd;
 mod serve;
@@ -111,6 +112,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Run(cli::RunCommand::Agent(args)) => remote::run_agent(args).await,
         Command::Task(cli::TaskCommand::Create(args)) => remote::create_task(args).await,
         Command::Epic(cmd) => epic_cmd::run(cmd).await,
+        Command::Provider(cmd) => provider_cmd::run(cmd).await,
         Command::Kill(args) => config_cmd::kill(args).await,
         Command::Token(cmd) => token_cmd::run(cmd).await,
         Command::Audit(args) => audit_cmd::run(args).await,

@@ -41,11 +41,18 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         other => anyhow::Error::new(other).context("failed to open the audit key"),
     })?);
     let admin = store.bootstrap(now()).await?;
+    let secrets_dir = crate::common::secrets_dir(args.secrets_dir.clone(), &location);
     if !resources.is_empty() {
-        store
-            .apply(resources, "serve --config", now())
-            .await?
-            .map_err(|e| config_errors(&e))?;
+        // The one apply every door makes (a GitProvider's secret settled the same way).
+        let control = crate::common::control(store.clone())
+            .with_secrets(warden_runtime::Secrets::new(secrets_dir.clone()));
+        let caller = warden_control::Caller::Operator("serve --config".into());
+        warden_control::resources::apply(&control, &caller, resources, false)
+            .await
+            .map_err(|e| match e {
+                warden_control::Refusal::Config { errors, .. } => config_errors(&errors),
+                other => other.into(),
+            })?;
     } else if let (Some(_), false, Location::DataDir(dir)) = (&admin, args.no_demo, &location) {
         // The embedded default: a new store gets a demo project whose tools work offline.
         let demo = demo_config(dir)?;
@@ -57,10 +64,6 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
             "loaded the demo configuration (project `demo`); start with --no-demo to skip it"
         );
     }
-    let secrets_dir = args.secrets_dir.clone().or_else(|| match &location {
-        Location::DataDir(dir) => Some(dir.join("secrets")),
-        Location::Url(_) => None,
-    });
     let gateway = Gateway::start(
         store,
         GatewayOptions {

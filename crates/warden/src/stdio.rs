@@ -8,7 +8,6 @@ use rmcp::ServiceExt as _;
 use warden_core::pipeline::Governance;
 use warden_mcp::bridge::{self, Bridge};
 use warden_mcp::{Gateway, GatewayOptions, McpHandler, SessionAuth};
-use warden_store::Location;
 
 use crate::cli::{GovernanceMode, StdioArgs};
 use crate::common::{open, usage};
@@ -83,10 +82,7 @@ async fn local_handler(
     if let Err(e) = known {
         return Err(usage(format!("WARDEN_TOKEN: {e}")));
     }
-    let secrets_dir = args.secrets_dir.clone().or_else(|| match &location {
-        Location::DataDir(dir) => Some(dir.join("secrets")),
-        Location::Url(_) => None,
-    });
+    let secrets_dir = crate::common::secrets_dir(args.secrets_dir.clone(), &location);
     let gateway = Gateway::start(
         store,
         GatewayOptions {

@@ -17,6 +17,14 @@ mod common;
 mod environments;
 #[path = "tasks/epics.rs"]
 mod epics;
+#[path = "tasks/forges.rs"]
+mod forges;
+#[path = "console/plain.rs"]
+#[allow(
+    dead_code,
+    reason = "the console's helpers, of which the epics' pages use some"
+)]
+mod plain;
 #[path = "tasks/refusals.rs"]
 mod refusals;
 #[path = "tasks/retries.rs"]

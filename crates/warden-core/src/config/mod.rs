@@ -9,15 +9,17 @@ mod model;
 mod reference;
 mod resources;
 mod upstream;
+mod work;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 pub use issuer::*;
 pub use model::*;
-pub use reference::check_reference;
+pub use reference::{check_reference, is_sole_reference};
 pub use resources::*;
 pub use upstream::*;
+pub use work::*;
 
 use crate::capability::validate_capability;
 use crate::name::Name;
@@ -243,6 +245,8 @@ fn parse_one(value: yaml_serde::Value) -> Result<Resource, ParseFailure> {
         Kind::KillSwitch => parse_as!(KillSwitch),
         Kind::Workspace => parse_as!(Workspace),
         Kind::Issuer => parse_as!(Issuer),
+        Kind::ReviewPolicy => parse_as!(ReviewPolicy),
+        Kind::GitProvider => parse_as!(GitProvider),
     }
 }
 
@@ -695,6 +699,22 @@ fn check_resource(config: &Config, located: &Located, errors: &mut Vec<ConfigErr
                         missing(Kind::ServiceAccount, account.as_str()),
                     );
                 }
+            }
+        }
+        Resource::ReviewPolicy(r) => {
+            if !config.contains(Kind::Project, r.project.as_str()) {
+                fail("project", missing(Kind::Project, r.project.as_str()));
+            }
+            for (field, problem) in r.approvals.problems() {
+                fail(&field, problem);
+            }
+        }
+        Resource::GitProvider(g) => {
+            if !config.contains(Kind::Project, g.project.as_str()) {
+                fail("project", missing(Kind::Project, g.project.as_str()));
+            }
+            for (field, problem) in g.problems() {
+                fail(&field, problem);
             }
         }
         Resource::Workspace(w) => {

@@ -81,8 +81,7 @@ impl ModelSpec {
             out.push(("model", "name the model the endpoint serves".into()));
         }
         if let Some(key) = &self.api_key {
-            // One reference and nothing else: `${env:X}sk-…` would carry a key too.
-            if !(key.starts_with("${") && key.ends_with('}') && key.matches("${").count() == 1) {
+            if !super::reference::is_sole_reference(key) {
                 out.push((
                     "apiKey",
                     "write a reference, `${secret:NAME}` or `${env:NAME}`, not the key itself"

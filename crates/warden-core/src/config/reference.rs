@@ -27,3 +27,9 @@ pub fn check_reference(value: &str) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// Whether `value` is exactly one `${…}` reference and nothing else: `${env:X}sk-…` carries a
+/// literal too.
+pub fn is_sole_reference(value: &str) -> bool {
+    value.starts_with("${") && value.ends_with('}') && value.matches("${").count() == 1
+}

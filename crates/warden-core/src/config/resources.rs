@@ -48,11 +48,15 @@ pub enum Kind {
     Workspace,
     /// [`super::issuer::IssuerSpec`]
     Issuer,
+    /// [`super::work::ReviewPolicySpec`]
+    ReviewPolicy,
+    /// [`super::work::GitProviderSpec`]
+    GitProvider,
 }
 
 impl Kind {
     /// All kinds, in application order.
-    pub const ALL: [Kind; 14] = [
+    pub const ALL: [Kind; 16] = [
         Kind::User,
         Kind::ServiceAccount,
         Kind::Role,
@@ -67,6 +71,8 @@ impl Kind {
         Kind::KillSwitch,
         Kind::Workspace,
         Kind::Issuer,
+        Kind::ReviewPolicy,
+        Kind::GitProvider,
     ];
 
     /// The kind as written in `kind:`.
@@ -86,6 +92,8 @@ impl Kind {
             Kind::KillSwitch => "KillSwitch",
             Kind::Workspace => "Workspace",
             Kind::Issuer => "Issuer",
+            Kind::ReviewPolicy => "ReviewPolicy",
+            Kind::GitProvider => "GitProvider",
         }
     }
 
@@ -149,6 +157,10 @@ pub enum Resource {
     Workspace(WorkspaceSpec),
     /// `kind: Issuer`
     Issuer(super::issuer::IssuerSpec),
+    /// The review gate's numbers in a project (WORK-2).
+    ReviewPolicy(super::work::ReviewPolicySpec),
+    /// A forge a project's repositories live in (WORK-3).
+    GitProvider(super::work::GitProviderSpec),
 }
 
 impl Resource {
@@ -169,6 +181,8 @@ impl Resource {
             Resource::KillSwitch(_) => Kind::KillSwitch,
             Resource::Workspace(_) => Kind::Workspace,
             Resource::Issuer(_) => Kind::Issuer,
+            Resource::ReviewPolicy(_) => Kind::ReviewPolicy,
+            Resource::GitProvider(_) => Kind::GitProvider,
         }
     }
 
@@ -208,6 +222,8 @@ impl Resource {
                 .map_or_else(|| s.scope.to_string(), Name::to_string),
             Resource::Workspace(s) => s.name.to_string(),
             Resource::Issuer(s) => s.name.to_string(),
+            Resource::ReviewPolicy(s) => s.project.to_string(),
+            Resource::GitProvider(s) => s.name.to_string(),
         }
     }
 }

@@ -277,11 +277,15 @@ impl Executor for GatewayExecutor<'_> {
             }
             ToolSource::Builtin { set, tool } if set.as_str() == builtin::epics::SET => {
                 // Boxed, as the `tasks` tools are: several store round trips per call.
+                let forge = warden_work::epics::gate::Forge {
+                    policy: &self.snapshot.policy,
+                    secrets: self.gateway.upstreams().secrets(),
+                };
                 Box::pin(warden_work::epics::tool::execute(
                     tool,
                     call.args,
                     call.authority,
-                    &self.snapshot.policy,
+                    forge,
                     &self.gateway.store,
                     self.gateway.clock.now(),
                 ))

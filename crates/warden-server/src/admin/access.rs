@@ -196,6 +196,8 @@ pub(crate) const TABLE: &[Row] = &[
         Gate::Widens(WORK_ACCEPT),
         "`work:accept` in the epic's project, once the review gate is open (WORK-2)",
     ),
+    row("discoverRepositories", Gate::Required(CONFIG_READ), ""),
+    row("importRepositories", Gate::Required(CONFIG_WRITE), ""),
     row(
         "startThread",
         Gate::Open,

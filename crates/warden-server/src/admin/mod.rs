@@ -24,6 +24,7 @@ mod approvals;
 mod audit;
 mod epics;
 mod error;
+mod forges;
 mod identity;
 mod killswitches;
 mod openapi;
@@ -42,6 +43,7 @@ pub(crate) use access::{
     APPROVALS_DECIDE, AUDIT_READ, CONFIG_READ, CONFIG_WRITE, KILLSWITCHES_WRITE, TASKS_CREATE,
     TASKS_READ, TOKENS_READ, TOKENS_WRITE,
 };
+pub(crate) use error::ApiError;
 pub use identity::inventory_row;
 
 /// Every route of the admin API, relative to `/api/v1`, with the document it makes.
@@ -79,6 +81,8 @@ fn api() -> (Router<Arc<AppState>>, utoipa::openapi::OpenApi) {
         .routes(routes!(epics::move_task))
         .routes(routes!(epics::review))
         .routes(routes!(epics::accept))
+        .routes(routes!(forges::discover))
+        .routes(routes!(forges::import))
         .routes(routes!(threads::start))
         .routes(routes!(threads::send))
         .routes(routes!(threads::list))

@@ -34,13 +34,14 @@ pub(crate) enum Section {
     Tools,
     Agents,
     Tasks,
+    Epics,
     Chat,
     Tokens,
 }
 
 impl Section {
     /// Every page, in the order of the navigation.
-    pub(crate) const ALL: [Section; 11] = [
+    pub(crate) const ALL: [Section; 12] = [
         Section::Overview,
         Section::Approvals,
         Section::Runs,
@@ -50,6 +51,7 @@ impl Section {
         Section::Tools,
         Section::Agents,
         Section::Tasks,
+        Section::Epics,
         Section::Chat,
         Section::Tokens,
     ];
@@ -65,6 +67,7 @@ impl Section {
             Section::Tools => "/tools",
             Section::Agents => "/agents",
             Section::Tasks => "/tasks",
+            Section::Epics => "/epics",
             Section::Chat => "/chat",
             Section::Tokens => "/tokens",
         }
@@ -81,21 +84,23 @@ impl Section {
             Section::Tools => "Tools",
             Section::Agents => "Agents",
             Section::Tasks => "Tasks",
+            Section::Epics => "Epics",
             Section::Chat => "Chat",
             Section::Tokens => "Tokens",
         }
     }
 
     /// Whether `authority` may open the page. Overview, approvals (a requester sees its own),
-    /// explain (of its own calls), tasks (of the workspaces it may read) and chat (its own
-    /// threads) are open to every signed-in credential; each shows only what the credential
-    /// may see.
+    /// explain (of its own calls), tasks (of the workspaces it may read), epics (of the
+    /// projects where it may read them) and chat (its own threads) are open to every
+    /// signed-in credential; each shows only what the credential may see.
     pub(crate) fn open_to(self, authority: &Authority) -> bool {
         match self {
             Section::Overview
             | Section::Approvals
             | Section::Explain
             | Section::Tasks
+            | Section::Epics
             | Section::Chat => true,
             Section::Runs => authority.holds(RUNS_READ),
             Section::Audit => authority.holds(AUDIT_READ),
@@ -115,6 +120,7 @@ impl Section {
             | Section::Approvals
             | Section::Explain
             | Section::Tasks
+            | Section::Epics
             | Section::Chat => "",
             Section::Runs => "`runs:read`",
             Section::Audit => "`audit:read`",

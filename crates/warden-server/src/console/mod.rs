@@ -31,6 +31,7 @@ mod caps;
 mod chart;
 mod chat;
 mod csrf;
+mod epics;
 mod explain;
 mod fmt;
 mod kill;
@@ -72,6 +73,9 @@ pub(crate) fn routes(control: warden_control::Control) -> Router<Arc<AppState>> 
         .route("/agents/{agent}/run", post(agents::run_now))
         .route("/tasks", get(agents::tasks))
         .route("/tasks/{id}", get(agents::task))
+        .route("/epics", get(epics::board))
+        .route("/epics/{id}", get(epics::epic))
+        .route("/epic-tasks/{id}", get(epics::task))
         .route("/chat", get(chat::threads).post(chat::start))
         .route("/chat/events", post(chat::start_events))
         .route("/chat/{id}", get(chat::thread).post(chat::send))

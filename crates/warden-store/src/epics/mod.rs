@@ -95,6 +95,30 @@ pub struct EpicTask {
     pub created_at: Millis,
     /// When it last changed.
     pub updated_at: Millis,
+    /// The paths its last merge on acceptance conflicted in (empty once merged).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conflicts: Vec<String>,
+    /// The last CI status its forge reported for its merge commit (WORK-3): `success`,
+    /// `pending`, `failure` or `error`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci_state: Option<String>,
+    /// The link of that report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci_url: Option<String>,
+}
+
+/// What a forge or a merge reports of an epic task.
+#[derive(Clone, Copy, Debug)]
+pub enum Report<'a> {
+    /// Its merge commit's CI status and link.
+    Ci {
+        /// `success`, `pending`, `failure` or `error`.
+        state: &'a str,
+        /// The report's link, if any.
+        url: Option<&'a str>,
+    },
+    /// The paths its merge conflicted in (empty: none).
+    Conflicts(&'a [String]),
 }
 
 /// One recorded move of an epic or an epic task.

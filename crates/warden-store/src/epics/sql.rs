@@ -64,6 +64,9 @@ pub(crate) struct EpicTaskRow {
     merge_commit: Option<String>,
     created_at: i64,
     updated_at: i64,
+    ci_state: Option<String>,
+    ci_url: Option<String>,
+    conflicts: String,
 }
 
 impl EpicTaskRow {
@@ -82,6 +85,10 @@ impl EpicTaskRow {
             merge_commit: self.merge_commit,
             created_at: Millis(self.created_at),
             updated_at: Millis(self.updated_at),
+            conflicts: serde_json::from_str(&self.conflicts)
+                .map_err(|_| corrupt("an epic task's conflicts", &self.conflicts))?,
+            ci_state: self.ci_state,
+            ci_url: self.ci_url,
         })
     }
 }
@@ -141,7 +148,8 @@ pub(crate) const EPIC_COLUMNS: &str = "id, project, title, description, criteria
      risk, state, created_by, created_at, updated_at";
 /// The columns of `epic_tasks`, in [`EpicTaskRow`]'s order.
 pub(crate) const EPIC_TASK_COLUMNS: &str = "id, epic_id, task_id, title, repository, \
-     base_branch, branch, state, created_by, merge_commit, created_at, updated_at";
+     base_branch, branch, state, created_by, merge_commit, created_at, updated_at, ci_state, \
+     ci_url, conflicts";
 
 /// The epics' sqlx operations, expanded in each backend's `impl` block.
 macro_rules! epic_operations {
@@ -294,7 +302,9 @@ macro_rules! epic_operations {
             qb.push(table).push(" SET state = ").push_bind(to.to_owned());
             qb.push(", updated_at = ").push_bind(now);
             if let Some(commit) = merge_commit {
+                // A new merge commit: what CI said of the last one no longer holds.
                 qb.push(", merge_commit = ").push_bind(commit.to_owned());
+                qb.push(", ci_state = NULL, ci_url = NULL");
             }
             qb.push(" WHERE id = ").push_bind(id.to_owned());
             qb.push(" AND state = ").push_bind(from.to_owned());
@@ -406,6 +416,96 @@ macro_rules! epic_operations {
             .await?;
             tx.commit().await?;
             Ok(Some(seq))
+        }
+
+        pub(crate) async fn merged_epic_task_rows(
+            &self,
+            project: &str,
+            commit: &str,
+        ) -> Result<Vec<$crate::epics::sql::EpicTaskRow>, $crate::error::StoreError> {
+            let mut qb = sqlx::QueryBuilder::<$db>::new("SELECT ");
+            qb.push($crate::epics::sql::EPIC_TASK_COLUMNS);
+            qb.push(" FROM epic_tasks WHERE state = 'merged' AND merge_commit = ")
+                .push_bind(commit.to_owned());
+            qb.push(" AND epic_id IN (SELECT id FROM epics WHERE project = ")
+                .push_bind(project.to_owned());
+            qb.push(") ORDER BY created_at, id");
+            Ok(qb.build_query_as().fetch_all(&self.pool).await?)
+        }
+
+        pub(crate) async fn set_epic_task_report(
+            &self,
+            id: &str,
+            report: &$crate::epics::Report<'_>,
+            now: i64,
+        ) -> Result<bool, $crate::error::StoreError> {
+            let (_guard, mut tx) = self.begin_write().await?;
+            let done = match report {
+                $crate::epics::Report::Ci { state, url } => sqlx::query(
+                    "UPDATE epic_tasks SET ci_state = $2, ci_url = $3, updated_at = $4 \
+                     WHERE id = $1",
+                )
+                .bind(id)
+                .bind(*state)
+                .bind(*url)
+                .bind(now),
+                $crate::epics::Report::Conflicts(paths) => sqlx::query(
+                    "UPDATE epic_tasks SET conflicts = $2, updated_at = $3 WHERE id = $1",
+                )
+                .bind(id)
+                .bind(serde_json::to_string(paths).unwrap_or_else(|_| "[]".into()))
+                .bind(now),
+            }
+            .execute(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            Ok(done.rows_affected() == 1)
+        }
+
+        pub(crate) async fn git_delivery_seen(
+            &self,
+            provider: &str,
+            ids: &[String],
+        ) -> Result<bool, $crate::error::StoreError> {
+            let mut qb = sqlx::QueryBuilder::<$db>::new(
+                "SELECT COUNT(*) FROM git_deliveries WHERE provider = ",
+            );
+            qb.push_bind(provider.to_owned()).push(" AND delivery IN (");
+            let mut each = qb.separated(", ");
+            for id in ids {
+                each.push_bind(id.clone());
+            }
+            qb.push(")");
+            let seen: i64 = qb.build_query_scalar().fetch_one(&self.pool).await?;
+            Ok(seen > 0)
+        }
+
+        pub(crate) async fn insert_git_deliveries(
+            &self,
+            provider: &str,
+            ids: &[String],
+            at: i64,
+            forget_before: i64,
+        ) -> Result<(), $crate::error::StoreError> {
+            let (_guard, mut tx) = self.begin_write().await?;
+            sqlx::query("DELETE FROM git_deliveries WHERE provider = $1 AND at < $2")
+                .bind(provider)
+                .bind(forget_before)
+                .execute(&mut *tx)
+                .await?;
+            for id in ids {
+                sqlx::query(
+                    "INSERT INTO git_deliveries (provider, delivery, at) VALUES ($1, $2, $3) \
+                     ON CONFLICT (provider, delivery) DO NOTHING",
+                )
+                .bind(provider)
+                .bind(id)
+                .bind(at)
+                .execute(&mut *tx)
+                .await?;
+            }
+            tx.commit().await?;
+            Ok(())
         }
 
         pub(crate) async fn review_rows(

@@ -4,10 +4,15 @@ use warden_core::time::Millis;
 use warden_core::work::{EpicState, EpicTaskState, State as _};
 
 use super::sql::{EpicRow, EpicTaskRow, MoveRow, Step};
-use super::{Epic, EpicChange, EpicFilter, EpicTask, WorkMove};
+use super::{Epic, EpicChange, EpicFilter, EpicTask, Report, WorkMove};
 use crate::Store;
 use crate::backend::Backend;
 use crate::error::StoreError;
+
+/// How long a GitProvider's deliveries are remembered, so that a repeated one is ignored
+/// (forges redeliver within days).
+pub(crate) const DELIVERIES_KEPT: std::time::Duration =
+    std::time::Duration::from_secs(30 * 24 * 3600);
 
 /// The most epics one read returns.
 const MAX_LIMIT: i64 = 10_000;
@@ -117,6 +122,53 @@ impl Store {
             at: now.0,
         };
         on!(self, b => b.move_work(&step).await)
+    }
+
+    /// The merged epic tasks of `project` whose merge commit is `commit`.
+    pub async fn merged_epic_tasks(
+        &self,
+        project: &str,
+        commit: &str,
+    ) -> Result<Vec<EpicTask>, StoreError> {
+        on!(self, b => b.merged_epic_task_rows(project, commit).await)?
+            .into_iter()
+            .map(EpicTaskRow::into_task)
+            .collect()
+    }
+
+    /// Records `report` of the epic task `id`; false when there is no such task.
+    pub async fn report_epic_task(
+        &self,
+        id: &str,
+        report: Report<'_>,
+        now: Millis,
+    ) -> Result<bool, StoreError> {
+        on!(self, b => b.set_epic_task_report(id, &report, now.0).await)
+    }
+
+    /// Whether the GitProvider `provider` took a delivery known by any of `ids` before.
+    pub async fn git_delivery_seen(
+        &self,
+        provider: &str,
+        ids: &[String],
+    ) -> Result<bool, StoreError> {
+        if ids.is_empty() {
+            return Ok(false);
+        }
+        on!(self, b => b.git_delivery_seen(provider, ids).await)
+    }
+
+    /// Records that the GitProvider `provider` took the delivery known by `ids`, forgetting
+    /// its deliveries older than [`DELIVERIES_KEPT`].
+    pub async fn record_git_delivery(
+        &self,
+        provider: &str,
+        ids: &[String],
+        now: Millis,
+    ) -> Result<(), StoreError> {
+        let kept = i64::try_from(DELIVERIES_KEPT.as_millis()).unwrap_or(i64::MAX);
+        let before = now.0.saturating_sub(kept);
+        on!(self, b => b.insert_git_deliveries(provider, ids, now.0, before).await)
     }
 
     /// The recorded moves of `subject` (an epic or an epic task), the first first.

@@ -18,13 +18,15 @@ use warden_core::policy::Policy;
 use warden_core::principal::Provenance;
 use warden_core::time::Millis;
 use warden_core::work::{Counted, EpicTaskState, State as _, Verdict, review_gate};
-use warden_store::{EpicTask, Review, Store};
+use warden_runtime::Secrets;
+use warden_store::{EpicTask, Report, Review, Store};
 
 use super::args::{AcceptArgs, ReviewArgs};
 use super::merge::{Merge, merge};
 use super::{
     EpicError, code, moved_meanwhile, no_epic_task, party, refused, require, visible_task,
 };
+use crate::git_auth::GitAuth;
 
 /// The parties ([`party`]) that authored `task`.
 async fn authors(store: &Store, task: &EpicTask) -> Result<BTreeSet<String>, EpicError> {
@@ -44,13 +46,25 @@ async fn authors(store: &Store, task: &EpicTask) -> Result<BTreeSet<String>, Epi
     Ok(authors)
 }
 
+/// What the gate reaches a repository with: the configuration (its workspace, its forge and
+/// the project's ReviewPolicy) and the secrets a forge's credentials are read from.
+#[derive(Clone, Copy, Debug)]
+pub struct Forge<'a> {
+    /// The configuration in force.
+    pub policy: &'a Policy,
+    /// Where `${secret:…}` references are read.
+    pub secrets: &'a Secrets,
+}
+
 /// The repository of `task` (its URL) and the commit its work branch points at there: refused
 /// when the branch does not exist there (nothing to review or accept yet).
 async fn head(
     store: &Store,
-    policy: &Policy,
+    forge: Forge<'_>,
+    project: &str,
     task: &EpicTask,
-) -> Result<(String, String), EpicError> {
+) -> Result<(String, String, GitAuth), EpicError> {
+    let Forge { policy, secrets } = forge;
     let workspace = match store.task(&task.task_id).await? {
         Some(t) => t.workspace,
         None => {
@@ -83,7 +97,9 @@ async fn head(
                 ),
             )
         })?;
-    let head = crate::materialise::remote_head(&url, &task.branch)
+    let auth = GitAuth::for_repository(policy, secrets, project, &url)
+        .map_err(|reason| refused(code::UNAVAILABLE, reason))?;
+    let head = crate::materialise::remote_head(&url, &task.branch, &auth)
         .await
         .map_err(|reason| {
             refused(
@@ -103,13 +119,13 @@ async fn head(
             ),
         )
     })?;
-    Ok((url, head))
+    Ok((url, head, auth))
 }
 
 /// Records a review of an epic task in `review`; `changes` moves it back to `in_progress`.
 pub async fn review(
     store: &Store,
-    policy: &Policy,
+    forge: Forge<'_>,
     authority: &Authority,
     args: ReviewArgs,
     now: Millis,
@@ -146,7 +162,7 @@ pub async fn review(
         reviewer,
         verdict: args.verdict,
         comment: args.comment.unwrap_or_default().trim().to_owned(),
-        head: Some(head(store, policy, &task).await?.1),
+        head: Some(head(store, forge, &epic.project, &task).await?.1),
         critical: authority.holds(WORK_ACCEPT_CRITICAL),
         at: now,
     };
@@ -180,7 +196,7 @@ pub struct Acceptance {
 /// repository that refused the push) is merged by accepting it again, through the gate again.
 pub async fn accept(
     store: &Store,
-    policy: &Policy,
+    forge: Forge<'_>,
     authority: &Authority,
     args: AcceptArgs,
     now: Millis,
@@ -198,7 +214,7 @@ pub async fn accept(
             .map_err(|e| refused(code::INVALID_MOVE, e.to_string()))?;
     }
     let authors = authors(store, &task).await?;
-    let (url, head) = head(store, policy, &task).await?;
+    let (url, head, auth) = head(store, forge, &epic.project, &task).await?;
     let reviews = store.reviews(&task.id).await?;
     let counted: Vec<Counted<'_>> = reviews
         .iter()
@@ -210,7 +226,8 @@ pub async fn accept(
             critical: r.critical,
         })
         .collect();
-    if let Err(closed) = review_gate(epic.risk, &counted) {
+    let needed = forge.policy.approvals(&epic.project).needed(epic.risk);
+    if let Err(closed) = review_gate(epic.risk, needed, &counted) {
         return Err(refused(
             code::GATED,
             format!("epic task `{}` cannot be accepted: {closed}", task.id),
@@ -237,7 +254,15 @@ pub async fn accept(
         "Merge {} of epic task {} into {}",
         task.branch, task.id, task.base_branch
     );
-    let outcome = merge(&url, &task.base_branch, &task.branch, &head, &message).await;
+    let outcome = merge(
+        &url,
+        &task.base_branch,
+        &task.branch,
+        &head,
+        &message,
+        &auth,
+    )
+    .await;
     let (mut conflicts, mut not_merged) = (Vec::new(), None);
     match outcome {
         Merge::Merged(commit) => {
@@ -273,6 +298,12 @@ pub async fn accept(
     }
     if let Some(why) = &not_merged {
         tracing::warn!(epic_task = %task.id, reason = %why, "epic task accepted, not merged");
+    }
+    if conflicts != task.conflicts {
+        // Kept for its page: what the last attempt conflicted in, nothing once merged.
+        store
+            .report_epic_task(&task.id, Report::Conflicts(&conflicts), now)
+            .await?;
     }
     Ok(Acceptance {
         epic_task: store

@@ -11,7 +11,8 @@
 use std::ffi::OsStr;
 use std::path::Path;
 
-use crate::materialise::git;
+use crate::git_auth::GitAuth;
+use crate::materialise::git_with;
 
 /// What a merge did.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -27,13 +28,15 @@ pub(crate) enum Merge {
     Failed(String),
 }
 
-/// Merges `branch` at `approved` into `base` of the repository at `url`, with `message`.
+/// Merges `branch` at `approved` into `base` of the repository at `url`, with `message`,
+/// reaching it with `auth`.
 pub(crate) async fn merge(
     url: &str,
     base: &str,
     branch: &str,
     approved: &str,
     message: &str,
+    auth: &GitAuth,
 ) -> Merge {
     let local = warden_core::git_url::classify(url) == Ok(warden_core::git_url::GitUrl::Local);
     let scratch = match tempfile::Builder::new().prefix("warden-merge-").tempdir() {
@@ -41,20 +44,48 @@ pub(crate) async fn merge(
         Err(e) => return Merge::Failed(format!("cannot make a scratch directory: {e}")),
     };
     let dir = scratch.path().join("repository");
-    match merge_in(&dir, local, url, base, branch, approved, message).await {
+    let at = Repository {
+        dir: &dir,
+        local,
+        url,
+        auth,
+    };
+    match merge_in(&at, base, branch, approved, message).await {
         Ok(merge) | Err(merge) => merge,
     }
 }
 
-async fn merge_in(
-    dir: &Path,
+/// Where a merge is made: the scratch clone `dir` of the repository at `url`.
+struct Repository<'a> {
+    dir: &'a Path,
     local: bool,
-    url: &str,
+    url: &'a str,
+    auth: &'a GitAuth,
+}
+
+impl Repository<'_> {
+    /// git in the scratch clone (`None`: the clone itself), reaching the repository when
+    /// `remote`.
+    async fn git<I, S>(&self, inside: bool, remote: bool, args: I) -> Result<String, String>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let no_auth = GitAuth::default();
+        let auth = if remote { self.auth } else { &no_auth };
+        let dir = inside.then_some(self.dir);
+        git_with(dir, remote && self.local, auth, args).await
+    }
+}
+
+async fn merge_in(
+    at: &Repository<'_>,
     base: &str,
     branch: &str,
     approved: &str,
     message: &str,
 ) -> Result<Merge, Merge> {
+    let (dir, url) = (at.dir, at.url);
     let failed = Merge::Failed;
     let clone = [
         OsStr::new("clone"),
@@ -67,40 +98,39 @@ async fn merge_in(
         OsStr::new(url),
         dir.as_os_str(),
     ];
-    git(None, local, clone).await.map_err(failed)?;
+    at.git(false, true, clone).await.map_err(failed)?;
     let work = format!("refs/heads/{branch}");
-    git(
-        Some(dir),
-        local,
-        ["fetch", "--quiet", "origin", work.as_str()],
-    )
-    .await
-    .map_err(failed)?;
-    let fetched = git(Some(dir), false, ["rev-parse", "FETCH_HEAD"])
+    at.git(true, true, ["fetch", "--quiet", "origin", work.as_str()])
+        .await
+        .map_err(failed)?;
+    let fetched = at
+        .git(true, false, ["rev-parse", "FETCH_HEAD"])
         .await
         .map_err(failed)?;
     if fetched.trim() != approved {
         return Ok(Merge::Moved);
     }
-    let merged = git(
-        Some(dir),
-        false,
-        [
-            "-c",
-            "user.name=Warden",
-            "-c",
-            "user.email=warden@localhost",
-            "merge",
-            "--no-ff",
-            "--no-edit",
-            "-m",
-            message,
-            approved,
-        ],
-    )
-    .await;
+    let merged = at
+        .git(
+            true,
+            false,
+            [
+                "-c",
+                "user.name=Warden",
+                "-c",
+                "user.email=warden@localhost",
+                "merge",
+                "--no-ff",
+                "--no-edit",
+                "-m",
+                message,
+                approved,
+            ],
+        )
+        .await;
     if let Err(reason) = merged {
-        let conflicts = git(Some(dir), false, ["diff", "--name-only", "--diff-filter=U"])
+        let conflicts = at
+            .git(true, false, ["diff", "--name-only", "--diff-filter=U"])
             .await
             .unwrap_or_default();
         let paths: Vec<String> = conflicts.lines().map(str::to_owned).collect();
@@ -110,16 +140,13 @@ async fn merge_in(
             Merge::Conflict(paths)
         });
     }
-    let commit = git(Some(dir), false, ["rev-parse", "HEAD"])
+    let commit = at
+        .git(true, false, ["rev-parse", "HEAD"])
         .await
         .map_err(failed)?;
     let target = format!("HEAD:refs/heads/{base}");
-    git(
-        Some(dir),
-        local,
-        ["push", "--quiet", "origin", target.as_str()],
-    )
-    .await
-    .map_err(failed)?;
+    at.git(true, true, ["push", "--quiet", "origin", target.as_str()])
+        .await
+        .map_err(failed)?;
     Ok(Merge::Merged(commit.trim().to_owned()))
 }

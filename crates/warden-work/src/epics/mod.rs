@@ -478,6 +478,9 @@ pub async fn add_task(
         merge_commit: None,
         created_at: now,
         updated_at: now,
+        conflicts: Vec::new(),
+        ci_state: None,
+        ci_url: None,
     };
     store.insert_epic_task(&task).await?;
     tracing::info!(epic = %epic.id, epic_task = %task.id, task = %task.task_id, principal = %authority.principal, "epic task added");
@@ -552,6 +555,36 @@ pub async fn get_epic(
     Ok(EpicView {
         tasks,
         moves: store.work_moves(&epic.id).await?,
+        epic,
+    })
+}
+
+/// An epic task with its reviews and moves, and its epic.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EpicTaskPage {
+    /// Its epic.
+    pub epic: Epic,
+    /// The epic task, with its reviews.
+    pub task: EpicTaskView,
+    /// Its moves, the first (its creation) first.
+    pub moves: Vec<WorkMove>,
+}
+
+/// An epic task `authority` may read (`work:read`), with its reviews, moves and epic.
+pub async fn get_epic_task(
+    store: &Store,
+    authority: &Authority,
+    id: &str,
+) -> Result<EpicTaskPage, EpicError> {
+    let (task, epic) = visible_task(store, authority, id).await?;
+    require(authority, WORK_READ, &epic.project, "reading an epic task")?;
+    Ok(EpicTaskPage {
+        moves: store.work_moves(&task.id).await?,
+        task: EpicTaskView {
+            reviews: store.reviews(&task.id).await?,
+            task,
+        },
         epic,
     })
 }

@@ -5,7 +5,6 @@ use serde_json::{Map, Value, json};
 use warden_core::authority::Authority;
 use warden_core::contract::ToolOutput;
 use warden_core::error::ExecError;
-use warden_core::policy::Policy;
 use warden_core::time::Millis;
 use warden_store::Store;
 
@@ -13,7 +12,7 @@ use super::args::{
     AcceptArgs, AddTaskArgs, CreateEpicArgs, EpicIdArgs, ListEpicsArgs, MoveEpicTaskArgs,
     ReviewArgs, UpdateEpicArgs,
 };
-use super::gate::{accept, review};
+use super::gate::{Forge, accept, review};
 use super::{EpicError, add_task, create_epic, get_epic, list_epics, move_task, update_epic};
 use crate::tasks::Path;
 
@@ -22,10 +21,11 @@ pub async fn execute(
     tool: &str,
     args: Option<Map<String, Value>>,
     authority: &Authority,
-    policy: &Policy,
+    forge: Forge<'_>,
     store: &Store,
     now: Millis,
 ) -> Result<ToolOutput, ExecError> {
+    let policy = forge.policy;
     let args = Value::Object(args.unwrap_or_default());
     let invalid = |e: serde_json::Error| ExecError::Unavailable(format!("invalid arguments: {e}"));
     let done = match tool {
@@ -55,13 +55,13 @@ pub async fn execute(
         }
         "review" => {
             let a: ReviewArgs = serde_json::from_value(args).map_err(invalid)?;
-            review(store, policy, authority, a, now)
+            review(store, forge, authority, a, now)
                 .await
                 .map(|r| json!({ "review": r }))
         }
         "accept" => {
             let a: AcceptArgs = serde_json::from_value(args).map_err(invalid)?;
-            accept(store, policy, authority, a, now)
+            accept(store, forge, authority, a, now)
                 .await
                 .map(|acceptance| json!(acceptance))
         }

@@ -11,6 +11,7 @@ mod bench;
 mod context;
 mod epic;
 mod options;
+mod provider;
 mod resources;
 mod server;
 mod token;
@@ -20,6 +21,7 @@ pub(crate) use bench::{BenchArgs, BenchCommand};
 pub(crate) use context::{ContextCommand, ContextSetArgs, ContextShowArgs};
 pub(crate) use epic::{EpicCommand, EpicTaskCommand};
 pub(crate) use options::{Output, StoreArgs, TargetArgs};
+pub(crate) use provider::ProviderCommand;
 pub(crate) use resources::{ApplyArgs, DeleteArgs, DescribeArgs, GetArgs, KillArgs};
 pub(crate) use server::{
     ApprovalDecideArgs, ApprovalsCommand, CallArgs, ChatArgs, ExplainArgs, InventoryArgs,
@@ -115,6 +117,11 @@ pub enum Command {
     /// add|move|review|accept`; docs/work.md.
     #[command(subcommand)]
     Epic(EpicCommand),
+
+    /// Forges (WORK-3): `warden provider discover NAME` lists a GitProvider's repositories,
+    /// `warden provider import NAME --workspace W` adds them to a workspace; docs/work.md.
+    #[command(subcommand)]
+    Provider(ProviderCommand),
 
     /// Pull a kill switch: freeze everything, a project, an agent, a tool or a principal.
     Kill(KillArgs),

@@ -214,7 +214,13 @@ impl TestWarden {
         Self::serve(self.store.another().await, self.admin.clone(), polling()).await
     }
 
-    async fn serve(store: TestStore, admin: String, options: GatewayOptions) -> Self {
+    async fn serve(store: TestStore, admin: String, mut options: GatewayOptions) -> Self {
+        // As `warden serve` does: `secrets` in the data directory unless told otherwise.
+        if options.secrets_dir.is_none()
+            && let warden_store::Location::DataDir(dir) = &store.location
+        {
+            options.secrets_dir = Some(dir.join("secrets"));
+        }
         let gateway = Gateway::start(
             Arc::new(
                 warden_store::Store::open_serving(&store.location)

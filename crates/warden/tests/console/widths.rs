@@ -38,6 +38,7 @@ async fn no_page_scrolls_sideways_on_a_phone_or_a_desktop_and_a_phone_can_approv
         "/tools".into(),
         "/agents".into(),
         "/tasks".into(),
+        "/epics".into(),
         "/tokens".into(),
     ];
     let mut problems = Vec::new();

@@ -348,7 +348,7 @@ async fn an_epic_is_seen_and_changed_only_by_whom_its_project_allows() {
 }
 
 /// `method` on the admin API as `token`: the status and the JSON body.
-async fn api(
+pub(crate) async fn api(
     f: &Fixture,
     token: &str,
     method: reqwest::Method,

@@ -230,7 +230,13 @@ async fn acceptance_needs_reviews_by_others_of_the_current_commit_as_many_as_the
 
 /// `branch` of the clone `work`, started at `from`, with `file` holding `content`, pushed to
 /// its origin as a session pushes its work; the commit.
-fn publish(work: &std::path::Path, branch: &str, from: &str, file: &str, content: &str) -> String {
+pub(crate) fn publish(
+    work: &std::path::Path,
+    branch: &str,
+    from: &str,
+    file: &str,
+    content: &str,
+) -> String {
     git(work, &["checkout", "-q", "-B", branch, from]);
     std::fs::write(work.join(file), content).unwrap();
     git(work, &["add", "."]);

@@ -1,0 +1,305 @@
+//! The work domain's resources: `kind: ReviewPolicy` (WORK-2), the review gate's numbers for a
+//! project, and `kind: GitProvider` (WORK-3), a forge its repositories live in.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer, Serialize};
+
+use crate::name::Name;
+use crate::work::{Risk, reviews_needed};
+
+/// The most approving reviews a ReviewPolicy may ask for at one risk.
+pub const MOST_APPROVALS: u8 = 10;
+
+/// `kind: ReviewPolicy`: how many approving reviews an epic task needs before it is accepted,
+/// by its epic's risk, in one project (WORK-2). Its key is the project; without one a project
+/// uses 1, 1, 2 and 2.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReviewPolicySpec {
+    /// The project it holds for.
+    pub project: Name,
+    /// Approving reviews needed at each risk; a risk left out keeps its default.
+    #[serde(default)]
+    pub approvals: Approvals,
+}
+
+/// Approving reviews needed, by risk (each 1 to 10). At `critical`, one of them is by a holder
+/// of `work:accept-critical` whatever the number.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Approvals {
+    /// At `low` (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub low: Option<u8>,
+    /// At `medium` (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub medium: Option<u8>,
+    /// At `high` (default 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub high: Option<u8>,
+    /// At `critical` (default 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub critical: Option<u8>,
+}
+
+impl Approvals {
+    /// The approving reviews needed at `risk`.
+    pub fn needed(&self, risk: Risk) -> usize {
+        let set = match risk {
+            Risk::Low => self.low,
+            Risk::Medium => self.medium,
+            Risk::High => self.high,
+            Risk::Critical => self.critical,
+        };
+        set.map_or_else(|| reviews_needed(risk), usize::from)
+    }
+
+    /// What is wrong with it, by field (empty when nothing is).
+    pub(super) fn problems(&self) -> Vec<(String, String)> {
+        [
+            ("low", self.low),
+            ("medium", self.medium),
+            ("high", self.high),
+            ("critical", self.critical),
+        ]
+        .into_iter()
+        .filter_map(|(risk, n)| {
+            n.filter(|n| !(1..=MOST_APPROVALS).contains(n)).map(|_| {
+                (
+                    format!("approvals.{risk}"),
+                    format!("must be between 1 and {MOST_APPROVALS}"),
+                )
+            })
+        })
+        .collect()
+    }
+}
+
+/// What a GitProvider speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum GitProviderType {
+    /// Any remote git understands: a directory of bare repositories, `file://`, `ssh://`,
+    /// `https://`.
+    Git,
+}
+
+/// `kind: GitProvider`: a forge a project's repositories live in (WORK-3) — discovered and
+/// imported into workspaces, merged into on acceptance, and reporting CI back through
+/// `POST /hooks/git/{name}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GitProviderSpec {
+    /// The provider's name (the webhook's address names it).
+    pub name: Name,
+    /// The project it serves.
+    pub project: Name,
+    /// `git`.
+    #[serde(rename = "type")]
+    pub provider_type: GitProviderType,
+    /// A directory of bare repositories (a local path or `file://`), or the base of remote
+    /// ones (`https://git.example/org`, `ssh://…`).
+    pub url: String,
+    /// The repositories of a remote provider, full URLs or paths under `url`; discovery
+    /// checks each with `git ls-remote`. A directory's are found by looking.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repositories: Vec<String>,
+    /// A token for `https://` remotes, as a `${secret:NAME}` or `${env:NAME}` reference.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials: Option<String>,
+    /// The key CI signs its reports with (`X-Hub-Signature-256`). Applied as a value it is
+    /// moved into the secrets directory and only its `${secret:…}` reference is kept; left out
+    /// of an update it keeps the one set, `null` clears it. Without one the webhook refuses
+    /// every delivery.
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<String>")]
+    pub webhook_secret: Option<Option<String>>,
+}
+
+/// A scalar written where a secret goes: taken as its text.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Scalar {
+    Text(String),
+    Whole(i64),
+    Unsigned(u64),
+    Real(f64),
+    Flag(bool),
+}
+
+/// `Some` for a field that is there, `null` included: left out and `null` differ. A number or
+/// a flag is taken as its text; anything else is refused without echoing it (it is a secret).
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Option<String>>, D::Error> {
+    let value = Option::<Scalar>::deserialize(d).map_err(|_| {
+        serde::de::Error::custom(
+            "give the secret as a string, a `${secret:NAME}` reference, or null",
+        )
+    })?;
+    Ok(Some(value.map(|v| match v {
+        Scalar::Text(t) => t,
+        Scalar::Whole(n) => n.to_string(),
+        Scalar::Unsigned(n) => n.to_string(),
+        Scalar::Real(x) => x.to_string(),
+        Scalar::Flag(b) => b.to_string(),
+    })))
+}
+
+impl GitProviderSpec {
+    /// The reference its webhook secret is read from, if it has one.
+    pub fn webhook_secret(&self) -> Option<&str> {
+        self.webhook_secret.as_ref()?.as_deref()
+    }
+
+    /// The name of the secret a webhook secret given as a value is stored under.
+    pub fn stored_secret_name(&self) -> String {
+        format!("gitprovider-{}-webhook", self.name)
+    }
+
+    /// The URL of its repository `entry` (a full URL, or a path under `url`).
+    pub fn repository_url(&self, entry: &str) -> String {
+        if entry.contains("://") || entry.starts_with('/') || entry.contains(':') {
+            entry.to_owned()
+        } else {
+            format!("{}/{}", self.url.trim_end_matches('/'), entry)
+        }
+    }
+
+    /// What is wrong with it, by field (empty when nothing is). A webhook secret given as a
+    /// value is refused here: it reaches the store only as a reference.
+    pub(super) fn problems(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        let url_problem = |url: &str| {
+            crate::git_url::classify(url).err().or_else(|| {
+                crate::url_credentials::has_credentials(url).then(|| {
+                    format!(
+                        "`{}` carries credentials; give a token as `credentials: \"${{secret:NAME}}\"`",
+                        crate::url_credentials::redact(url)
+                    )
+                })
+            })
+        };
+        if let Some(problem) = url_problem(&self.url) {
+            out.push(("url".to_owned(), problem));
+        }
+        for (i, entry) in self.repositories.iter().enumerate() {
+            if let Some(problem) = url_problem(&self.repository_url(entry)) {
+                out.push((format!("repositories[{i}]"), problem));
+            }
+        }
+        if let Some(credentials) = &self.credentials {
+            if !super::reference::is_sole_reference(credentials) {
+                out.push((
+                    "credentials".into(),
+                    "write a reference, `${secret:NAME}` or `${env:NAME}`, not the token itself"
+                        .into(),
+                ));
+            } else if let Err(e) = super::reference::check_reference(credentials) {
+                out.push(("credentials".into(), e));
+            }
+        }
+        match self.webhook_secret.as_ref().and_then(Option::as_deref) {
+            Some("") => out.push(("webhookSecret".into(), EMPTY_SECRET.into())),
+            Some(value) if !super::reference::is_sole_reference(value) => out.push((
+                "webhookSecret".into(),
+                "is a value; `warden apply` and the admin API store it as a secret, a \
+                 configuration holds only a `${secret:NAME}` or `${env:NAME}` reference"
+                    .into(),
+            )),
+            Some(value) => {
+                if let Err(e) = super::reference::check_reference(value) {
+                    out.push(("webhookSecret".into(), e));
+                }
+            }
+            None => {}
+        }
+        out
+    }
+}
+
+/// Why an empty webhook secret is refused.
+pub const EMPTY_SECRET: &str =
+    "is empty; give the secret, a `${secret:NAME}` reference, or `null` to remove it";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn provider(yaml: &str) -> GitProviderSpec {
+        yaml_serde::from_str(yaml).unwrap()
+    }
+
+    #[test]
+    fn a_left_out_secret_and_a_null_one_differ() {
+        let base = "name: forge\nproject: p\ntype: git\nurl: /srv/git\n";
+        assert_eq!(provider(base).webhook_secret, None);
+        let null = provider(&format!("{base}webhookSecret: null\n"));
+        assert_eq!(null.webhook_secret, Some(None));
+        let set = provider(&format!("{base}webhookSecret: \"${{secret:hook}}\"\n"));
+        assert_eq!(set.webhook_secret(), Some("${secret:hook}"));
+        assert!(set.problems().is_empty());
+        let empty = provider(&format!("{base}webhookSecret: \"\"\n"));
+        assert_eq!(
+            empty.problems(),
+            vec![("webhookSecret".to_owned(), EMPTY_SECRET.to_owned())]
+        );
+        let value = provider(&format!("{base}webhookSecret: s3cret\n"));
+        assert_eq!(value.problems()[0].0, "webhookSecret");
+        // A number is a secret's text; a list is refused without echoing it.
+        let number = provider(&format!("{base}webhookSecret: 123456\n"));
+        assert_eq!(number.webhook_secret(), Some("123456"));
+        let list =
+            yaml_serde::from_str::<GitProviderSpec>(&format!("{base}webhookSecret: [s3cret]\n"))
+                .unwrap_err()
+                .to_string();
+        assert!(!list.contains("s3cret"), "{list}");
+        let with_token = provider(
+            "name: forge\nproject: p\ntype: git\nurl: \"https://u:tok@git.example/org\"\n",
+        );
+        assert_eq!(with_token.problems()[0].0, "url");
+    }
+
+    #[test]
+    fn repositories_are_under_the_url_or_their_own() {
+        let p = provider(
+            "name: forge\nproject: p\ntype: git\nurl: https://git.example/org/\nrepositories: [app.git, \"ssh://other/x.git\"]\n",
+        );
+        assert_eq!(
+            p.repository_url("app.git"),
+            "https://git.example/org/app.git"
+        );
+        assert_eq!(p.repository_url("ssh://other/x.git"), "ssh://other/x.git");
+    }
+
+    #[test]
+    fn a_review_policy_sets_what_it_names_and_keeps_the_rest() {
+        let a = Approvals {
+            high: Some(3),
+            ..Approvals::default()
+        };
+        assert_eq!(a.needed(Risk::Low), 1);
+        assert_eq!(a.needed(Risk::High), 3);
+        assert_eq!(a.needed(Risk::Critical), 2);
+        let bad = Approvals {
+            low: Some(0),
+            critical: Some(11),
+            ..Approvals::default()
+        };
+        assert_eq!(
+            bad.problems(),
+            vec![
+                (
+                    "approvals.low".to_owned(),
+                    "must be between 1 and 10".to_owned()
+                ),
+                (
+                    "approvals.critical".to_owned(),
+                    "must be between 1 and 10".to_owned()
+                ),
+            ]
+        );
+    }
+}
