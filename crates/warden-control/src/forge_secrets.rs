@@ -52,11 +52,13 @@ fn reference(name: &str) -> String {
     format!("${{secret:{name}}}")
 }
 
-/// The secret a managed reference of the provider `provider` names.
+/// The secret a managed reference of the provider `provider` names: exactly
+/// `gitprovider-NAME-webhook-` and the 12 hex digits an apply gives it, so that no secret of
+/// an operator's (nor another provider's) is ever taken for one.
 fn managed(provider: &str, reference: Option<&str>) -> Option<String> {
     let name = reference?.strip_prefix("${secret:")?.strip_suffix('}')?;
-    name.starts_with(&format!("gitprovider-{provider}-webhook"))
-        .then(|| name.to_owned())
+    let suffix = name.strip_prefix(&format!("gitprovider-{provider}-webhook-"))?;
+    (suffix.len() == 12 && suffix.bytes().all(|b| b.is_ascii_hexdigit())).then(|| name.to_owned())
 }
 
 fn random_suffix() -> String {
@@ -129,7 +131,7 @@ impl Settled {
         Err(self
             .writes
             .iter()
-            .map(|p| error(p, "is a value, and this Warden has no secrets directory to store it in (`--secrets-dir` or `WARDEN_SECRETS_DIR`); give a `${secret:NAME}` reference instead".into()))
+            .map(|p| error(p, "is a value, and this Warden has no secrets directory to store it in (`warden serve --secrets-dir`, or `WARDEN_SECRETS_DIR`); give a `${secret:NAME}` reference instead".into()))
             .collect())
     }
 

@@ -103,3 +103,9 @@ pub async fn deliver(
     )
     .await
 }
+
+/// Whether a delivery to the GitProvider `name`'s webhook is signed by its secret (writing
+/// nothing): a rate limit lets such a delivery through.
+pub fn verified(control: &Control, policy: &Policy, name: &str, delivery: Delivery<'_>) -> bool {
+    hook::verified(policy, control.secrets(), name, delivery)
+}

@@ -172,8 +172,9 @@ pub(crate) async fn write(
             return Err(e.into());
         }
     };
-    secrets.finish(control.secrets());
+    // The server takes the new configuration in before the file it no longer names goes.
     control.changed().await;
+    secrets.finish(control.secrets());
     Ok(Applied {
         revision,
         changes,

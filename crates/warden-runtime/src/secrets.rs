@@ -51,7 +51,7 @@ impl Secrets {
         let dir = self.dir.as_ref().ok_or_else(|| {
             format!(
                 "secret `{name}` cannot be stored: no secrets directory is configured \
-                 (`--secrets-dir` or `WARDEN_SECRETS_DIR`); give a `${{secret:NAME}}` reference \
+                 (`warden serve --secrets-dir`, or `WARDEN_SECRETS_DIR`); give a `${{secret:NAME}}` reference \
                  instead"
             )
         })?;
@@ -61,7 +61,7 @@ impl Secrets {
                 dir.display()
             )
         };
-        std::fs::create_dir_all(dir).map_err(failed)?;
+        create_private_dir(dir).map_err(failed)?;
         // A name of its own per writer, so that two writers never interleave in one file.
         static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -121,6 +121,22 @@ fn valid_name(name: &str) -> Result<(), String> {
     } else {
         Err(format!("`{name}` is not a valid secret name"))
     }
+}
+
+/// `dir` and its parents, made where missing, `dir` readable by its owner only (names of
+/// secrets are not for every local user either).
+#[cfg(unix)]
+fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt as _;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
+#[cfg(not(unix))]
+fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)
 }
 
 #[cfg(unix)]

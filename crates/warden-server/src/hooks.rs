@@ -3,10 +3,10 @@
 //! The rules are the work domain's (`warden_work::forges::hook`, through
 //! `warden_control::forges::deliver`); here the request is read and the answer written.
 //!
-//! A source whose deliveries were refused too often (an unknown provider, no secret, no or a
-//! bad signature) is answered 429 for a while, before anything is read or recorded — counted
-//! apart from failed bearer tokens, so that a forge's shared address sending bad deliveries
-//! does not lock its users out of the API, nor they it.
+//! A source whose deliveries were refused too often (an unknown provider, no or a bad
+//! signature) is answered 429 for a while — unless the delivery is signed by the provider's
+//! secret: forges send from shared addresses. Counted apart from failed bearer tokens, so
+//! that a forge's address and its users' do not lock each other out.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -33,19 +33,6 @@ pub(crate) async fn git(
 ) -> Response {
     let ip = source.map(|Extension(c)| c.0.ip());
     let failures = &state.hook_failures;
-    if let Some(ip) = ip.filter(|ip| failures.blocked(*ip, state.auth_failure_limit)) {
-        let wait = failures.retry_after(ip).as_secs().max(1);
-        let mut answer = ApiError::coded(
-            StatusCode::TOO_MANY_REQUESTS,
-            "RATE_LIMITED",
-            format!("too many refused deliveries from this address; retry in {wait}s"),
-        )
-        .into_response();
-        if let Ok(value) = wait.to_string().parse() {
-            answer.headers_mut().insert(header::RETRY_AFTER, value);
-        }
-        return answer;
-    }
     let body = match body {
         Ok(body) => body,
         Err(e) => return ApiError::from(e).into_response(),
@@ -58,6 +45,23 @@ pub(crate) async fn git(
         body: &body,
     };
     let policy = state.gateway.snapshot().policy.clone();
+    // A blocked source's delivery goes through only when it is signed by the provider's
+    // secret: forges send from shared addresses, which a stranger's bad hook must not close.
+    if let Some(ip) = ip.filter(|ip| failures.blocked(*ip, state.auth_failure_limit))
+        && !forges::verified(&state.control, &policy, &provider, delivery)
+    {
+        let wait = failures.retry_after(ip).as_secs().max(1);
+        let mut answer = ApiError::coded(
+            StatusCode::TOO_MANY_REQUESTS,
+            "RATE_LIMITED",
+            format!("too many refused deliveries from this address; retry in {wait}s"),
+        )
+        .into_response();
+        if let Ok(value) = wait.to_string().parse() {
+            answer.headers_mut().insert(header::RETRY_AFTER, value);
+        }
+        return answer;
+    }
     match forges::deliver(&state.control, &policy, &provider, delivery).await {
         Ok(taken) => (StatusCode::OK, Json(taken)).into_response(),
         Err(HookError::Store(e)) => ApiError::from(e).into_response(),
@@ -69,8 +73,13 @@ pub(crate) async fn git(
                 HookRefusal::Unsigned | HookRefusal::BadSignature => StatusCode::UNAUTHORIZED,
                 HookRefusal::BadBody(_) => StatusCode::BAD_REQUEST,
             };
-            // Every refusal but a signed body's counts against its source.
-            if let (Some(ip), false) = (ip, matches!(refusal, HookRefusal::BadBody(_))) {
+            // What a stranger can send counts against its source; the server's own
+            // configuration (no secret, one it cannot read) and a signed body do not.
+            let stranger = matches!(
+                refusal,
+                HookRefusal::UnknownProvider(_) | HookRefusal::Unsigned | HookRefusal::BadSignature
+            );
+            if let (Some(ip), true) = (ip, stranger) {
                 failures.record(ip);
             }
             tracing::info!(code = refusal.code(), "a forge delivery was refused");

@@ -1,6 +1,7 @@
 //! A GitProvider's `credentials` handed to git (WORK-3): the token becomes an `Authorization`
 //! header for the provider's `https://` repositories only — git's `http.<url>.extraHeader`,
-//! scoped to the provider's URL so that no other host ever sees it — given in git's
+//! scoped to the provider's URL (and to each repository it lists elsewhere), with redirects
+//! not followed there, so that no other host ever sees it — given in git's
 //! environment (`GIT_CONFIG_COUNT`, `GIT_CONFIG_KEY_n`, `GIT_CONFIG_VALUE_n`), never on its
 //! command line, where any local user could read it. It is sent as HTTP Basic with the user
 //! `x-access-token`, which GitHub, GitLab, Gitea and Bitbucket take for a token.
@@ -51,13 +52,22 @@ impl GitAuth {
         })?;
         let basic =
             base64::engine::general_purpose::STANDARD.encode(format!("x-access-token:{token}"));
-        let scope = provider.url.trim_end_matches('/');
-        Ok(Self {
-            config: vec![(
-                format!("http.{scope}/.extraHeader"),
-                format!("Authorization: Basic {basic}"),
-            )],
-        })
+        let header = format!("Authorization: Basic {basic}");
+        // The provider's URL, and each listed repository of its own elsewhere over https.
+        let mut scopes = vec![format!("{}/", provider.url.trim_end_matches('/'))];
+        for entry in &provider.repositories {
+            let url = provider.repository_url(entry);
+            if url.starts_with("https://") && !serves_under(provider, &url) {
+                scopes.push(url);
+            }
+        }
+        let mut config = Vec::new();
+        for scope in scopes {
+            config.push((format!("http.{scope}.extraHeader"), header.clone()));
+            // A redirect would take the header to wherever it points: none is followed.
+            config.push((format!("http.{scope}.followRedirects"), "false".to_owned()));
+        }
+        Ok(Self { config })
     }
 
     /// The credentials for the repository at `url` of `project`: its provider's, or none.
@@ -90,11 +100,16 @@ impl GitAuth {
     }
 }
 
-/// Whether the repository at `url` is one of `provider`'s.
-fn serves(provider: &GitProviderSpec, url: &str) -> bool {
+/// Whether the repository at `url` is under `provider`'s URL.
+fn serves_under(provider: &GitProviderSpec, url: &str) -> bool {
     let base = provider.url.trim_end_matches('/');
     url.strip_prefix(base)
         .is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// Whether the repository at `url` is one of `provider`'s.
+fn serves(provider: &GitProviderSpec, url: &str) -> bool {
+    serves_under(provider, url)
         || provider
             .repositories
             .iter()
@@ -122,10 +137,20 @@ mod tests {
         let p = provider("https://git.example/org/", Some("${secret:tok}"));
         let auth = GitAuth::of(&p, &secrets).unwrap();
         let env = auth.env();
-        assert_eq!(env[0], ("GIT_CONFIG_COUNT".into(), "1".into()));
+        assert_eq!(env[0], ("GIT_CONFIG_COUNT".into(), "2".into()));
         assert_eq!(env[1].1, "http.https://git.example/org/.extraHeader");
         let basic = base64::engine::general_purpose::STANDARD.encode("x-access-token:t0ken");
         assert_eq!(env[2].1, format!("Authorization: Basic {basic}"));
+        assert_eq!(
+            (env[3].1.as_str(), env[4].1.as_str()),
+            ("http.https://git.example/org/.followRedirects", "false")
+        );
+        // A listed repository elsewhere over https gets the header for itself alone.
+        let mut elsewhere = p.clone();
+        elsewhere.repositories = vec!["https://mirror.example/app.git".into(), "x.git".into()];
+        let env = GitAuth::of(&elsewhere, &secrets).unwrap().env();
+        assert_eq!(env[0].1, "4");
+        assert_eq!(env[5].1, "http.https://mirror.example/app.git.extraHeader");
         assert!(!format!("{auth:?}").contains(&basic));
         // Not for a directory of repositories, nor without credentials.
         assert!(

@@ -473,7 +473,12 @@ pub(crate) fn config(cmd: ConfigCommand) -> anyhow::Result<()> {
     match cmd {
         ConfigCommand::Schema => output::json(&json_schema()),
         ConfigCommand::Validate(args) => {
-            let resources = read_config_files(&args.files)?;
+            let mut resources = read_config_files(&args.files)?;
+            for r in &mut resources {
+                if let Resource::GitProvider(p) = &mut r.resource {
+                    p.stand_in_for_value();
+                }
+            }
             let n = resources.len();
             Config::validate(resources).map_err(|e| {
                 if e.iter().any(ConfigError::is_missing_reference) {

@@ -5,7 +5,10 @@ use serde_json::{Value, json};
 use warden_control::{Caller, forges};
 
 use crate::cli::{Output, ProviderCommand};
-use crate::common::{cli_actor, control, open_existing};
+use warden_runtime::Secrets;
+use warden_store::Location;
+
+use crate::common::{cli_actor, control, open_existing, secrets_dir};
 use crate::output;
 use crate::target::{Reach, Side, Target, resolve};
 use crate::views::{cell, items};
@@ -13,12 +16,22 @@ use crate::views::{cell, items};
 /// Where the provider verbs work by default: the store, as the configuration verbs.
 const REACH: Reach = Reach::Both(Side::Store);
 
+/// The services on the store at `location`, reading a provider's credentials from its
+/// secrets directory (`WARDEN_SECRETS_DIR`, else `secrets` in the data directory).
+async fn on_store(location: &Location) -> anyhow::Result<warden_control::Control> {
+    let secrets = secrets_dir(
+        std::env::var_os("WARDEN_SECRETS_DIR").map(Into::into),
+        location,
+    );
+    Ok(control(open_existing(location).await?).with_secrets(Secrets::new(secrets)))
+}
+
 pub(crate) async fn run(cmd: ProviderCommand) -> anyhow::Result<()> {
     match cmd {
         ProviderCommand::Discover(a) => {
             let found = match resolve(&a.target, REACH).await? {
                 Target::Store(location) => {
-                    let control = control(open_existing(&location).await?);
+                    let control = on_store(&location).await?;
                     let caller = Caller::Operator(cli_actor());
                     serde_json::to_value(forges::discover(&control, &caller, &a.name).await?)?
                 }
@@ -56,7 +69,7 @@ pub(crate) async fn run(cmd: ProviderCommand) -> anyhow::Result<()> {
         ProviderCommand::Import(a) => {
             let added: Vec<String> = match resolve(&a.target, REACH).await? {
                 Target::Store(location) => {
-                    let control = control(open_existing(&location).await?);
+                    let control = on_store(&location).await?;
                     let caller = Caller::Operator(cli_actor());
                     forges::import(&control, &caller, &a.name, &a.workspace, &a.repositories)
                         .await?

@@ -120,32 +120,15 @@ pub struct GitProviderSpec {
     pub webhook_secret: Option<Option<String>>,
 }
 
-/// A scalar written where a secret goes: taken as its text.
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum Scalar {
-    Text(String),
-    Whole(i64),
-    Unsigned(u64),
-    Real(f64),
-    Flag(bool),
-}
-
-/// `Some` for a field that is there, `null` included: left out and `null` differ. A number or
-/// a flag is taken as its text; anything else is refused without echoing it (it is a secret).
+/// `Some` for a field that is there, `null` included: left out and `null` differ. A YAML
+/// scalar is taken as written (`007123` stays `007123`); anything else is refused without
+/// echoing it (it is a secret).
 fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Option<String>>, D::Error> {
-    let value = Option::<Scalar>::deserialize(d).map_err(|_| {
+    Option::<String>::deserialize(d).map(Some).map_err(|_| {
         serde::de::Error::custom(
-            "give the secret as a string, a `${secret:NAME}` reference, or null",
+            "give the secret as a quoted string, a `${secret:NAME}` reference, or null",
         )
-    })?;
-    Ok(Some(value.map(|v| match v {
-        Scalar::Text(t) => t,
-        Scalar::Whole(n) => n.to_string(),
-        Scalar::Unsigned(n) => n.to_string(),
-        Scalar::Real(x) => x.to_string(),
-        Scalar::Flag(b) => b.to_string(),
-    })))
+    })
 }
 
 impl GitProviderSpec {
@@ -154,9 +137,22 @@ impl GitProviderSpec {
         self.webhook_secret.as_ref()?.as_deref()
     }
 
-    /// The name of the secret a webhook secret given as a value is stored under.
+    /// The stem of the names a webhook secret given as a value is stored under
+    /// (`gitprovider-NAME-webhook-<random>`).
     pub fn stored_secret_name(&self) -> String {
         format!("gitprovider-{}-webhook", self.name)
+    }
+
+    /// For checking a file alone (`warden config validate`): a webhook secret given as a
+    /// value, which an apply stores, stands in as a reference.
+    pub fn stand_in_for_value(&mut self) {
+        if let Some(Some(value)) = &self.webhook_secret
+            && !value.is_empty()
+            && !super::reference::is_sole_reference(value)
+        {
+            let stand_in = format!("${{secret:{}-value}}", self.stored_secret_name());
+            self.webhook_secret = Some(Some(stand_in));
+        }
     }
 
     /// The URL of its repository `entry` (a full URL, or a path under `url`).
@@ -173,7 +169,13 @@ impl GitProviderSpec {
     pub(super) fn problems(&self) -> Vec<(String, String)> {
         let mut out = Vec::new();
         let url_problem = |url: &str| {
-            crate::git_url::classify(url).err().or_else(|| {
+            let wildcard = url.contains('*').then(|| {
+                format!(
+                    "`{}` has a `*`, which git reads as a wildcard of hosts; name one",
+                    crate::url_credentials::redact(url)
+                )
+            });
+            crate::git_url::classify(url).err().or(wildcard).or_else(|| {
                 crate::url_credentials::has_credentials(url).then(|| {
                     format!(
                         "`{}` carries credentials; give a token as `credentials: \"${{secret:NAME}}\"`",
@@ -248,14 +250,17 @@ mod tests {
         );
         let value = provider(&format!("{base}webhookSecret: s3cret\n"));
         assert_eq!(value.problems()[0].0, "webhookSecret");
-        // A number is a secret's text; a list is refused without echoing it.
-        let number = provider(&format!("{base}webhookSecret: 123456\n"));
-        assert_eq!(number.webhook_secret(), Some("123456"));
-        let list =
+        // An unquoted number keeps its text; a list is refused without echoing it.
+        let number = provider(&format!("{base}webhookSecret: 007123\n"));
+        assert_eq!(number.webhook_secret(), Some("007123"));
+        let refused =
             yaml_serde::from_str::<GitProviderSpec>(&format!("{base}webhookSecret: [s3cret]\n"))
                 .unwrap_err()
                 .to_string();
-        assert!(!list.contains("s3cret"), "{list}");
+        assert!(
+            refused.contains("quoted string") && !refused.contains("s3cret"),
+            "{refused}"
+        );
         let with_token = provider(
             "name: forge\nproject: p\ntype: git\nurl: \"https://u:tok@git.example/org\"\n",
         );

@@ -299,6 +299,16 @@ fn printable(id: &str) -> bool {
     !id.is_empty() && id.len() <= MAX_ID && id.bytes().all(|b| b.is_ascii_graphic())
 }
 
+/// Whether `delivery` is signed by the secret of the GitProvider `name` — reading nothing but
+/// the configuration and the secret, writing nothing: what a rate limit lets through.
+pub fn verified(policy: &Policy, secrets: &Secrets, name: &str, delivery: Delivery<'_>) -> bool {
+    policy
+        .git_provider(name)
+        .and_then(|p| p.webhook_secret())
+        .and_then(|reference| secrets.resolve(reference).ok())
+        .is_some_and(|secret| !secret.is_empty() && verify(&secret, delivery).is_ok())
+}
+
 /// Refuses a delivery whose signature is missing or is not the body's under `secret`.
 fn verify(secret: &str, delivery: Delivery<'_>) -> Result<(), HookRefusal> {
     let signature = delivery.signature.ok_or(HookRefusal::Unsigned)?;

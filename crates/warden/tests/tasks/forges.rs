@@ -385,6 +385,29 @@ async fn a_failed_ci_report_on_a_merge_commit_reopens_its_task_and_nothing_else_
             .iter()
             .all(|r| r.record.principal.as_deref() == Some("gitprovider:forge"))
     );
+
+    // An address sending bad deliveries is answered 429 — but a delivery signed by the
+    // provider's secret from it still goes through: forges share addresses.
+    let (status, answer) = apply(
+        &f,
+        &format!("{PROVIDER}url: {url:?}\nwebhookSecret: s3cret\n"),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    // Its two bad deliveries above count too: 30 in all, then 429.
+    let mut statuses = Vec::new();
+    for i in 0..29 {
+        statuses.push(deliver(&f, &ping, None, &format!("bad-{i}")).await.0);
+    }
+    assert_eq!(statuses[..28], [401; 28], "{statuses:?}");
+    assert_eq!(statuses.last(), Some(&429));
+    let (status, answer) =
+        deliver_event(&f, &ping, Some(&signed("s3cret", &ping)), "p-2", "ping").await;
+    assert_eq!(
+        (status, answer["ignored"].as_str()),
+        (200, Some("ping")),
+        "{answer}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
