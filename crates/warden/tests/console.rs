@@ -482,7 +482,7 @@ async fn a_bad_token_cannot_sign_in_and_a_revoked_tokens_session_ends() {
 }
 
 /// Every page's path, the id of an element it must show, and its screenshot's name.
-const PAGES: [(&str, &str, &str); 11] = [
+const PAGES: [(&str, &str, &str); 12] = [
     ("/", "#upstreams", "overview"),
     ("/runs", "#runs", "runs"),
     ("/audit?since=1h", "#audit-search", "audit"),
@@ -495,6 +495,7 @@ const PAGES: [(&str, &str, &str); 11] = [
     ("/tools", "#inventory", "tools"),
     ("/agents", "#agents", "agents"),
     ("/tasks", "#workspaces", "tasks"),
+    ("/epics", "#epics", ""),
     ("/tokens", "#tokens", ""),
     ("/approvals", "#inbox", ""),
     ("/audit/export?since=1h", "", ""),
