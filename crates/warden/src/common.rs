@@ -120,6 +120,13 @@ pub(crate) fn secrets_dir(explicit: Option<PathBuf>, location: &Location) -> Opt
     })
 }
 
+/// The secrets of the store at `location` for a verb without `--secrets-dir`:
+/// `WARDEN_SECRETS_DIR`, else `secrets` in the data directory.
+pub(crate) fn store_secrets(location: &Location) -> warden_runtime::Secrets {
+    let explicit = std::env::var_os("WARDEN_SECRETS_DIR").map(Into::into);
+    warden_runtime::Secrets::new(secrets_dir(explicit, location))
+}
+
 /// Who is acting, for operator records in the audit trail.
 pub(crate) fn cli_actor() -> String {
     let user = std::env::var("USER").unwrap_or_else(|_| "unknown".into());

@@ -52,12 +52,8 @@ pub(crate) async fn apply(args: ApplyArgs) -> anyhow::Result<()> {
     }
     let applied = match resolve(&args.target, REACH).await? {
         Target::Store(location) => {
-            let secrets = crate::common::secrets_dir(
-                std::env::var_os("WARDEN_SECRETS_DIR").map(Into::into),
-                &location,
-            );
-            let control =
-                control(open(&location).await?).with_secrets(warden_runtime::Secrets::new(secrets));
+            let control = control(open(&location).await?)
+                .with_secrets(crate::common::store_secrets(&location));
             apply_on(control, resources, args.dry_run).await?
         }
         Target::Server(api) => {

@@ -5,10 +5,9 @@ use serde_json::{Value, json};
 use warden_control::{Caller, forges};
 
 use crate::cli::{Output, ProviderCommand};
-use warden_runtime::Secrets;
 use warden_store::Location;
 
-use crate::common::{cli_actor, control, open_existing, secrets_dir};
+use crate::common::{cli_actor, control, open_existing, store_secrets};
 use crate::output;
 use crate::target::{Reach, Side, Target, resolve};
 use crate::views::{cell, items};
@@ -19,11 +18,7 @@ const REACH: Reach = Reach::Both(Side::Store);
 /// The services on the store at `location`, reading a provider's credentials from its
 /// secrets directory (`WARDEN_SECRETS_DIR`, else `secrets` in the data directory).
 async fn on_store(location: &Location) -> anyhow::Result<warden_control::Control> {
-    let secrets = secrets_dir(
-        std::env::var_os("WARDEN_SECRETS_DIR").map(Into::into),
-        location,
-    );
-    Ok(control(open_existing(location).await?).with_secrets(Secrets::new(secrets)))
+    Ok(control(open_existing(location).await?).with_secrets(store_secrets(location)))
 }
 
 pub(crate) async fn run(cmd: ProviderCommand) -> anyhow::Result<()> {

@@ -41,21 +41,12 @@ pub async fn discover(
 ) -> Result<Vec<Discovered>, String> {
     let auth = GitAuth::of(provider, secrets)?;
     let mut found = match classify(&provider.url)? {
-        GitUrl::Local => {
-            let mut found = in_directory(&directory(&provider.url))?;
-            for entry in &provider.repositories {
-                found.push(checked(provider.repository_url(entry), &auth).await);
-            }
-            found
-        }
-        GitUrl::Remote => {
-            let mut found = Vec::new();
-            for entry in &provider.repositories {
-                found.push(checked(provider.repository_url(entry), &auth).await);
-            }
-            found
-        }
+        GitUrl::Local => in_directory(&directory(&provider.url))?,
+        GitUrl::Remote => Vec::new(),
     };
+    for entry in &provider.repositories {
+        found.push(checked(provider.repository_url(entry), &auth).await);
+    }
     found.sort_by(|a, b| a.name.cmp(&b.name).then(a.url.cmp(&b.url)));
     found.dedup_by(|a, b| a.url == b.url);
     Ok(found)
