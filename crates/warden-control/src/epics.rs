@@ -54,10 +54,11 @@ pub async fn add_task(
 /// Moves an epic task.
 pub async fn move_task(
     control: &Control,
+    policy: &Policy,
     authority: &Authority,
     args: MoveEpicTaskArgs,
 ) -> Result<EpicTask, EpicError> {
-    epics::move_task(control.store(), authority, args, control.now()).await
+    epics::move_task(control.store(), policy, authority, args, control.now()).await
 }
 
 /// An epic the caller sees, with its tasks and moves.

@@ -160,6 +160,12 @@ pub async fn create(
         Principal::User { name } => (Kind::User, "user", name),
         Principal::ServiceAccount { name } => (Kind::ServiceAccount, "serviceAccount", name),
         Principal::AgentRun { agent, .. } => (Kind::Agent, "agent", agent),
+        Principal::AgentRole { .. } => {
+            return Err(Refusal::Unprocessable {
+                field: Some("principal"),
+                message: "an agent role acts inside Warden; no token is minted for it".into(),
+            });
+        }
     };
     if !policy.config.contains(kind, owner.as_str()) {
         return Err(Refusal::Unprocessable {
@@ -364,6 +370,7 @@ mod tests {
                 expires_at: None,
                 agent: None,
                 intent: None,
+                autonomy_cap: None,
                 grant: warden_core::capability::Grant {
                     owner: CapabilitySet::from_patterns(
                         patterns.iter().map(|p| Capability::new(*p)),

@@ -175,6 +175,13 @@ pub trait ApprovalQueue: Send + Sync {
 /// capabilities.
 pub fn provenance_of(authority: &Authority) -> Provenance {
     match (&authority.principal, &authority.credential_id) {
+        (Principal::AgentRole { role, intent }, _) => Provenance::AgentRole {
+            role: role.clone(),
+            intent_id: intent.clone(),
+            autonomy_cap: authority
+                .autonomy_cap
+                .unwrap_or(crate::policy::DEFAULT_AUTONOMY_LEVEL),
+        },
         (Principal::AgentRun { agent, run }, _) => Provenance::AgentRole {
             role: agent.clone(),
             intent_id: run.clone(),
@@ -310,6 +317,30 @@ pub fn resolve_requester(
             }
             resolve(policy, &credential, agent)
                 .map_err(|e| failed(format!("the requester's authority cannot be resolved: {e}")))
+        }
+        Provenance::AgentRole {
+            role, intent_id, ..
+        } if intent_id.starts_with(crate::config::RECONCILER_INTENT) => {
+            // A reconciler's work: its reconciler and role must still exist and agree.
+            let principal = Principal::AgentRole {
+                role: role.clone(),
+                intent: intent_id.clone(),
+            };
+            if !policy.principal_exists(&principal) {
+                return Err(Denial::new(
+                    DenyCode::RequesterRoleUnavailable,
+                    "provenance:role-gone",
+                    format!(
+                        "the requesting agent role `{role}` of `{intent_id}` no longer exists: its reconciler or role was removed or changed"
+                    ),
+                ));
+            }
+            let credential = Credential::synthetic("requester", principal);
+            resolve(policy, &credential, None).map_err(|e| {
+                failed(format!(
+                    "the agent role's authority cannot be resolved: {e}"
+                ))
+            })
         }
         Provenance::AgentRole {
             role, intent_id, ..

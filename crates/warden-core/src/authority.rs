@@ -21,6 +21,9 @@ pub enum Mode {
     Agent,
     /// A service account credential: exactly the account's own bindings.
     ServiceAccount,
+    /// An agent role's in-process work (a Reconciler's, WORK-4): exactly its role's
+    /// capabilities, in its project only, at most at its autonomy cap.
+    AgentRole,
 }
 
 impl fmt::Display for Mode {
@@ -29,6 +32,7 @@ impl fmt::Display for Mode {
             Mode::Caller => "caller",
             Mode::Agent => "agent",
             Mode::ServiceAccount => "service-account",
+            Mode::AgentRole => "agent-role",
         })
     }
 }
@@ -53,6 +57,9 @@ pub struct Authority {
     pub agent: Option<Name>,
     /// The intent served, for agent-role work.
     pub intent: Option<String>,
+    /// The highest autonomy level its mutations run at (APR-1): an agent role's intent's cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autonomy_cap: Option<u8>,
     /// Capabilities: the owner's grant narrowed by the credential's scopes.
     pub grant: Grant,
     /// Projects whose tools the run may see and call, each with the reason.
@@ -107,6 +114,7 @@ impl Authority {
             groups: &self.groups,
             agent: self.agent.as_ref(),
             intent: self.intent.as_deref(),
+            autonomy_cap: self.autonomy_cap,
         }
     }
 
@@ -188,7 +196,10 @@ pub fn resolve(
         Principal::ServiceAccount { .. } => {
             (Mode::ServiceAccount, agent_spec.map(|a| a.name.clone()))
         }
+        Principal::AgentRole { .. } => (Mode::AgentRole, None),
     };
+    // An agent role works in its reconciler's project only, at most at its cap.
+    let reconciler = policy.reconciler_of(&credential.principal);
     let agent_spec = match &run_agent {
         Some(a) => Some(
             policy
@@ -250,6 +261,9 @@ pub fn resolve(
         owner_projects.insert((*p).clone(), why);
     }
 
+    if let Some(r) = reconciler {
+        owner_projects.retain(|p, _| *p == r.project);
+    }
     let (projects, knowledge, knowledge_only) = match agent_spec {
         None => {
             let knowledge = owner_projects.keys().cloned().collect();
@@ -265,7 +279,7 @@ pub fn resolve(
                     .into_iter()
                     .filter(|(p, _)| members.contains(p))
                     .collect(),
-                Mode::Caller => owner_projects
+                Mode::Caller | Mode::AgentRole => owner_projects
                     .into_iter()
                     .filter(|(p, _)| members.contains(p))
                     .map(|(p, why)| {
@@ -296,7 +310,8 @@ pub fn resolve(
         credential_id: Some(credential.id.clone()),
         expires_at: credential.expires_at,
         agent: run_agent,
-        intent: None,
+        intent: reconciler.map(|r| r.intent()),
+        autonomy_cap: reconciler.map(|r| r.autonomy_cap),
         grant,
         projects,
         knowledge,

@@ -489,6 +489,7 @@ mod tests {
             expires_at: None,
             agent: None,
             intent: None,
+            autonomy_cap: None,
             grant: crate::capability::Grant::default(),
             projects: [("a", "member"), ("b", "member"), ("zz", "no tools")]
                 .into_iter()

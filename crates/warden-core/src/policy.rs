@@ -8,8 +8,8 @@ use std::time::Duration;
 use crate::capability::Capability;
 use crate::config::{
     AgentSpec, Approvals, AutonomySpec, AutonomySubject, BudgetPer, BudgetSubject, Config,
-    GitProviderSpec, IssuerSpec, KillScope, KillSwitchSpec, Kind, ModelSpec, ProjectSpec, Resource,
-    ToolPolicySpec, WriteBudgetSpec,
+    GitProviderSpec, IssuerSpec, KillScope, KillSwitchSpec, Kind, ModelSpec, ProjectSpec,
+    RECONCILER_INTENT, ReconcilerSpec, Resource, ToolPolicySpec, WriteBudgetSpec,
 };
 use crate::name::{Name, glob_match};
 use crate::principal::{Principal, Subject};
@@ -37,6 +37,8 @@ pub struct Actor<'a> {
     pub agent: Option<&'a Name>,
     /// The intent served, for agent-role work.
     pub intent: Option<&'a str>,
+    /// The highest autonomy level its mutations run at, for agent-role work.
+    pub autonomy_cap: Option<u8>,
 }
 
 /// A compiled, immutable policy.
@@ -64,7 +66,8 @@ pub struct Policy {
 pub struct AutonomyLevel {
     /// 0…4.
     pub level: u8,
-    /// `autonomy:<key>` or `autonomy:default`.
+    /// `autonomy:<key>`, `autonomy:default`, or `reconciler:<name>:autonomy-cap` where an agent
+    /// role's cap lowers it.
     pub rule: String,
     /// The veto window (level 3).
     pub veto_window: Duration,
@@ -182,7 +185,36 @@ impl Policy {
             Principal::User { name } => self.has_user(name.as_str()),
             Principal::ServiceAccount { name } => self.has_service_account(name.as_str()),
             Principal::AgentRun { agent, .. } => self.agents.contains_key(agent),
+            Principal::AgentRole { .. } => self.reconciler_of(principal).is_some(),
         }
+    }
+
+    /// The Reconciler `name` (WORK-4).
+    pub fn reconciler(&self, name: &str) -> Option<&ReconcilerSpec> {
+        match self.config.get(Kind::Reconciler, name) {
+            Some(Resource::Reconciler(r)) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// Every Reconciler.
+    pub fn reconcilers(&self) -> impl Iterator<Item = &ReconcilerSpec> {
+        self.config
+            .of_kind(Kind::Reconciler)
+            .filter_map(|r| match r {
+                Resource::Reconciler(r) => Some(r),
+                _ => None,
+            })
+    }
+
+    /// The Reconciler an agent-role principal works for, while it exists with that role and
+    /// the role exists: otherwise the principal is gone (its parked work is refused, APR-5).
+    pub fn reconciler_of(&self, principal: &Principal) -> Option<&ReconcilerSpec> {
+        let Principal::AgentRole { role, intent } = principal else {
+            return None;
+        };
+        let r = self.reconciler(intent.strip_prefix(RECONCILER_INTENT)?)?;
+        (r.role == *role && self.rbac.role(role.as_str()).is_some()).then_some(r)
     }
 
     /// Tool policies with their keys.
@@ -241,7 +273,7 @@ impl Policy {
             AutonomySubject::Project(p) => tool.project.as_ref() == Some(p),
             AutonomySubject::Intent(i) => actor.intent == Some(i.as_str()),
         });
-        applicable
+        let configured = applicable
             .min_by_key(|(_, a)| a.level)
             .map(|(key, a)| AutonomyLevel {
                 level: a.level,
@@ -254,7 +286,18 @@ impl Policy {
                 rule: "autonomy:default".into(),
                 veto_window: DEFAULT_VETO_WINDOW,
                 approval_ttl: DEFAULT_APPROVAL_TTL,
-            })
+            });
+        // An agent role's intent caps it (WORK-4): never above its cap. A cap of 0 parks like
+        // 1: what an agent role asks for reaches a human rather than vanishing into shadow (an
+        // Autonomy at level 0 naming its intent still shadows it).
+        match (actor.autonomy_cap.map(|c| c.max(1)), actor.intent) {
+            (Some(cap), Some(intent)) if cap < configured.level => AutonomyLevel {
+                level: cap,
+                rule: format!("{intent}:autonomy-cap"),
+                ..configured
+            },
+            _ => configured,
+        }
     }
 
     /// The write budgets a mutation by this run must fit in (GOV-2 step 6).

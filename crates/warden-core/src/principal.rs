@@ -34,15 +34,25 @@ pub enum Principal {
         /// The run the credential was minted for.
         run: String,
     },
+    /// An agent role doing work no person started (APR-3, WORK-4): a Reconciler's job. No
+    /// credential names it: Warden acts as it in-process, with exactly the role's capabilities.
+    AgentRole {
+        /// The Role whose capabilities bound it.
+        role: Name,
+        /// The intent it serves (`reconciler:<name>`).
+        intent: String,
+    },
 }
 
 impl Principal {
-    /// The RBAC subject whose bindings grant this principal its capabilities.
-    pub fn subject(&self) -> Subject {
+    /// The RBAC subject whose bindings grant this principal its capabilities; none for an
+    /// agent role, which holds its role directly.
+    pub fn subject(&self) -> Option<Subject> {
         match self {
-            Self::User { name } => Subject::User(name.clone()),
-            Self::ServiceAccount { name } => Subject::ServiceAccount(name.clone()),
-            Self::AgentRun { agent, .. } => Subject::Agent(agent.clone()),
+            Self::User { name } => Some(Subject::User(name.clone())),
+            Self::ServiceAccount { name } => Some(Subject::ServiceAccount(name.clone())),
+            Self::AgentRun { agent, .. } => Some(Subject::Agent(agent.clone())),
+            Self::AgentRole { .. } => None,
         }
     }
 }
@@ -53,6 +63,7 @@ impl fmt::Display for Principal {
             Self::User { name } => write!(f, "user:{name}"),
             Self::ServiceAccount { name } => write!(f, "serviceAccount:{name}"),
             Self::AgentRun { agent, run } => write!(f, "agent:{agent}/{run}"),
+            Self::AgentRole { role, intent } => write!(f, "agentRole:{role}/{intent}"),
         }
     }
 }
@@ -326,10 +337,20 @@ impl Provenance {
             },
             Self::AgentRole {
                 role, intent_id, ..
+            } if intent_id.starts_with(RECONCILER_INTENT) => Principal::AgentRole {
+                role: role.clone(),
+                intent: intent_id.clone(),
+            }
+            .to_string(),
+            Self::AgentRole {
+                role, intent_id, ..
             } => format!("agent:{role}/{intent_id}"),
         }
     }
 }
+
+/// The prefix of a Reconciler's intent id: `reconciler:<name>` (WORK-4).
+pub const RECONCILER_INTENT: &str = "reconciler:";
 
 /// The prefix of the credential ids of JWT access tokens: `jwt:<issuer>:<principal>`.
 pub const JWT_CREDENTIAL_PREFIX: &str = "jwt:";

@@ -15,8 +15,9 @@ use crate::principal::{Principal, Subject};
 pub struct RoleGrant {
     /// The role's name.
     pub role: Name,
-    /// The subject the binding names (the user, or one of the user's groups, …).
-    pub via: Subject,
+    /// The subject the binding names (the user, or one of the user's groups, …); none for an
+    /// agent role, which holds its role without a binding.
+    pub via: Option<Subject>,
 }
 
 /// Roles and bindings compiled for lookup by principal.
@@ -69,7 +70,16 @@ impl RbacBundle {
     /// or through `asserted` groups its credential carries (a JWT's groups claim, AUTH-4).
     /// Only users have groups.
     pub fn role_grants_with(&self, principal: &Principal, asserted: &[Name]) -> Vec<RoleGrant> {
-        let mut subjects = vec![principal.subject()];
+        let subject = match principal {
+            Principal::AgentRole { role, .. } => {
+                return vec![RoleGrant {
+                    role: role.clone(),
+                    via: None,
+                }];
+            }
+            other => other.subject(),
+        };
+        let mut subjects: Vec<Subject> = subject.into_iter().collect();
         if let Principal::User { name } = principal {
             for g in self.groups.get(name).into_iter().flatten().chain(asserted) {
                 let group = Subject::Group(g.clone());
@@ -83,7 +93,7 @@ impl RbacBundle {
             for role in self.bindings.get(&s).into_iter().flatten() {
                 out.push(RoleGrant {
                     role: role.clone(),
-                    via: s.clone(),
+                    via: Some(s.clone()),
                 });
             }
         }
@@ -122,10 +132,10 @@ impl RbacBundle {
             .into_iter()
             .find_map(|g| {
                 let pattern = self.roles.get(&g.role)?.matching(cap)?;
-                Some(format!(
-                    "role `{}` (bound to {}) grants `{pattern}`",
-                    g.role, g.via
-                ))
+                Some(match &g.via {
+                    Some(via) => format!("role `{}` (bound to {via}) grants `{pattern}`", g.role),
+                    None => format!("role `{}` (the agent role's) grants `{pattern}`", g.role),
+                })
             })
     }
 

@@ -39,6 +39,11 @@ pub fn rfc3339(at: Millis) -> String {
         .unwrap_or_else(|| format!("{} ms", at.0))
 }
 
+/// A duration as it is written in configuration (`2h`, `1h 30m`).
+pub fn format_duration(d: Duration) -> String {
+    humantime::format_duration(d).to_string()
+}
+
 /// Parses a duration such as `10m`, `2s`, `1h30m` or `500ms`.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s.trim())

@@ -4,8 +4,9 @@
 //! `review` to `in_progress` when changes are asked, and from `merged` to `reopened` (its
 //! post-merge CI failed) and on to `in_progress`. An epic moves `draft → open → done`, and to
 //! `archived` from any other state. Every other move is refused, naming the moves allowed from
-//! where it stands. Who may make a move, and the gates in front of `accepted` and `merged`, are
-//! the work service's.
+//! where it stands. Reconciliation alone moves a stale epic task from `in_progress` back to
+//! `ready` (WORK-4), and makes no other move. Who may make a move, and the gates in front of
+//! `accepted` and `merged`, are the work service's.
 
 use std::fmt;
 
@@ -202,6 +203,18 @@ impl State for EpicTaskState {
 impl fmt::Display for EpicState {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+impl EpicTaskState {
+    /// Where reconciliation alone moves an epic task from here (WORK-4): a stale one from
+    /// `in_progress` back to `ready`. No one else makes this move, and reconciliation makes no
+    /// other.
+    pub fn reconciled(self) -> Option<Self> {
+        match self {
+            Self::InProgress => Some(Self::Ready),
+            _ => None,
+        }
     }
 }
 
@@ -404,6 +417,23 @@ mod tests {
     #[test]
     fn an_epic_task_moves_exactly_as_drawn() {
         every_move::<EpicTaskState>(EPIC_TASK_MOVES);
+    }
+
+    #[test]
+    fn reconciliation_makes_its_one_move_which_no_one_else_makes() {
+        for &from in EpicTaskState::ALL {
+            for &to in EpicTaskState::ALL {
+                let reconciled = from.reconciled() == Some(to);
+                assert_eq!(
+                    reconciled,
+                    (from, to) == (EpicTaskState::InProgress, EpicTaskState::Ready),
+                    "{from:?} → {to:?}"
+                );
+                if reconciled {
+                    assert!(from.check_move(to).is_err(), "people cannot make it");
+                }
+            }
+        }
     }
 
     #[test]

@@ -142,6 +142,12 @@ impl Bound {
 
     fn start_background(&self, shutdown: &CancellationToken) {
         tokio::spawn(self.state.runner.clone().schedule(shutdown.child_token()));
+        tokio::spawn(
+            self.state
+                .reconcilers
+                .clone()
+                .schedule(shutdown.child_token()),
+        );
         tokio::spawn(sweep_approvals(
             self.state.gateway.clone(),
             shutdown.child_token(),

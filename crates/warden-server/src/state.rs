@@ -1,5 +1,5 @@
-//! What every request handler shares: the gateway, the host policy, the agent runner and
-//! the limiter of failed authentications.
+//! What every request handler shares: the gateway, the host policy, the agent runner, the
+//! Reconcilers and the limiter of failed authentications.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
@@ -39,6 +39,8 @@ pub struct AppState {
     pub hosts: HostPolicy,
     /// Starts agent runs (scheduled and manual).
     pub runner: Arc<Runner>,
+    /// The Reconcilers' passes (WORK-4).
+    pub reconcilers: Arc<warden_work::reconcilers::Reconcilers>,
     pub(crate) auth_failures: FailureLimiter,
     /// Refused deliveries to forges' webhooks, by source (`hooks.rs`).
     pub(crate) hook_failures: FailureLimiter,
@@ -70,11 +72,13 @@ impl AppState {
         let control = Control::new(gateway.store().clone(), gateway.clock().clone())
             .with_listener(Arc::new(Refresh(gateway.clone())))
             .with_secrets(gateway.upstreams().secrets().clone());
+        let reconcilers = Arc::new(warden_work::reconcilers::Reconcilers::new(gateway.clone()));
         Self {
             gateway,
             control,
             hosts,
             runner,
+            reconcilers,
             auth_failures: FailureLimiter::default(),
             hook_failures: FailureLimiter::default(),
             auth_failure_limit: DEFAULT_FAILURE_LIMIT,

@@ -169,6 +169,24 @@ impl Backend {
         dispatch!(self, b => b.count_runs(agent).await)
     }
 
+    pub(crate) async fn claim_once(
+        &self,
+        key: &str,
+        at: i64,
+        forget_before: i64,
+    ) -> Result<bool, StoreError> {
+        dispatch!(self, b => b.claim_once(key, at, forget_before).await)
+    }
+
+    pub(crate) async fn stop_agent_run(
+        &self,
+        id: &str,
+        reason: &str,
+        at: i64,
+    ) -> Result<bool, StoreError> {
+        dispatch!(self, b => b.stop_agent_run(id, reason, at).await)
+    }
+
     pub(crate) async fn agent_run(
         &self,
         id: &str,

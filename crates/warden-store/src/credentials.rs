@@ -21,6 +21,11 @@ impl Store {
         actor: &str,
         now: Millis,
     ) -> Result<NewToken, StoreError> {
+        if matches!(request.principal, Principal::AgentRole { .. }) {
+            return Err(StoreError::Invalid(
+                "an agent role acts inside Warden; no token is minted for it".into(),
+            ));
+        }
         let mut random = [0u8; 32];
         getrandom::fill(&mut random)
             .map_err(|e| StoreError::Invalid(format!("no randomness available: {e}")))?;

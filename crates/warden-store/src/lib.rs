@@ -324,6 +324,16 @@ impl Store {
             .await
     }
 
+    /// Claims `key` for the time `at` once across processes sharing the store: `true` for the
+    /// first claim only (a Reconciler's pass for one scheduled time). Claims of `key` more than
+    /// a day older than `at` are forgotten.
+    pub async fn claim_once(&self, key: &str, at: Millis) -> Result<bool, StoreError> {
+        const KEPT: i64 = 24 * 3600 * 1000;
+        self.backend
+            .claim_once(key, at.0, at.0.saturating_sub(KEPT))
+            .await
+    }
+
     /// Records a new agent run; `false` when it would break a uniqueness rule (the same
     /// scheduled time fired twice, or a schedule already queued or running).
     pub async fn insert_agent_run(&self, run: &AgentRun) -> Result<bool, StoreError> {

@@ -102,6 +102,10 @@ impl CredentialRow {
         };
         let principal: Principal =
             serde_json::from_str(&self.principal).map_err(|e| corrupt(&self.id, "principal", e))?;
+        // No credential names an agent role: it acts only inside Warden (WORK-4).
+        if matches!(principal, Principal::AgentRole { .. }) {
+            return Err(corrupt(&self.id, "principal", &self.principal));
+        }
         let projects = self
             .projects
             .as_deref()
@@ -190,7 +194,7 @@ pub struct AgentRun {
     pub schedule_key: Option<String>,
     /// For scheduled runs: the time the schedule fired for (ms).
     pub fire_at: Option<i64>,
-    /// `queued`, `running`, `succeeded`, `failed` or `timed_out`.
+    /// `queued`, `running`, `succeeded`, `failed`, `timed_out` or `stopped`.
     pub status: String,
     /// Who asked, by reference (APR-3), as JSON.
     pub requested_by: String,

@@ -329,6 +329,27 @@ macro_rules! shared_operations {
             .await?)
         }
 
+        /// Claims `key` for the time `at` (a counter of one in the window `at`); forgets the
+        /// claims of `key` before `forget_before`.
+        pub(crate) async fn claim_once(&self, key: &str, at: i64, forget_before: i64) -> Result<bool, StoreError> {
+            let (_guard, mut tx) = self.begin_write().await?;
+            let claimed = sqlx::query(
+                "INSERT INTO counters (key, window_start, count) VALUES ($1, $2, 1) ON CONFLICT DO NOTHING",
+            )
+            .bind(key)
+            .bind(at)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            sqlx::query("DELETE FROM counters WHERE key = $1 AND window_start < $2")
+                .bind(key)
+                .bind(forget_before)
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+            Ok(claimed == 1)
+        }
+
         pub(crate) async fn take(&self, key: &str, window: i64, limit: i64) -> Result<bool, StoreError> {
             let (_guard, mut tx) = self.begin_write().await?;
             let taken: Option<i64> = sqlx::query_scalar(
@@ -374,8 +395,10 @@ macro_rules! shared_operations {
 
         pub(crate) async fn update_agent_run(&self, run: &$crate::rows::AgentRun) -> Result<(), StoreError> {
             let (_guard, mut tx) = self.begin_write().await?;
+            // A stopped run stays stopped, with the reason it was stopped for.
             sqlx::query(
-                "UPDATE agent_runs SET status = $2, credential_id = $3, started_at = $4, finished_at = $5, exit_code = $6, error = $7, output = $8 WHERE id = $1",
+                "UPDATE agent_runs SET status = CASE WHEN status = 'stopped' THEN status ELSE $2 END, credential_id = $3, started_at = $4, finished_at = $5, exit_code = $6, \
+                 error = CASE WHEN status = 'stopped' THEN error ELSE $7 END, output = $8 WHERE id = $1",
             )
             .bind(&run.id)
             .bind(&run.status)
@@ -410,6 +433,22 @@ macro_rules! shared_operations {
             }
             qb.push(" ORDER BY queued_at DESC, id DESC LIMIT ").push_bind(limit);
             Ok(qb.build_query_as().fetch_all(&self.pool).await?)
+        }
+
+        /// Marks the run `id` stopped for `reason`, if it is queued or running.
+        pub(crate) async fn stop_agent_run(&self, id: &str, reason: &str, at: i64) -> Result<bool, StoreError> {
+            let (_guard, mut tx) = self.begin_write().await?;
+            let stopped = sqlx::query(
+                "UPDATE agent_runs SET status = 'stopped', error = $2, finished_at = $3 WHERE id = $1 AND status IN ('queued', 'running')",
+            )
+            .bind(id)
+            .bind(reason)
+            .bind(at)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            tx.commit().await?;
+            Ok(stopped == 1)
         }
 
         pub(crate) async fn agent_run(&self, id: &str) -> Result<Option<$crate::rows::AgentRun>, StoreError> {

@@ -24,7 +24,7 @@ pub struct RunSummary {
     /// The agent, if a run of an agent.
     pub agent: Option<String>,
     /// Where the run stands. An unattended agent run: its lifecycle (queued, running,
-    /// succeeded, failed, timed_out). Any other run, which has no end: its last call's —
+    /// succeeded, failed, timed_out, stopped). Any other run, which has no end: its last call's —
     /// `executed`, `failed`, `cancelled`, `interrupted`, … (its outcome), `denied`,
     /// `pending_approval`, or `open` while that call has no outcome yet.
     pub status: Option<String>,

@@ -815,6 +815,46 @@ async fn counters_are_exact_under_concurrency() {
     }
 }
 
+#[tokio::test]
+async fn a_time_is_claimed_once_across_stores_and_old_claims_are_forgotten() {
+    for s in stores().await {
+        let other = s.another().await;
+        let claims = (0..16).map(|i| {
+            let store = if i % 2 == 0 { &s.store } else { &other.store };
+            store.claim_once("reconciler:r:0 * * * *", NOW)
+        });
+        let claimed = futures::future::join_all(claims)
+            .await
+            .into_iter()
+            .filter(|r| *r.as_ref().unwrap())
+            .count();
+        assert_eq!(claimed, 1, "{}", s.name);
+        // The next time is claimed afresh; one two days later forgets the first.
+        let hour = Duration::from_secs(3600);
+        assert!(
+            s.store
+                .claim_once("reconciler:r:0 * * * *", NOW.plus(hour))
+                .await
+                .unwrap()
+        );
+        assert!(
+            s.store
+                .claim_once("reconciler:r:0 * * * *", NOW.plus(hour * 48))
+                .await
+                .unwrap()
+        );
+        assert!(
+            s.store
+                .claim_once("reconciler:r:0 * * * *", NOW)
+                .await
+                .unwrap(),
+            "forgotten, so claimable: a replica two days late would run it"
+        );
+        other.cleanup().await;
+        s.cleanup().await;
+    }
+}
+
 /// Ten appends of two records each to the run `run_concurrent_{task}`.
 async fn ten_appends(store: &Store, task: usize) {
     for i in 0..10_i64 {

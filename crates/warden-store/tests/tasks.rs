@@ -698,3 +698,82 @@ async fn the_runs_bound_to_a_task_are_its_sessions_and_outlive_it() {
         s.cleanup().await;
     }
 }
+
+#[tokio::test]
+async fn a_stopped_session_stays_stopped_and_loses_its_credential() {
+    for s in stores().await {
+        insert(&s, &task("task_st", "ws", 0)).await;
+        let token = s
+            .store
+            .create_token(
+                warden_store::TokenRequest {
+                    principal: warden_core::principal::Principal::User {
+                        name: warden_core::name::Name::new("coder").unwrap(),
+                    },
+                    projects: None,
+                    scopes: None,
+                    ttl: None,
+                    description: None,
+                    kind: warden_core::principal::CredentialKind::Run,
+                },
+                "test",
+                Millis(NOW),
+            )
+            .await
+            .unwrap();
+        let mut running = run("run_st", 1, Some("task_st"));
+        running.credential_id = Some(token.credential.id.clone());
+        let mut done = run("run_done", 0, Some("task_st"));
+        done.status = "succeeded".into();
+        for r in [&running, &done] {
+            assert!(s.store.insert_agent_run(r).await.unwrap(), "{}", s.name);
+        }
+        let stopped = s
+            .store
+            .stop_task_sessions(
+                "task_st",
+                "stale",
+                "agentRole:j/reconciler:r",
+                Millis(NOW + 5),
+            )
+            .await
+            .unwrap();
+        assert_eq!(stopped, ["run_st"], "only what still runs: {}", s.name);
+        let revoked = s.store.credentials().await.unwrap();
+        let credential = revoked
+            .iter()
+            .find(|c| c.id == token.credential.id)
+            .unwrap();
+        assert!(credential.revoked_at.is_some(), "{}", s.name);
+
+        // The runner reports its end later: the run stays stopped, for its reason.
+        running.status = "failed".into();
+        running.error = Some("the runner exited with signal 9".into());
+        running.finished_at = Some(NOW + 7);
+        s.store.update_agent_run(&running).await.unwrap();
+        let stored = s.store.agent_run("run_st").await.unwrap().unwrap();
+        assert_eq!(
+            (
+                stored.status.as_str(),
+                stored.error.as_deref(),
+                stored.finished_at
+            ),
+            ("stopped", Some("stale"), Some(NOW + 7)),
+            "{}",
+            s.name
+        );
+        assert_eq!(
+            s.store.agent_run("run_done").await.unwrap().unwrap().status,
+            "succeeded"
+        );
+        // Stopping again stops nothing.
+        assert!(
+            s.store
+                .stop_task_sessions("task_st", "again", "x", Millis(NOW + 9))
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        s.cleanup().await;
+    }
+}

@@ -13,7 +13,6 @@
 //! its next time after now, once. A schedule never runs twice at once, and one scheduled time
 //! runs once across replicas (unique indexes in the store decide).
 
-use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -25,17 +24,18 @@ use tokio::io::AsyncBufReadExt as _;
 use tokio_util::sync::CancellationToken;
 use warden_core::authority::{Authority, AuthorityError};
 use warden_core::config::RunnerSpec;
-use warden_core::cron::Schedule;
+use warden_core::contract::CallOutcome;
 use warden_core::name::Name;
-use warden_core::pipeline::Clock;
+use warden_core::pipeline::{Clock, RunState};
 use warden_core::policy::Policy;
 use warden_core::principal::{Credential, CredentialKind, Principal, Provenance};
 use warden_core::time::Millis;
 use warden_runtime::Secrets;
 use warden_store::{AgentRun, Store, TokenRequest};
 
-/// What the runner needs of the gateway its runs call through: the current policy, the store,
-/// reloading credentials at once, a run's authority, and where the server is.
+/// What the runner and the Reconcilers need of the gateway their runs call through: the current
+/// policy, the store, reloading credentials at once, a run's authority, where the server is,
+/// and a governed call.
 pub trait Gateway: Send + Sync + fmt::Debug {
     /// The policy now.
     fn policy(&self) -> Arc<Policy>;
@@ -53,6 +53,15 @@ pub trait Gateway: Send + Sync + fmt::Debug {
     fn set_public_url(&self, url: String);
     /// The gateway's clock.
     fn clock(&self) -> &Arc<dyn Clock>;
+    /// Calls `tool` with `args` as `authority` in the run `run`, through the governed pipeline
+    /// (GOV-2), as a call no client waits on (a Reconciler's moves, WORK-4).
+    fn call<'a>(
+        &'a self,
+        authority: &'a Authority,
+        run: &'a RunState,
+        tool: &'a str,
+        args: serde_json::Map<String, serde_json::Value>,
+    ) -> Pin<Box<dyn Future<Output = CallOutcome> + Send + 'a>>;
 }
 
 /// Default time a run may take.
@@ -143,7 +152,7 @@ pub struct Runner {
     base_url: OnceLock<String>,
     environments: OnceLock<std::path::PathBuf>,
     secrets: Secrets,
-    next_fire: Mutex<FireTimes>,
+    next_fire: Mutex<crate::fire_times::FireTimes>,
     /// The runtime that created the runner: runs execute there, also when started by a
     /// request on a serving thread (whose runtime ends with its connections).
     runtime: Option<tokio::runtime::Handle>,
@@ -303,6 +312,23 @@ impl Runner {
         run.status = "running".into();
         run.started_at = Some(self.gateway.clock().now().0);
         store.update_agent_run(&run).await?;
+        // A session stopped while it was queued (its task moved back by a Reconciler) never
+        // starts: its credential dies unused.
+        if let Some(stopped) = store
+            .agent_run(&id)
+            .await?
+            .filter(|r| r.status == "stopped")
+        {
+            store
+                .revoke_token(
+                    &credential.credential.id,
+                    "scheduler",
+                    self.gateway.clock().now(),
+                )
+                .await?;
+            self.gateway.refresh().await;
+            return Ok(stopped);
+        }
         let this = self.clone();
         let started = run.clone();
         let execution = async move {
@@ -391,7 +417,20 @@ impl Runner {
                             }
                         }));
                     }
-                    let waited = tokio::time::timeout(timeout, child.wait()).await;
+                    // Until the runner exits, times out, or its run is stopped (in the store,
+                    // by whichever replica moved its task back).
+                    let stopped = stopped(&store, &run.id);
+                    let waited = tokio::time::timeout(timeout, async {
+                        tokio::select! {
+                            status = child.wait() => Some(status),
+                            () = stopped => None,
+                        }
+                    })
+                    .await;
+                    if !matches!(waited, Ok(Some(_))) {
+                        // Timed out or stopped: killed before its last lines are read.
+                        let _ = child.kill().await;
+                    }
                     // The last lines, read once the pipes close (bounded: a child the runner
                     // left behind may hold them open).
                     for reader in readers {
@@ -403,10 +442,10 @@ impl Runner {
                         .map(|t| t.text())
                         .filter(|t| !t.is_empty());
                     match waited {
-                        Ok(Ok(status)) => Ok(status),
-                        Ok(Err(e)) => Err(format!("waiting for the runner failed: {e}")),
+                        Ok(Some(Ok(status))) => Ok(status),
+                        Ok(Some(Err(e))) => Err(format!("waiting for the runner failed: {e}")),
+                        Ok(None) => Err("the run was stopped".to_owned()),
                         Err(_) => {
-                            let _ = child.kill().await;
                             run.status = "timed_out".into();
                             Err(format!(
                                 "the run did not finish within {}s and was stopped",
@@ -478,14 +517,12 @@ impl Runner {
 
     /// Fires schedules until `cancel`, checking every second.
     pub async fn schedule(self: Arc<Self>, cancel: CancellationToken) {
-        let mut since = self.gateway.clock().now();
-        let mut tick = tokio::time::interval(Duration::from_secs(1));
-        loop {
-            tokio::select! {
-                () = cancel.cancelled() => return,
-                _ = tick.tick() => since = self.fire_due(since).await,
-            }
-        }
+        let start = self.gateway.clock().now();
+        crate::fire_times::every_second(start, cancel, |since| {
+            let this = self.clone();
+            async move { this.fire_due(since).await }
+        })
+        .await;
     }
 
     /// Starts the runs of the schedules due now (the last check was at `since`); returns now.
@@ -493,7 +530,15 @@ impl Runner {
         let now = self.gateway.clock().now();
         let policy = self.gateway.policy();
         let due = match self.next_fire.lock() {
-            Ok(mut times) => times.due(policy.agents(), since, now),
+            Ok(mut times) => times.due(
+                policy.agents().iter().flat_map(|(name, agent)| {
+                    agent.schedules.iter().enumerate().map(move |(i, s)| {
+                        (name.to_string(), format!("{i}:{}", s.cron), s.cron.as_str())
+                    })
+                }),
+                since,
+                now,
+            ),
             Err(_) => Vec::new(),
         };
         for (agent, key, fire_at) in due {
@@ -523,42 +568,18 @@ impl Runner {
     }
 }
 
-/// When each schedule (by agent and `<index>:<cron>`) fires next.
-#[derive(Debug, Default)]
-struct FireTimes(HashMap<(String, String), Millis>);
+/// How often a running session looks whether it was stopped.
+const STOP_CHECK: Duration = Duration::from_secs(2);
 
-impl FireTimes {
-    /// The schedules of `agents` due at `now` (agent, key, the time each fires for), the last
-    /// check having been at `since`; each one's next time is then after `now` (missed times are
-    /// not replayed). A schedule seen for the first time fires at its first time after
-    /// `since`: one applied a moment ago waits for its next time, not the last one before it
-    /// (a `*/5` schedule applied at 01:32:27 fires at 01:35:00).
-    fn due(
-        &mut self,
-        agents: &std::collections::BTreeMap<Name, warden_core::config::AgentSpec>,
-        since: Millis,
-        now: Millis,
-    ) -> Vec<(String, String, Millis)> {
-        let mut due = Vec::new();
-        for (name, agent) in agents {
-            for (i, s) in agent.schedules.iter().enumerate() {
-                let Ok(schedule) = Schedule::parse(&s.cron) else {
-                    continue;
-                };
-                let key = (name.to_string(), format!("{i}:{}", s.cron));
-                let never = Millis(i64::MAX);
-                let at = *self
-                    .0
-                    .entry(key.clone())
-                    .or_insert_with(|| schedule.next_after(since).unwrap_or(never));
-                if now >= at {
-                    self.0
-                        .insert(key.clone(), schedule.next_after(now).unwrap_or(never));
-                    due.push((key.0, key.1, at));
-                }
-            }
+/// Done once the run `id` is marked `stopped` in the store.
+async fn stopped(store: &Store, id: &str) {
+    loop {
+        tokio::time::sleep(STOP_CHECK).await;
+        if let Ok(Some(run)) = store.agent_run(id).await
+            && run.status == "stopped"
+        {
+            return;
         }
-        due
     }
 }
 
@@ -586,37 +607,5 @@ mod tests {
         small.push("a");
         small.push("b");
         assert_eq!(small.text(), "a\nb\n");
-    }
-
-    /// Issue 45 (observed: `*/5` applied at 01:32:27 ran at 01:32:29).
-    #[test]
-    fn a_schedule_applied_after_the_scheduler_started_waits_for_its_next_time() {
-        let agents: std::collections::BTreeMap<Name, warden_core::config::AgentSpec> =
-            std::iter::once((
-                Name::new("sre").unwrap(),
-                serde_json::from_value(serde_json::json!({
-                    "name": "sre",
-                    "schedules": [{"cron": "*/5 * * * *", "runner": {"command": "/bin/true"}}]
-                }))
-                .unwrap(),
-            ))
-            .collect();
-        let at = |h: i64, m: i64, s: i64| Millis(((h * 60 + m) * 60 + s) * 1000);
-        let mut times = FireTimes::default();
-        // The scheduler started at 01:20:00 and checked every second since; the schedule is
-        // first seen at the check of 01:32:28.
-        assert!(times.due(&agents, at(1, 32, 27), at(1, 32, 28)).is_empty());
-        assert!(times.due(&agents, at(1, 32, 28), at(1, 34, 59)).is_empty());
-        let due = times.due(&agents, at(1, 34, 59), at(1, 35, 0));
-        assert_eq!(
-            due,
-            vec![("sre".into(), "0:*/5 * * * *".into(), at(1, 35, 0))]
-        );
-        // Once only; the next at 01:40.
-        assert!(times.due(&agents, at(1, 35, 0), at(1, 35, 1)).is_empty());
-        assert_eq!(times.due(&agents, at(1, 39, 59), at(1, 40, 0)).len(), 1);
-        // A schedule seen first just after its time, applied before it, fires at once.
-        let mut late = FireTimes::default();
-        assert_eq!(late.due(&agents, at(1, 34, 59), at(1, 35, 0)).len(), 1);
     }
 }

@@ -5,13 +5,17 @@
 //! The `tasks` tool set (warden-mcp), the admin API, the console and `warden task` all call
 //! [`tasks`]. [`agents`] starts agent runs — by hand, on schedules, as sessions of a task in
 //! its environment — behind the gateway, which it reaches through its [`agents::Gateway`]
-//! port (implemented by `warden_mcp::Gateway`).
+//! port (implemented by `warden_mcp::Gateway`). [`epics`] holds epics and their review gates,
+//! [`forges`] the git providers, and [`reconcilers`] the periodic job that moves stale work
+//! through that same gateway.
 
 pub mod agents;
 pub mod args;
 pub mod environments;
 pub mod epics;
+mod fire_times;
 pub mod forges;
 pub mod git_auth;
 pub mod materialise;
+pub mod reconcilers;
 pub mod tasks;

@@ -239,6 +239,14 @@ fn rows(kind: Kind, resources: &[&Resource]) -> (Vec<&'static str>, Vec<Vec<Stri
         Kind::Issuer => vec!["NAME", "ISSUER", "CLIENTS"],
         Kind::ReviewPolicy => vec!["PROJECT", "LOW", "MEDIUM", "HIGH", "CRITICAL"],
         Kind::GitProvider => vec!["NAME", "PROJECT", "URL", "WEBHOOK"],
+        Kind::Reconciler => vec![
+            "NAME",
+            "PROJECT",
+            "SCHEDULE",
+            "ROLE",
+            "AUTONOMY CAP",
+            "STALE AFTER",
+        ],
     };
     let rows = resources
         .iter()
@@ -317,6 +325,14 @@ fn rows(kind: Kind, resources: &[&Resource]) -> (Vec<&'static str>, Vec<Vec<Stri
                     warden_core::url_credentials::redact(&g.url),
                     // The reference, never a value: a secret is never shown again.
                     g.webhook_secret().map_or("-".into(), |_| "signed".into()),
+                ],
+                Resource::Reconciler(x) => vec![
+                    key,
+                    x.project.to_string(),
+                    x.schedule.clone(),
+                    x.role.to_string(),
+                    x.autonomy_cap.to_string(),
+                    humantime::format_duration(x.stale_after()).to_string(),
                 ],
             }
         })

@@ -25,6 +25,8 @@ mod forges;
     reason = "the console's helpers, of which the epics' pages use some"
 )]
 mod plain;
+#[path = "tasks/reconcile.rs"]
+mod reconcile;
 #[path = "tasks/refusals.rs"]
 mod refusals;
 #[path = "tasks/retries.rs"]

@@ -247,6 +247,7 @@ fn parse_one(value: yaml_serde::Value) -> Result<Resource, ParseFailure> {
         Kind::Issuer => parse_as!(Issuer),
         Kind::ReviewPolicy => parse_as!(ReviewPolicy),
         Kind::GitProvider => parse_as!(GitProvider),
+        Kind::Reconciler => parse_as!(Reconciler),
     }
 }
 
@@ -714,6 +715,19 @@ fn check_resource(config: &Config, located: &Located, errors: &mut Vec<ConfigErr
                 fail("project", missing(Kind::Project, g.project.as_str()));
             }
             for (field, problem) in g.problems() {
+                fail(&field, problem);
+            }
+        }
+        Resource::Reconciler(r) => {
+            if !config.contains(Kind::Project, r.project.as_str()) {
+                fail("project", missing(Kind::Project, r.project.as_str()));
+            }
+            if r.role.as_str() != BUILTIN_ADMIN_ROLE
+                && !config.contains(Kind::Role, r.role.as_str())
+            {
+                fail("role", missing(Kind::Role, r.role.as_str()));
+            }
+            for (field, problem) in r.problems() {
                 fail(&field, problem);
             }
         }

@@ -52,11 +52,13 @@ pub enum Kind {
     ReviewPolicy,
     /// [`super::work::GitProviderSpec`]
     GitProvider,
+    /// [`super::work::ReconcilerSpec`]
+    Reconciler,
 }
 
 impl Kind {
     /// All kinds, in application order.
-    pub const ALL: [Kind; 16] = [
+    pub const ALL: [Kind; 17] = [
         Kind::User,
         Kind::ServiceAccount,
         Kind::Role,
@@ -73,6 +75,7 @@ impl Kind {
         Kind::Issuer,
         Kind::ReviewPolicy,
         Kind::GitProvider,
+        Kind::Reconciler,
     ];
 
     /// The kind as written in `kind:`.
@@ -94,6 +97,7 @@ impl Kind {
             Kind::Issuer => "Issuer",
             Kind::ReviewPolicy => "ReviewPolicy",
             Kind::GitProvider => "GitProvider",
+            Kind::Reconciler => "Reconciler",
         }
     }
 
@@ -161,6 +165,8 @@ pub enum Resource {
     ReviewPolicy(super::work::ReviewPolicySpec),
     /// A forge a project's repositories live in (WORK-3).
     GitProvider(super::work::GitProviderSpec),
+    /// A periodic job moving stale work (WORK-4).
+    Reconciler(super::work::ReconcilerSpec),
 }
 
 impl Resource {
@@ -183,6 +189,7 @@ impl Resource {
             Resource::Issuer(_) => Kind::Issuer,
             Resource::ReviewPolicy(_) => Kind::ReviewPolicy,
             Resource::GitProvider(_) => Kind::GitProvider,
+            Resource::Reconciler(_) => Kind::Reconciler,
         }
     }
 
@@ -224,6 +231,7 @@ impl Resource {
             Resource::Issuer(s) => s.name.to_string(),
             Resource::ReviewPolicy(s) => s.project.to_string(),
             Resource::GitProvider(s) => s.name.to_string(),
+            Resource::Reconciler(s) => s.name.to_string(),
         }
     }
 }

@@ -46,7 +46,7 @@ fn an_unknown_kind_suggests_the_right_one() {
     assert_eq!(
         errors("k.yaml", "kind: toolpolicy\nname: x\n"),
         vec![
-            "k.yaml (document 1): field `kind`: unknown kind `toolpolicy` (did you mean `ToolPolicy`?); expected one of `User`, `ServiceAccount`, `Role`, `RoleBinding`, `Project`, `Upstream`, `Model`, `Agent`, `ToolPolicy`, `Autonomy`, `WriteBudget`, `KillSwitch`, `Workspace`, `Issuer`, `ReviewPolicy`, `GitProvider`"
+            "k.yaml (document 1): field `kind`: unknown kind `toolpolicy` (did you mean `ToolPolicy`?); expected one of `User`, `ServiceAccount`, `Role`, `RoleBinding`, `Project`, `Upstream`, `Model`, `Agent`, `ToolPolicy`, `Autonomy`, `WriteBudget`, `KillSwitch`, `Workspace`, `Issuer`, `ReviewPolicy`, `GitProvider`, `Reconciler`"
         ]
     );
 }
@@ -201,4 +201,59 @@ fn the_json_schema_is_generated_from_the_same_types() {
         );
     }
     assert!(text.contains("maxWritesPerMinute"));
+}
+
+#[test]
+fn a_reconciler_is_checked_field_by_field_and_names_what_exists() {
+    let text = r#"
+kind: Project
+name: shop
+---
+kind: Role
+name: janitor
+permissions: ["run:projects:shop", "work:write"]
+---
+kind: Reconciler
+name: stale-work
+project: shop
+schedule: "*/15 * * * *"
+role: janitor
+---
+kind: Reconciler
+name: bad
+project: nowhere
+schedule: "every hour"
+role: ghost
+autonomyCap: 5
+staleAfter: 10s
+"#;
+    let errors = errors("r.yaml", text);
+    assert_eq!(errors.len(), 5, "{errors:#?}");
+    for (field, message) in [
+        ("project", "no Project named `nowhere`"),
+        ("role", "no Role named `ghost`"),
+        ("schedule", ""),
+        ("autonomyCap", "5 is not a level; use 0, 1, 2, 3 or 4"),
+        ("staleAfter", "must be at least 1m"),
+    ] {
+        let prefix = format!("r.yaml (document 4): Reconciler `bad`: field `{field}`: {message}");
+        assert!(
+            errors.iter().any(|e| e.starts_with(&prefix)),
+            "{prefix} in {errors:#?}"
+        );
+    }
+    let good = parse_documents(
+        "r.yaml",
+        text.split("---\nkind: Reconciler\nname: bad")
+            .next()
+            .unwrap(),
+    )
+    .and_then(Config::validate)
+    .unwrap();
+    let Some(Resource::Reconciler(r)) = good.get(Kind::Reconciler, "stale-work") else {
+        panic!("no reconciler");
+    };
+    assert_eq!(r.autonomy_cap, 2, "the default level (APR-1)");
+    assert_eq!(r.stale_after(), DEFAULT_STALE_AFTER);
+    assert_eq!(r.intent(), "reconciler:stale-work");
 }

@@ -1,10 +1,14 @@
 //! The work domain's resources: `kind: ReviewPolicy` (WORK-2), the review gate's numbers for a
-//! project, and `kind: GitProvider` (WORK-3), a forge its repositories live in.
+//! project, `kind: GitProvider` (WORK-3), a forge its repositories live in, and
+//! `kind: Reconciler` (WORK-4), the periodic job that moves stale work along.
+
+use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::name::Name;
+pub use crate::principal::RECONCILER_INTENT;
 use crate::work::{Risk, reviews_needed};
 
 /// The most approving reviews a ReviewPolicy may ask for at one risk.
@@ -306,5 +310,83 @@ mod tests {
                 ),
             ]
         );
+    }
+}
+
+/// The shortest `staleAfter` a Reconciler may have.
+pub const SHORTEST_STALE_AFTER: Duration = Duration::from_secs(60);
+
+/// `kind: Reconciler`: a periodic job of one project (WORK-4). On its `schedule` it moves the
+/// epic tasks `in_progress` with no activity for `staleAfter` back to `ready` (stopping their
+/// sessions), and the open epics whose tasks are all merged to `done`. It acts as the agent
+/// role `agentRole:<role>/reconciler:<name>` (APR-3): exactly the capabilities of `role`, in
+/// its project only, through the governed pipeline, at an autonomy level of at most
+/// `autonomyCap`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReconcilerSpec {
+    /// Its name.
+    pub name: Name,
+    /// The project whose epics it reconciles.
+    pub project: Name,
+    /// When it runs: a cron expression (five fields, UTC).
+    pub schedule: String,
+    /// The Role whose capabilities bound it (it needs `run:projects:<project>` and
+    /// `work:write` to move anything).
+    pub role: Name,
+    /// The highest autonomy level its moves run at (0 to 4, default 2): at 0 or 1 every move
+    /// parks for approval.
+    #[serde(default = "default_autonomy_cap")]
+    pub autonomy_cap: u8,
+    /// How long an epic task `in_progress` goes without activity before it is stale
+    /// (default 24h, at least 1m).
+    #[serde(
+        default,
+        with = "crate::time::human_duration",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<String>")]
+    pub stale_after: Option<Duration>,
+}
+
+/// A Reconciler's `autonomyCap` when it gives none: the level of an unconfigured install
+/// (APR-1's L2), so that a Reconciler is neither freer nor tighter than anything else by default.
+pub const DEFAULT_AUTONOMY_CAP: u8 = 2;
+
+fn default_autonomy_cap() -> u8 {
+    DEFAULT_AUTONOMY_CAP
+}
+
+/// How long an epic task goes without activity before a Reconciler with no `staleAfter` calls
+/// it stale.
+pub const DEFAULT_STALE_AFTER: Duration = Duration::from_secs(24 * 3600);
+
+impl ReconcilerSpec {
+    /// The intent its work serves (`reconciler:<name>`).
+    pub fn intent(&self) -> String {
+        format!("{RECONCILER_INTENT}{}", self.name)
+    }
+
+    /// How long an epic task goes without activity before it is stale.
+    pub fn stale_after(&self) -> Duration {
+        self.stale_after.unwrap_or(DEFAULT_STALE_AFTER)
+    }
+
+    /// What is wrong with it, by field (empty when nothing is).
+    pub(super) fn problems(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        if let Err(e) = crate::cron::Schedule::parse(&self.schedule) {
+            out.push(("schedule".to_owned(), e));
+        }
+        if self.autonomy_cap > 4 {
+            out.push((
+                "autonomyCap".to_owned(),
+                format!("{} is not a level; use 0, 1, 2, 3 or 4", self.autonomy_cap),
+            ));
+        }
+        if self.stale_after() < SHORTEST_STALE_AFTER {
+            out.push(("staleAfter".to_owned(), "must be at least 1m".to_owned()));
+        }
+        out
     }
 }

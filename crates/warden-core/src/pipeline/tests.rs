@@ -34,6 +34,7 @@ fn payloads_are_the_canonical_form_of_their_objects() {
         expires_at: None,
         agent: Some(name("triage")),
         intent: None,
+        autonomy_cap: None,
         grant: Grant::default(),
         projects: BTreeMap::from([
             (name("zeta"), "member".into()),

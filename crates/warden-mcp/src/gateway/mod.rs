@@ -330,4 +330,24 @@ impl warden_work::agents::Gateway for Gateway {
     fn clock(&self) -> &Arc<dyn Clock> {
         Gateway::clock(self)
     }
+
+    fn call<'a>(
+        &'a self,
+        authority: &'a Authority,
+        run: &'a warden_core::pipeline::RunState,
+        tool: &'a str,
+        args: serde_json::Map<String, serde_json::Value>,
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = warden_core::contract::CallOutcome> + Send + 'a>,
+    > {
+        Box::pin(Gateway::call(
+            self,
+            authority,
+            run,
+            tool,
+            Some(args),
+            warden_core::pipeline::Governance::On,
+            None,
+        ))
+    }
 }

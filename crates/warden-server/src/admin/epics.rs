@@ -463,7 +463,8 @@ pub(crate) async fn move_task(
 ) -> Result<Json<EpicTaskDoc>, ApiError> {
     let authority = authority(&state, &credential)?;
     let args = arguments(body, Some(("id", &id)), "move")?;
-    let task = epics::move_task(&state.control, &authority, args).await?;
+    let policy = state.gateway.snapshot().policy.clone();
+    let task = epics::move_task(&state.control, &policy, &authority, args).await?;
     Ok(Json(task.into()))
 }
 

@@ -32,7 +32,7 @@ pub(crate) struct Lifecycle {
     schedule_key: Option<String>,
     /// For scheduled runs: the time the schedule fired for (ms).
     fire_at: Option<i64>,
-    /// `queued`, `running`, `succeeded`, `failed` or `timed_out`.
+    /// `queued`, `running`, `succeeded`, `failed`, `timed_out` or `stopped`.
     status: String,
     /// Who asked, by reference (APR-3).
     #[schema(value_type = Object)]

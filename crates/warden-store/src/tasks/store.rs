@@ -141,6 +141,31 @@ impl Store {
         self.backend.runs_of_task(task_id).await
     }
 
+    /// Stops the sessions of task `task` still queued or running: each is marked `stopped`
+    /// with `reason` (and stays so whatever its runner reports later), and its run credential
+    /// is revoked by `actor`. The runs it stopped.
+    pub async fn stop_task_sessions(
+        &self,
+        task: &str,
+        reason: &str,
+        actor: &str,
+        now: Millis,
+    ) -> Result<Vec<String>, StoreError> {
+        let mut stopped = Vec::new();
+        for run in self.backend.runs_of_task(task).await? {
+            if !matches!(run.status.as_str(), "queued" | "running")
+                || !self.backend.stop_agent_run(&run.id, reason, now.0).await?
+            {
+                continue;
+            }
+            if let Some(credential) = &run.credential_id {
+                self.revoke_token(credential, actor, now).await?;
+            }
+            stopped.push(run.id);
+        }
+        Ok(stopped)
+    }
+
     /// Binds an agent run to a task, or unbinds it (`None`); `false` when there is no such
     /// run. The task is not looked up: a run may name a task that is gone (runs outlive their
     /// tasks). [`Store::insert_agent_run`] stores the binding a run starts with, and

@@ -27,7 +27,7 @@ pub struct CreateEpicArgs {
 }
 
 /// Arguments of `work__update_epic`: what is given is changed.
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateEpicArgs {
     /// The epic (`epc_…`).

@@ -13,11 +13,12 @@
 pub mod args;
 pub mod gate;
 mod merge;
+pub mod stale;
 pub mod tool;
 
 use serde::Serialize;
 use warden_core::admission::Refusal;
-use warden_core::authority::Authority;
+use warden_core::authority::{Authority, Mode};
 use warden_core::capability::{WORK_ACCEPT, WORK_READ, WORK_REVIEW, WORK_WRITE};
 use warden_core::config::{Kind, Resource};
 use warden_core::policy::Policy;
@@ -291,6 +292,17 @@ pub async fn update_epic(
 ) -> Result<Epic, EpicError> {
     let epic = visible(store, authority, &args.id).await?;
     require(authority, WORK_WRITE, &epic.project, "changing an epic")?;
+    let only_done = UpdateEpicArgs {
+        id: args.id.clone(),
+        status: Some(EpicState::Done),
+        ..UpdateEpicArgs::default()
+    };
+    if authority.mode == Mode::AgentRole && args != only_done {
+        return Err(refused(
+            code::FORBIDDEN,
+            "reconciliation changes an epic only by moving it to `done`".to_owned(),
+        ));
+    }
     // Everything is checked before anything is written.
     if let Some(to) = args.status {
         epic.state
@@ -503,20 +515,89 @@ fn gate(to: EpicTaskState) -> Option<&'static str> {
     }
 }
 
+/// Refused unless reconciliation may move `task` to `to` now: its one move, of a task still
+/// stale for the Reconciler `authority` acts for (an approved move is checked again when it
+/// runs).
+async fn reconciled_move(
+    store: &Store,
+    policy: &Policy,
+    authority: &Authority,
+    task: &EpicTask,
+    to: EpicTaskState,
+    now: Millis,
+) -> Result<(), EpicError> {
+    if task.state.reconciled() != Some(to) {
+        return Err(refused(
+            code::INVALID_MOVE,
+            format!(
+                "reconciliation moves an epic task only from `in_progress` back to `ready`; `{}` is `{}`",
+                task.id, task.state
+            ),
+        ));
+    }
+    let Some(reconciler) = policy.reconciler_of(&authority.principal) else {
+        return Err(refused(
+            code::FORBIDDEN,
+            format!("{} is no Reconciler's agent role", authority.principal),
+        ));
+    };
+    let cutoff = stale::cutoff(reconciler.stale_after(), now);
+    if let Some(at) = stale::active_since(store, task, cutoff).await? {
+        return Err(refused(
+            code::INVALID_MOVE,
+            format!(
+                "epic task `{}` is no longer stale: it saw activity at {} (less than {} ago)",
+                task.id,
+                warden_core::time::rfc3339(at),
+                warden_core::time::format_duration(reconciler.stale_after())
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Moves an epic task along its machine (not through a gate: see [`gate`]).
 pub async fn move_task(
     store: &Store,
+    policy: &Policy,
     authority: &Authority,
     args: MoveEpicTaskArgs,
     now: Millis,
 ) -> Result<EpicTask, EpicError> {
     let (task, epic) = visible_task(store, authority, &args.id).await?;
     require(authority, WORK_WRITE, &epic.project, "moving an epic task")?;
-    task.state
-        .check_move(args.to)
-        .map_err(|e| refused(code::INVALID_MOVE, e.to_string()))?;
-    if let Some(gate) = gate(args.to) {
-        return Err(refused(code::GATED, gate));
+    let reconciling = authority.mode == Mode::AgentRole;
+    if reconciling {
+        reconciled_move(store, policy, authority, &task, args.to, now).await?;
+    } else {
+        task.state.check_move(args.to).map_err(|e| {
+            let mut message = e.to_string();
+            if task.state.reconciled() == Some(args.to) {
+                message.push_str(
+                    "; only reconciliation moves a stale task back (a Reconciler's `staleAfter`)",
+                );
+            }
+            refused(code::INVALID_MOVE, message)
+        })?;
+        if let Some(gate) = gate(args.to) {
+            return Err(refused(code::GATED, gate));
+        }
+    }
+    if reconciling {
+        // Its sessions stop first: a failure leaves the task stale, for the next pass. Their
+        // credentials die now, their processes within seconds.
+        let stopped = store
+            .stop_task_sessions(
+                &task.task_id,
+                &format!(
+                    "stopped by {}: epic task `{}` went back to `ready`",
+                    authority.principal, task.id
+                ),
+                &authority.principal.to_string(),
+                now,
+            )
+            .await?;
+        tracing::info!(epic_task = %task.id, principal = %authority.principal, ?stopped, "stale epic task moving back to ready");
     }
     let moved = store
         .move_epic_task(

@@ -49,7 +49,7 @@ pub async fn execute(
         }
         "move_task" => {
             let a: MoveEpicTaskArgs = serde_json::from_value(args).map_err(invalid)?;
-            move_task(store, authority, a, now)
+            move_task(store, policy, authority, a, now)
                 .await
                 .map(|t| json!({ "epicTask": t }))
         }

@@ -204,7 +204,7 @@ async fn delete_and_kill_print_the_same_and_refuse_the_same_both_ways() {
     cli.same_failure(
         &["delete", "role", "reader"],
         2,
-        "error: role `reader` is still referenced by rolebinding `reader:user:alice` (field `role`); delete that first\n",
+        "error: role `reader` is still referenced by rolebinding `reader:user:alice` (field `role`), reconciler `janitor` (field `role`); delete those first\n",
     );
 
     // A kill switch pulled one way is released the other, and the lines are the same.

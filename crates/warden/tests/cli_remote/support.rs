@@ -27,7 +27,8 @@ pub(crate) fn config() -> String {
          kind: KillSwitch\nscope: {{ principal: {{ serviceAccount: deploy-bot }} }}\nreason: drill\n---\n\
          kind: Issuer\nname: corp\nissuer: \"https://login.example.com\"\njwksUri: \"http://127.0.0.1:9/keys\"\nclients: {{ deploy-pipeline: deploy-bot }}\n---\n\
          kind: ReviewPolicy\nproject: alpha\napprovals: {{ high: 3 }}\n---\n\
-         kind: GitProvider\nname: forge\nproject: alpha\ntype: git\nurl: \"https://git.example/alpha\"\nrepositories: [app.git]\ncredentials: \"${{secret:forge-token}}\"\nwebhookSecret: \"${{secret:forge-hook}}\"\n",
+         kind: GitProvider\nname: forge\nproject: alpha\ntype: git\nurl: \"https://git.example/alpha\"\nrepositories: [app.git]\ncredentials: \"${{secret:forge-token}}\"\nwebhookSecret: \"${{secret:forge-hook}}\"\n---\n\
+         kind: Reconciler\nname: janitor\nproject: alpha\nschedule: \"*/15 * * * *\"\nrole: reader\nautonomyCap: 1\nstaleAfter: 2h\n",
         stdio_upstream("alpha", "alpha", "")
     )
 }

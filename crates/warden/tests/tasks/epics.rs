@@ -684,6 +684,13 @@ pub(crate) async fn in_review(
     risk: &str,
     branch: &str,
 ) -> (String, String) {
+    let epic = open_epic(f, token, risk).await;
+    let ept = task_moved(f, token, &epic, branch, &["ready", "in_progress", "review"]).await;
+    (epic, ept)
+}
+
+/// An open epic of `risk` in `web`; its id.
+pub(crate) async fn open_epic(f: &Fixture, token: &str, risk: &str) -> String {
     let epic = work(
         f,
         token,
@@ -703,6 +710,17 @@ pub(crate) async fn in_review(
     )
     .await
     .unwrap();
+    epic
+}
+
+/// A task of `epic` in the workspace `board` on `branch`, moved through `moves`; its id.
+pub(crate) async fn task_moved(
+    f: &Fixture,
+    token: &str,
+    epic: &str,
+    branch: &str,
+    moves: &[&str],
+) -> String {
     let ept = work(
         f,
         token,
@@ -714,10 +732,10 @@ pub(crate) async fn in_review(
     .as_str()
     .unwrap()
     .to_owned();
-    for to in ["ready", "in_progress", "review"] {
+    for to in moves {
         work(f, token, "move_task", json!({"id": ept, "to": to}))
             .await
             .unwrap();
     }
-    (epic, ept)
+    ept
 }

@@ -91,6 +91,14 @@ impl Fixture {
 
     /// The fixture with the resources `extra` (YAML documents) configured as well.
     pub(crate) async fn start_with(extra: &str) -> Self {
+        Self::start_on_clock(extra, None).await
+    }
+
+    /// [`Self::start_with`], its gateway and services reading `clock` when one is given.
+    pub(crate) async fn start_on_clock(
+        extra: &str,
+        clock: Option<std::sync::Arc<dyn warden_core::pipeline::Clock>>,
+    ) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let repo = repository(dir.path());
         let out = dir.path().join("out");
@@ -98,7 +106,10 @@ impl Fixture {
         if !extra.is_empty() {
             config = format!("{config}---\n{extra}");
         }
-        let w = TestWarden::start(&config).await;
+        let w = match clock {
+            Some(clock) => TestWarden::start_with_clock(&config, clock).await,
+            None => TestWarden::start(&config).await,
+        };
         let environments = match &w.store.location {
             warden_store::Location::DataDir(d) => d.join("environments"),
             warden_store::Location::Url(_) => unreachable!("sqlite"),
