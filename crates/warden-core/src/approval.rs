@@ -163,6 +163,8 @@ pub struct Parked {
     pub due_at: Millis,
     /// The rule that parked it.
     pub rule: String,
+    /// Who decides it (APR-8), as the policy in force said when it was parked.
+    pub four_eyes: crate::policy::FourEyes,
 }
 
 /// Where parked calls go (the store).

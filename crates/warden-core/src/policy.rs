@@ -9,7 +9,7 @@ use crate::capability::Capability;
 use crate::config::{
     AgentSpec, Approvals, AutonomySpec, AutonomySubject, BudgetPer, BudgetSubject, Config,
     GitProviderSpec, IssuerSpec, KillScope, KillSwitchSpec, Kind, ModelSpec, ProjectSpec,
-    RECONCILER_INTENT, ReconcilerSpec, Resource, ToolPolicySpec, WriteBudgetSpec,
+    RECONCILER_INTENT, ReconcilerSpec, Resource, SelfApproval, ToolPolicySpec, WriteBudgetSpec,
 };
 use crate::name::{Name, glob_match};
 use crate::principal::{Principal, Subject};
@@ -73,6 +73,16 @@ pub struct AutonomyLevel {
     pub veto_window: Duration,
     /// How long an approval waits (levels 1 and 2).
     pub approval_ttl: Duration,
+}
+
+/// Who decides a parked call (APR-8).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FourEyes {
+    /// The rule that keeps the requester from deciding it (`tool-policy:<key>` or
+    /// `autonomy:<key>`), if one does.
+    pub self_denied_by: Option<String>,
+    /// How many distinct deciders approve it (at least 1).
+    pub deciders: u8,
 }
 
 /// A counter a call must take one unit from (rate limits, write budgets).
@@ -260,9 +270,13 @@ impl Policy {
             || matches!((subject, actor.principal), (Subject::Group(g), Principal::User { .. }) if actor.groups.contains(g))
     }
 
-    /// The most restrictive autonomy level applicable to a call (APR-1), L2 when none.
-    pub fn autonomy_for(&self, actor: Actor<'_>, tool: &ToolDescriptor) -> AutonomyLevel {
-        let applicable = self.autonomy.iter().filter(|(_, a)| match &a.subject {
+    /// The Autonomies that apply to a call of `tool` by `actor`, with their keys.
+    fn applicable_autonomy<'a>(
+        &'a self,
+        actor: Actor<'a>,
+        tool: &'a ToolDescriptor,
+    ) -> impl Iterator<Item = &'a (String, AutonomySpec)> {
+        self.autonomy.iter().filter(move |(_, a)| match &a.subject {
             AutonomySubject::Agent(n) => actor.agent == Some(n),
             AutonomySubject::User(n) => {
                 matches!(actor.principal, Principal::User { name } if name == n)
@@ -272,8 +286,38 @@ impl Policy {
             }
             AutonomySubject::Project(p) => tool.project.as_ref() == Some(p),
             AutonomySubject::Intent(i) => actor.intent == Some(i.as_str()),
+        })
+    }
+
+    /// Who decides a call of `tool` that `actor` parked (APR-8): whether a rule keeps the
+    /// requester out (a ToolPolicy or any applicable Autonomy with `selfApproval: deny`), and
+    /// how many distinct deciders approve it.
+    pub fn four_eyes(&self, actor: Actor<'_>, tool: &ToolDescriptor) -> FourEyes {
+        let tool_policy = tool
+            .policy
+            .as_deref()
+            .and_then(|key| self.tool_policies.iter().find(|(k, _)| k == key));
+        let from_tool = tool_policy
+            .filter(|(_, t)| t.self_approval == Some(SelfApproval::Deny))
+            .map(|(key, _)| format!("tool-policy:{key}"));
+        let self_denied_by = from_tool.or_else(|| {
+            self.applicable_autonomy(actor, tool)
+                .find(|(_, a)| a.self_approval == Some(SelfApproval::Deny))
+                .map(|(key, _)| format!("autonomy:{key}"))
         });
-        let configured = applicable
+        FourEyes {
+            self_denied_by,
+            deciders: tool_policy
+                .and_then(|(_, t)| t.approvals)
+                .unwrap_or(1)
+                .max(1),
+        }
+    }
+
+    /// The most restrictive autonomy level applicable to a call (APR-1), L2 when none.
+    pub fn autonomy_for(&self, actor: Actor<'_>, tool: &ToolDescriptor) -> AutonomyLevel {
+        let configured = self
+            .applicable_autonomy(actor, tool)
             .min_by_key(|(_, a)| a.level)
             .map(|(key, a)| AutonomyLevel {
                 level: a.level,

@@ -61,6 +61,12 @@ pub struct Approval {
     pub outcome_message: Option<String>,
     /// The result of the executed action (JSON), for the requester to fetch (APR-7).
     pub result: Option<String>,
+    /// The rule that keeps its requester from deciding it (APR-8), if one does.
+    pub self_denied_by: Option<String>,
+    /// How many distinct deciders approve it before it runs.
+    pub deciders: i64,
+    /// The principals who approved it so far, the first first.
+    pub approvers: Vec<String>,
 }
 
 /// A stored value that is not one of its type's values: a corrupt row, read as an error rather
@@ -86,6 +92,7 @@ where
         let kind: String = row.try_get("kind")?;
         let status: String = row.try_get("status")?;
         let outcome_code: Option<String> = row.try_get("outcome_code")?;
+        let approvers: String = row.try_get("approvers")?;
         Ok(Self {
             id: row.try_get("id")?,
             kind: ApprovalKind::parse(&kind).ok_or_else(|| invalid("kind", &kind))?,
@@ -113,6 +120,10 @@ where
                 .transpose()?,
             outcome_message: row.try_get("outcome_message")?,
             result: row.try_get("result")?,
+            self_denied_by: row.try_get("self_denied_by")?,
+            deciders: row.try_get("deciders")?,
+            approvers: serde_json::from_str(&approvers)
+                .map_err(|_| invalid("approvers", &approvers))?,
         })
     }
 }
@@ -155,7 +166,7 @@ pub struct ApprovalFilter {
     pub limit: Option<i64>,
 }
 
-pub(crate) const APPROVAL_COLUMNS: &str = "id, kind, status, run_id, call_id, tool, project, args, args_hash, requested_by, principal, agent, policy_revision, rule, created_at, due_at, decided_by, decided_at, reason, claimed_at, finished_at, outcome_code, outcome_message, result";
+pub(crate) const APPROVAL_COLUMNS: &str = "id, kind, status, run_id, call_id, tool, project, args, args_hash, requested_by, principal, agent, policy_revision, rule, created_at, due_at, decided_by, decided_at, reason, claimed_at, finished_at, outcome_code, outcome_message, result, self_denied_by, deciders, approvers";
 
 /// The row of a call being parked, under a new id.
 pub(crate) fn parked(p: &Parked) -> Approval {
@@ -187,5 +198,8 @@ pub(crate) fn parked(p: &Parked) -> Approval {
         outcome_code: None,
         outcome_message: None,
         result: None,
+        self_denied_by: p.four_eyes.self_denied_by.clone(),
+        deciders: i64::from(p.four_eyes.deciders),
+        approvers: Vec::new(),
     }
 }

@@ -169,6 +169,15 @@ impl Backend {
         dispatch!(self, b => b.count_runs(agent).await)
     }
 
+    pub(crate) async fn add_approver(
+        &self,
+        id: &str,
+        before: &str,
+        after: &str,
+    ) -> Result<bool, StoreError> {
+        dispatch!(self, b => b.add_approver(id, before, after).await)
+    }
+
     pub(crate) async fn claim_once(
         &self,
         key: &str,

@@ -409,6 +409,18 @@ impl Store {
         self.backend.insert_approval(a).await
     }
 
+    /// Records that `approver` approved the pending approval `a` (APR-8), if its approvers
+    /// are still those `a` has: `false` when it was decided or approved by another meanwhile.
+    pub async fn add_approver(&self, a: &Approval, approver: &str) -> Result<bool, StoreError> {
+        let before =
+            serde_json::to_string(&a.approvers).map_err(|e| StoreError::Invalid(e.to_string()))?;
+        let mut approvers = a.approvers.clone();
+        approvers.push(approver.to_owned());
+        let after =
+            serde_json::to_string(&approvers).map_err(|e| StoreError::Invalid(e.to_string()))?;
+        self.backend.add_approver(&a.id, &before, &after).await
+    }
+
     /// One parked call.
     pub async fn approval(&self, id: &str) -> Result<Option<Approval>, StoreError> {
         self.backend.approval(id).await

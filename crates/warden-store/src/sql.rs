@@ -461,8 +461,8 @@ macro_rules! shared_operations {
         pub(crate) async fn insert_approval(&self, a: &$crate::approvals::Approval) -> Result<(), StoreError> {
             let (_guard, mut tx) = self.begin_write().await?;
             sqlx::query(
-                "INSERT INTO approvals (id, kind, status, run_id, call_id, tool, project, args, args_hash, requested_by, principal, agent, policy_revision, rule, created_at, due_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
+                "INSERT INTO approvals (id, kind, status, run_id, call_id, tool, project, args, args_hash, requested_by, principal, agent, policy_revision, rule, created_at, due_at, self_denied_by, deciders) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)",
             )
             .bind(&a.id)
             .bind(a.kind.as_str())
@@ -480,10 +480,28 @@ macro_rules! shared_operations {
             .bind(&a.rule)
             .bind(a.created_at)
             .bind(a.due_at)
+            .bind(&a.self_denied_by)
+            .bind(a.deciders)
             .execute(&mut *tx)
             .await?;
             tx.commit().await?;
             Ok(())
+        }
+
+        /// Adds `approver` to a pending approval whose approvers are still `before`.
+        pub(crate) async fn add_approver(&self, id: &str, before: &str, after: &str) -> Result<bool, StoreError> {
+            let (_guard, mut tx) = self.begin_write().await?;
+            let added = sqlx::query(
+                "UPDATE approvals SET approvers = $3 WHERE id = $1 AND status = 'pending' AND approvers = $2",
+            )
+            .bind(id)
+            .bind(before)
+            .bind(after)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            tx.commit().await?;
+            Ok(added == 1)
         }
 
         pub(crate) async fn approval(&self, id: &str) -> Result<Option<$crate::approvals::Approval>, StoreError> {

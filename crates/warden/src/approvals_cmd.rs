@@ -182,6 +182,30 @@ fn show_one(a: Value, output: Output) -> anyhow::Result<()> {
             if !field(a, "arguments").is_null() {
                 println!("{:<12} {}", "arguments:", field(a, "arguments"));
             }
+            // Four eyes (APR-8): who approved so far, of how many.
+            if let (Some(approvers), Some(needed)) = (
+                field(a, "approvers").as_array(),
+                field(a, "deciders").as_i64().filter(|n| *n > 1),
+            ) {
+                let names: Vec<&str> = approvers.iter().filter_map(Value::as_str).collect();
+                println!(
+                    "{:<12} {} of {needed}{}",
+                    "approvals:",
+                    names.len(),
+                    if names.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", names.join(", "))
+                    }
+                );
+            }
+            if !field(a, "selfDeniedBy").is_null() {
+                println!(
+                    "{:<12} not by its requester ({})",
+                    "four eyes:",
+                    cell(a, "selfDeniedBy")
+                );
+            }
             println!("{:<12} {}", "reason:", cell(a, "reason"));
             println!("{:<12} {}", "outcome:", outcome(a));
             println!("{:<12} {}", "message:", cell(a, "outcomeMessage"));

@@ -9,6 +9,14 @@
 )]
 
 mod common;
+#[path = "approvals/four_eyes.rs"]
+mod four_eyes;
+#[path = "console/plain.rs"]
+#[allow(
+    dead_code,
+    reason = "the console's helpers, of which four eyes uses some"
+)]
+mod plain;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -3,6 +3,7 @@
 //! dangling references.
 
 mod depth;
+mod four_eyes;
 mod input;
 mod issuer;
 mod model;
@@ -14,6 +15,7 @@ mod work;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
+pub use four_eyes::{MOST_DECIDERS, SelfApproval};
 pub use issuer::*;
 pub use model::*;
 pub use reference::{check_reference, is_sole_reference};
@@ -573,6 +575,9 @@ fn check_resource(config: &Config, located: &Located, errors: &mut Vec<ConfigErr
         Resource::ToolPolicy(t) => {
             if !config.contains(Kind::Project, t.project.as_str()) {
                 fail("project", missing(Kind::Project, t.project.as_str()));
+            }
+            if let Some(problem) = four_eyes::deciders_problem(t.approvals) {
+                fail("approvals", problem);
             }
             if t.tool.trim().is_empty() {
                 fail(

@@ -474,6 +474,13 @@ pub struct ToolPolicySpec {
     /// What the audit trail keeps of the matching tools' calls (AUD-3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub audit: Option<AuditSpec>,
+    /// `deny`: the principal that parked a call of this tool does not decide it (APR-8).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub self_approval: Option<super::four_eyes::SelfApproval>,
+    /// How many distinct deciders approve a parked call of this tool before it runs (1 to 5,
+    /// default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approvals: Option<u8>,
 }
 
 /// What the audit trail keeps of a tool's calls (AUD-3). Results are kept as hashes only.
@@ -553,6 +560,9 @@ pub struct AutonomySpec {
     )]
     #[schemars(with = "Option<String>")]
     pub approval_ttl: Option<Duration>,
+    /// `deny`: a principal it applies to does not decide the calls it parked (APR-8).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub self_approval: Option<super::four_eyes::SelfApproval>,
 }
 
 /// Who a write budget applies to.

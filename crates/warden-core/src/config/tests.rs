@@ -25,7 +25,7 @@ fn a_misspelt_field_names_the_file_the_resource_and_the_field() {
     assert_eq!(
         errors("bad.yaml", text),
         vec![
-            "bad.yaml (document 2): ToolPolicy `payments/ledger__refund`: field `capabilty`: unknown field `capabilty`, expected one of `name`, `project`, `tool`, `class`, `capability`, `risk`, `rateLimit`, `strict`, `deny`, `ungoverned`, `projectArguments`, `audit`"
+            "bad.yaml (document 2): ToolPolicy `payments/ledger__refund`: field `capabilty`: unknown field `capabilty`, expected one of `name`, `project`, `tool`, `class`, `capability`, `risk`, `rateLimit`, `strict`, `deny`, `ungoverned`, `projectArguments`, `audit`, `selfApproval`, `approvals`"
         ]
     );
 }
@@ -256,4 +256,27 @@ staleAfter: 10s
     assert_eq!(r.autonomy_cap, 2, "the default level (APR-1)");
     assert_eq!(r.stale_after(), DEFAULT_STALE_AFTER);
     assert_eq!(r.intent(), "reconciler:stale-work");
+}
+
+#[test]
+fn four_eyes_settings_are_checked_at_apply() {
+    let base = "kind: Project\nname: p\n---\n";
+    for (extra, error) in [
+        (
+            "kind: ToolPolicy\nproject: p\ntool: t\napprovals: 6\n",
+            "f.yaml (document 2): ToolPolicy `p/t`: field `approvals`: must be between 1 and 5",
+        ),
+        (
+            "kind: ToolPolicy\nproject: p\ntool: t\napprovals: 0\n",
+            "f.yaml (document 2): ToolPolicy `p/t`: field `approvals`: must be between 1 and 5",
+        ),
+        (
+            "kind: Autonomy\nsubject: { project: p }\nlevel: 2\nselfApproval: never\n",
+            "f.yaml (document 2): Autonomy: field `selfApproval`: unknown variant `never`, expected `allow` or `deny`",
+        ),
+    ] {
+        assert_eq!(errors("f.yaml", &format!("{base}{extra}")), vec![error]);
+    }
+    let good = "kind: ToolPolicy\nproject: p\ntool: t\napprovals: 2\nselfApproval: deny\n";
+    assert!(errors("f.yaml", &format!("{base}{good}")).is_empty());
 }

@@ -276,6 +276,7 @@ impl<A: AuditLog, C: Counters, K: Clock, X: Executor, Q: ApprovalQueue>
             created_at: now,
             due_at: now.plus(due_in),
             rule: rule.clone(),
+            four_eyes: policy.four_eyes(authority.actor(), tool),
         };
         // Boxed, like the counters' `take`: a rare store round trip whose state would
         // otherwise widen every call's future (docs/benchmarks.md).

@@ -87,6 +87,31 @@ fn reference_of(credential: &Credential) -> String {
     .unwrap_or_default()
 }
 
+/// Four eyes (APR-8): refused when `decider` asked for the call itself and a rule keeps the
+/// requester out (approving or rejecting; stopping a staged action stays open to all), or when
+/// it already approved a call that needs several deciders.
+fn check_four_eyes(approval: &Approval, decider: &str, verb: Verb) -> Result<(), DecideError> {
+    if verb == Verb::Veto {
+        return Ok(());
+    }
+    if let Some(rule) = &approval.self_denied_by
+        && approval.principal == decider
+    {
+        return Err(DecideError::Forbidden(format!(
+            "four eyes: {decider} asked for this call, and `selfApproval: deny` ({rule}) leaves its decision to someone else, whichever credential of {decider} asks"
+        )));
+    }
+    if verb == Verb::Approve && approval.approvers.iter().any(|a| a == decider) {
+        return Err(DecideError::Conflict(format!(
+            "{decider} already approved `{}`; it needs {} approvals by distinct deciders and has {}",
+            approval.id,
+            approval.deciders,
+            approval.approvers.len()
+        )));
+    }
+    Ok(())
+}
+
 /// How long an execution may stay claimed before it counts as interrupted (for stores shared
 /// by replicas).
 const EXECUTION_LEASE: Duration = Duration::from_secs(120);
@@ -138,6 +163,8 @@ impl Approvals<'_> {
             .map_err(store_err)?
             .ok_or_else(|| DecideError::NotFound(id.to_owned()))?;
         self.check_scope(&authority, &approval)?;
+        let decider_name = decider.principal.to_string();
+        check_four_eyes(&approval, &decider_name, verb)?;
         let now = self.gateway.clock.now().0;
         let decided = Transition {
             decided_by: Some(reference_of(decider)),
@@ -174,6 +201,28 @@ impl Approvals<'_> {
             return Err(DecideError::Conflict(format!(
                 "approval `{id}` expired undecided; ask again"
             )));
+        }
+        if verb == Verb::Approve && approval.deciders > 1 {
+            // One of several deciders (APR-8): counted, and the call runs with the last.
+            if !store
+                .add_approver(&approval, &decider_name)
+                .await
+                .map_err(store_err)?
+            {
+                return Err(DecideError::Conflict(format!(
+                    "approval `{id}` was decided or approved by someone else meanwhile; look again"
+                )));
+            }
+            let approved = approval.approvers.len() + 1;
+            if i64::try_from(approved).unwrap_or(i64::MAX) < approval.deciders {
+                self.record_decision(&approval, "approve", &decider_name, reason.as_deref(), None)
+                    .await;
+                return store
+                    .approval(id)
+                    .await
+                    .map_err(store_err)?
+                    .ok_or_else(|| DecideError::NotFound(id.to_owned()));
+            }
         }
         let (from, to, code) = match verb {
             Verb::Approve => (ApprovalStatus::Pending, ApprovalStatus::Approved, None),

@@ -121,12 +121,12 @@ pub(crate) const TABLE: &[Row] = &[
     row(
         "approveApproval",
         Gate::Required(APPROVALS_DECIDE),
-        "and a scope at least as wide as the action's (APR-4)",
+        "and a scope at least as wide as the action's (APR-4), and not being its requester under `selfApproval: deny` (APR-8)",
     ),
     row(
         "rejectApproval",
         Gate::Required(APPROVALS_DECIDE),
-        "and a scope at least as wide as the action's (APR-4)",
+        "and a scope at least as wide as the action's (APR-4), and not being its requester under `selfApproval: deny` (APR-8)",
     ),
     row(
         "vetoApproval",

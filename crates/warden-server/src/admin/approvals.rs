@@ -83,6 +83,12 @@ pub(crate) struct ApprovalView {
     /// The executed action's result, for the requester to fetch (APR-7).
     #[schema(value_type = Option<Object>)]
     result: Option<Value>,
+    /// The rule whose `selfApproval: deny` keeps its requester from deciding it (APR-8).
+    self_denied_by: Option<String>,
+    /// How many distinct deciders approve it before it runs.
+    deciders: i64,
+    /// Who approved it so far.
+    approvers: Vec<String>,
 }
 
 /// A JSON column as JSON, or as the string it is when it is not JSON.
@@ -127,6 +133,9 @@ fn view(a: Approval, catalog: &Catalog) -> ApprovalView {
         outcome_code,
         outcome_message,
         result,
+        self_denied_by,
+        deciders,
+        approvers,
     } = a;
     ApprovalView {
         arguments: masked(catalog, &tool, args.as_deref()),
@@ -153,6 +162,9 @@ fn view(a: Approval, catalog: &Catalog) -> ApprovalView {
         outcome_code: outcome_code.map(|c| c.as_str()),
         outcome_message,
         result: json(result),
+        self_denied_by,
+        deciders,
+        approvers,
     }
 }
 

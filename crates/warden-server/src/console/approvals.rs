@@ -263,6 +263,11 @@ pub(crate) async fn decide(
                     }
                     ApprovalStatus::Rejected => "Rejected: the call will not run.".to_owned(),
                     ApprovalStatus::Vetoed => "Vetoed: the staged call will not run.".to_owned(),
+                    ApprovalStatus::Pending => format!(
+                        "Approved: {} of the {} approvals it needs; it waits for another decider.",
+                        a.approvers.len(),
+                        a.deciders
+                    ),
                     other => format!("Decided: the approval is {other}."),
                 })
                 .await;
@@ -320,6 +325,16 @@ pub(crate) async fn detail(
             dt { "Run" } dd { a href={ "/runs/" (a.run_id) } { code { (a.run_id) } } " · call " code { (a.call_id) } }
             dt { "Policy" } dd { "revision " (a.policy_revision) ", rule " code { (a.rule) } }
             dt { "Arguments hash" } dd { code.hash { (a.args_hash) } }
+            @if a.deciders > 1 || a.self_denied_by.is_some() {
+                dt { "Four eyes" } dd {
+                    @if a.deciders > 1 {
+                        (a.approvers.len()) " of " (a.deciders) " approvals"
+                        @if !a.approvers.is_empty() { " (" (a.approvers.join(", ")) ")" }
+                    }
+                    @if a.deciders > 1 && a.self_denied_by.is_some() { " · " }
+                    @if let Some(rule) = &a.self_denied_by { "not decided by its requester (" code { (rule) } ")" }
+                }
+            }
             dt { "Parked" } dd { (fmt::time(a.created_at)) }
             dt { @if a.kind == ApprovalKind::Staged { "Runs at" } @else { "Expires" } }
             dd { (fmt::time(a.due_at)) @if waiting { " · " (deadline(&a, state.control.now().0)) } }
