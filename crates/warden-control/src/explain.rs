@@ -32,6 +32,8 @@ pub struct Question<'a> {
     pub tool: &'a str,
     /// Its arguments, checked against its schema and argument rules.
     pub arguments: Option<&'a Map<String, Value>>,
+    /// When it is asked (the conditions' `now`).
+    pub now: warden_core::time::Millis,
 }
 
 /// An explanation, and the authority of the run it is for.
@@ -99,6 +101,7 @@ pub fn explain(
         question.tool,
         question.arguments,
         reveal,
+        question.now,
     );
     Ok(Explained {
         authority,

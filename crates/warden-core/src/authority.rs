@@ -165,6 +165,12 @@ impl Authority {
     }
 }
 
+impl crate::conditions::Holds for Authority {
+    fn holds(&self, cap: &str) -> bool {
+        Authority::holds(self, cap)
+    }
+}
+
 /// Resolves the authority of a run from a verified credential and, for `/mcp/agents/{agent}`,
 /// the agent. Credential validity (expiry, revocation) is checked by the caller.
 pub fn resolve(

@@ -373,6 +373,51 @@ pub fn tool_policy(tool: &ToolDescriptor) -> Option<Denial> {
     })
 }
 
+/// GOV-2 step 5, conditions on the arguments (GOV-10): the refusal of the first rule that
+/// refuses the call, or else the rule that made it dangerous, if one did.
+pub fn conditions(
+    authority: &Authority,
+    tool: &ToolDescriptor,
+    args: Option<&Map<String, Value>>,
+    now: crate::time::Millis,
+) -> Result<Option<String>, Denial> {
+    if tool.rules.is_empty() {
+        return Ok(None);
+    }
+    let verdict = crate::conditions::evaluate(&tool.rules, &facts(authority, tool, args, now));
+    match verdict.refused {
+        Some(r) => Err(Denial::new(
+            if r.capability {
+                DenyCode::Capability
+            } else {
+                DenyCode::ToolPolicy
+            },
+            r.rule,
+            r.message,
+        )),
+        None => Ok(verdict.dangerous),
+    }
+}
+
+/// What the conditions of `tool` read of a call by `authority`.
+pub fn facts<'a>(
+    authority: &'a Authority,
+    tool: &'a ToolDescriptor,
+    args: Option<&'a Map<String, Value>>,
+    now: crate::time::Millis,
+) -> crate::conditions::Facts<'a> {
+    crate::conditions::Facts {
+        args,
+        principal: &authority.principal,
+        agent: authority.agent.as_ref(),
+        mode: authority.mode.to_string(),
+        holds: authority,
+        tool: &tool.name,
+        project: tool.project.as_ref(),
+        now,
+    }
+}
+
 /// The outcome of GOV-2 step 7.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Gate {
@@ -397,15 +442,16 @@ pub enum Gate {
     Deny(Denial),
 }
 
-/// GOV-2 step 7: risk and autonomy (APR-1). Reads are never gated.
-pub fn autonomy_gate(tool: &ToolDescriptor, level: &AutonomyLevel) -> Gate {
+/// GOV-2 step 7: risk and autonomy (APR-1). Reads are never gated. `risk` is the tool's, or
+/// `dangerous` when a condition made this call so (GOV-10).
+pub fn autonomy_gate(tool: &ToolDescriptor, risk: Risk, level: &AutonomyLevel) -> Gate {
     let rule = format!("{}:L{}", level.rule, level.level);
     if !tool.is_mutation() {
         return Gate::Execute {
             rule: "autonomy:read".into(),
         };
     }
-    match (level.level, tool.risk) {
+    match (level.level, risk) {
         (0, _) => Gate::Deny(Denial::new(
             DenyCode::AutonomyShadow,
             rule,
@@ -460,6 +506,7 @@ mod tests {
             audit_arguments: crate::audit::ArgumentsAudit::default(),
             secret_arguments: std::sync::Arc::from([]),
             header_arguments: std::sync::Arc::from([]),
+            rules: std::sync::Arc::from([]),
         }
     }
 
@@ -534,7 +581,7 @@ mod tests {
             veto_window: Duration::from_secs(2),
             approval_ttl: Duration::from_secs(60),
         };
-        match autonomy_gate(&tool(class, risk), &level) {
+        match autonomy_gate(&tool(class, risk), risk, &level) {
             Gate::Execute { .. } => "execute",
             Gate::Park { .. } => "park",
             Gate::Stage { .. } => "stage",

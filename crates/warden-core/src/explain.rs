@@ -12,10 +12,11 @@ use crate::tool::Catalog;
 /// One step of the explanation.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct ExplainStep {
-    /// `resolve`, `kill-switch`, `validate`, `capability`, `tool-policy`, `write-budget`,
-    /// `autonomy`.
+    /// `resolve`, `kill-switch`, `validate`, `capability`, `tool-policy`, `condition` (one per
+    /// rule of the tool's policy, GOV-10), `write-budget`, `autonomy`.
     pub step: &'static str,
-    /// `pass`, `deny`, `park`, `stage` or `limit` (a counter that would be consumed).
+    /// `pass`, `deny`, `park`, `stage` or `limit` (a counter that would be consumed); for a
+    /// condition `match`, `no-match` or `error`.
     pub outcome: &'static str,
     /// The rule, when one applies (hidden for tools the run cannot see, unless revealed).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -59,6 +60,7 @@ pub fn explain(
     name: &str,
     args: Option<&Map<String, Value>>,
     reveal: bool,
+    now: crate::time::Millis,
 ) -> Explanation {
     let mut steps = Vec::new();
     let mut out = Explanation {
@@ -117,6 +119,39 @@ pub fn explain(
         deny(&mut out, &mut steps, "tool-policy", d, true);
         return out;
     }
+    // Each condition (GOV-10), whether it held and why.
+    let verdict =
+        crate::conditions::evaluate(&tool.rules, &decision::facts(authority, tool, args, now));
+    for (rule, held) in &verdict.trace {
+        let when = tool
+            .rules
+            .iter()
+            .find(|r| &r.id == rule)
+            .map(|r| r.when.as_str())
+            .unwrap_or_default();
+        steps.push(ExplainStep {
+            step: "condition",
+            outcome: match held {
+                Ok(true) => "match",
+                Ok(false) => "no-match",
+                Err(_) => "error",
+            },
+            rule: Some(rule.clone()),
+            detail: Some(match held {
+                Ok(b) => format!("`{when}` is {b}"),
+                Err(e) => format!("`{when}` could not be evaluated: {e}"),
+            }),
+        });
+    }
+    if let Err(d) = decision::conditions(authority, tool, args, now) {
+        deny(&mut out, &mut steps, "tool-policy", d, true);
+        return out;
+    }
+    let risk = if verdict.dangerous.is_some() {
+        crate::tool::Risk::Dangerous
+    } else {
+        tool.risk
+    };
     match policy.rate_limit_for(tool) {
         Some(limit) => steps.push(ExplainStep {
             step: "tool-policy",
@@ -141,7 +176,7 @@ pub fn explain(
         }
     }
     let level = policy.autonomy_for(authority.actor(), tool);
-    match decision::autonomy_gate(tool, &level) {
+    match decision::autonomy_gate(tool, risk, &level) {
         Gate::Execute { rule } => {
             steps.push(pass("autonomy", Some(rule.clone())));
             out.would = "executed";

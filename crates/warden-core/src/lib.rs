@@ -14,6 +14,7 @@ pub mod approval;
 pub mod audit;
 pub mod authority;
 pub mod capability;
+pub mod conditions;
 pub mod config;
 pub mod contract;
 pub mod cron;

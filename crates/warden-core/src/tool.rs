@@ -123,6 +123,8 @@ pub struct ToolDescriptor {
     pub secret_arguments: Arc<[Path]>,
     /// The arguments mirrored in `Mcp-Param-*` headers (SEP-2243), checked on HTTP calls.
     pub header_arguments: Arc<[crate::param_headers::HeaderArgument]>,
+    /// Its policy's conditions on the arguments (GOV-10), compiled.
+    pub rules: crate::conditions::Rules,
 }
 
 /// The argument paths `schema` marks secret; the text is parsed only when it can hold one.
@@ -273,6 +275,12 @@ impl ToolDescriptor {
             header_arguments: match previous {
                 Some(p) if p.schema.compiled_from(&raw.input_schema) => p.header_arguments.clone(),
                 _ => crate::param_headers::header_arguments(&raw.input_schema),
+            },
+            rules: match policy {
+                Some((key, p)) if !p.rules.is_empty() => {
+                    crate::conditions::compile_rules(key, &p.rules)
+                }
+                _ => Arc::from([]),
             },
         })
     }

@@ -64,7 +64,7 @@ async fn apply_with_a_misspelt_field_exits_2_naming_file_resource_and_field() {
     assert_eq!(
         stderr(&out),
         format!(
-            "error: {bad} (document 2): ToolPolicy `payments/ledger__refund`: field `capabilty`: unknown field `capabilty`, expected one of `name`, `project`, `tool`, `class`, `capability`, `risk`, `rateLimit`, `strict`, `deny`, `ungoverned`, `projectArguments`, `audit`, `selfApproval`, `approvals`\n"
+            "error: {bad} (document 2): ToolPolicy `payments/ledger__refund`: field `capabilty`: unknown field `capabilty`, expected one of `name`, `project`, `tool`, `class`, `capability`, `risk`, `rateLimit`, `strict`, `deny`, `ungoverned`, `projectArguments`, `audit`, `selfApproval`, `approvals`, `rules`\n"
         )
     );
     // Nothing was applied, not even the valid project.

@@ -319,6 +319,75 @@ async fn call_with_headers(
     (status, last_message(&response.text().await.unwrap()))
 }
 
+/// A condition on an argument (GOV-10) reads the body's arguments, the ones that execute: a
+/// `Mcp-Param-*` header that disagrees with the body is refused as a mismatch before any
+/// condition runs, whichever of the two the condition would have let through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_condition_cannot_be_bypassed_by_a_parameter_header() {
+    let w = TestWarden::start(&format!(
+        "kind: Project\nname: alpha\n---\n{}---\nkind: ToolPolicy\nproject: alpha\ntool: alpha__locate\nclass: read\n\
+         rules:\n  - {{ name: no-mars, when: \"args.region == 'Mars'\", deny: \"Mars is out of reach\" }}\n",
+        stdio_upstream("alpha", "alpha", "")
+    ))
+    .await;
+    for (body, header) in [("Mars", "Earth"), ("Earth", "Mars")] {
+        let (status, refused) = call_with_headers(
+            &w,
+            &w.admin,
+            "alpha__locate",
+            json!({"region": body}),
+            &[("mcp-param-region", header)],
+        )
+        .await;
+        assert_eq!(status, 400, "{body}/{header}: {refused}");
+        assert_eq!(refused["error"]["code"], -32020, "{refused}");
+    }
+    let (status, denied) = call_with_headers(
+        &w,
+        &w.admin,
+        "alpha__locate",
+        json!({"region": "Mars"}),
+        &[("mcp-param-region", "Mars")],
+    )
+    .await;
+    assert_eq!(status, 200, "{denied}");
+    assert_eq!(
+        denied["result"]["structuredContent"]["code"], "TOOL_POLICY",
+        "{denied}"
+    );
+    assert_eq!(
+        denied["result"]["structuredContent"]["message"],
+        "`alpha__locate` is refused by policy: Mars is out of reach"
+    );
+    // Operators see the rule that decided it.
+    let records = w
+        .store
+        .store
+        .audit(&warden_store::AuditFilter {
+            code: Some("TOOL_POLICY".into()),
+            ..warden_store::AuditFilter::default()
+        })
+        .await
+        .unwrap();
+    assert!(
+        records.iter().any(|r| r
+            .record
+            .payload
+            .contains("tool-policy:alpha/alpha__locate:rule:no-mars")),
+        "{records:#?}"
+    );
+    let (status, ok) = call_with_headers(
+        &w,
+        &w.admin,
+        "alpha__locate",
+        json!({"region": "Earth"}),
+        &[("mcp-param-region", "Earth")],
+    )
+    .await;
+    assert_eq!(status, 200, "{ok}");
+    assert_eq!(ok["result"]["content"][0]["text"], "region=Earth", "{ok}");
+}
+
 /// An upstream tool that mirrors an argument in an `Mcp-Param-*` header has that header
 /// checked by Warden as the upstream would (it never sees the client's headers): a missing,
 /// different or badly encoded header is a header mismatch (HTTP 400, -32020) — for a tool the

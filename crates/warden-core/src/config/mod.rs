@@ -9,6 +9,7 @@ mod issuer;
 mod model;
 mod reference;
 mod resources;
+pub(crate) mod rules;
 mod upstream;
 mod work;
 
@@ -20,6 +21,7 @@ pub use issuer::*;
 pub use model::*;
 pub use reference::{check_reference, is_sole_reference};
 pub use resources::*;
+pub use rules::{RuleRisk, RuleSpec, VARIABLES};
 pub use upstream::*;
 pub use work::*;
 
@@ -578,6 +580,15 @@ fn check_resource(config: &Config, located: &Located, errors: &mut Vec<ConfigErr
             }
             if let Some(problem) = four_eyes::deciders_problem(t.approvals) {
                 fail("approvals", problem);
+            }
+            for (i, rule) in t.rules.iter().enumerate() {
+                for (field, problem) in rule.problems(i) {
+                    let at = match field {
+                        "" => format!("rules[{i}]"),
+                        f => format!("rules[{i}].{f}"),
+                    };
+                    fail(&at, problem);
+                }
             }
             if t.tool.trim().is_empty() {
                 fail(

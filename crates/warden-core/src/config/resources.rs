@@ -481,6 +481,9 @@ pub struct ToolPolicySpec {
     /// default 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approvals: Option<u8>,
+    /// Conditions on the arguments (GOV-10), evaluated in order at step 5.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<super::rules::RuleSpec>,
 }
 
 /// What the audit trail keeps of a tool's calls (AUD-3). Results are kept as hashes only.

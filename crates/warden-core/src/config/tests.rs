@@ -25,7 +25,7 @@ fn a_misspelt_field_names_the_file_the_resource_and_the_field() {
     assert_eq!(
         errors("bad.yaml", text),
         vec![
-            "bad.yaml (document 2): ToolPolicy `payments/ledger__refund`: field `capabilty`: unknown field `capabilty`, expected one of `name`, `project`, `tool`, `class`, `capability`, `risk`, `rateLimit`, `strict`, `deny`, `ungoverned`, `projectArguments`, `audit`, `selfApproval`, `approvals`"
+            "bad.yaml (document 2): ToolPolicy `payments/ledger__refund`: field `capabilty`: unknown field `capabilty`, expected one of `name`, `project`, `tool`, `class`, `capability`, `risk`, `rateLimit`, `strict`, `deny`, `ungoverned`, `projectArguments`, `audit`, `selfApproval`, `approvals`, `rules`"
         ]
     );
 }
@@ -279,4 +279,46 @@ fn four_eyes_settings_are_checked_at_apply() {
     }
     let good = "kind: ToolPolicy\nproject: p\ntool: t\napprovals: 2\nselfApproval: deny\n";
     assert!(errors("f.yaml", &format!("{base}{good}")).is_empty());
+}
+
+#[test]
+fn a_condition_is_compiled_at_apply_and_each_mistake_is_named() {
+    let base = "kind: Project\nname: p\n---\nkind: ToolPolicy\nproject: p\ntool: t\nrules:\n";
+    let prefix = "c.yaml (document 2): ToolPolicy `p/t`: field";
+    for (rules, error) in [
+        (
+            "  - { name: big, when: \"args.amount >\", risk: dangerous }\n",
+            format!("{prefix} `rules[0].when`: rule `big`: line 1, column "),
+        ),
+        (
+            "  - { when: \"amount > 500\", risk: dangerous }\n",
+            format!(
+                "{prefix} `rules[0].when`: rule `0`: line 1, column 1: unknown variable `amount`; an expression reads `args`, `principal`, `agent`, `project`, `tool`, `mode`, `now`"
+            ),
+        ),
+        (
+            "  - { name: none, when: \"true\" }\n",
+            format!(
+                "{prefix} `rules[0]`: rule `none` needs exactly one effect: `deny: message`, `risk: dangerous` or `capability: NAME`"
+            ),
+        ),
+        (
+            "  - { name: two, when: \"true\", deny: no, capability: x }\n",
+            format!("{prefix} `rules[0]`: rule `two` needs exactly one effect"),
+        ),
+        (
+            "  - { name: calm, when: \"true\", risk: ordinary }\n",
+            "c.yaml (document 2): ToolPolicy `p/t`: field `rules[0].risk`: unknown variant `ordinary`, expected `dangerous`".to_owned(),
+        ),
+        (
+            "  - { name: mute, when: \"true\", deny: \" \" }\n",
+            format!("{prefix} `rules[0].deny`: rule `mute`: say why calls are refused"),
+        ),
+    ] {
+        let errors = errors("c.yaml", &format!("{base}{rules}"));
+        assert_eq!(errors.len(), 1, "{errors:#?}");
+        assert!(errors[0].starts_with(&error), "{} / {error}", errors[0]);
+    }
+    let good = "  - { name: big, when: \"args.amount > 500 && principal.kind == 'user'\", risk: dangerous }\n";
+    assert!(errors("c.yaml", &format!("{base}{good}")).is_empty());
 }

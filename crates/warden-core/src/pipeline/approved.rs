@@ -81,6 +81,8 @@ impl<A: AuditLog, C: Counters, K: Clock, X: Executor, Q: ApprovalQueue>
             if let Some(d) = decision::tool_policy(tool) {
                 return Err(d);
             }
+            // The conditions in force now still refuse (a parked call was dangerous already).
+            decision::conditions(authority, tool, approved.args.as_ref(), self.clock.now())?;
             Ok(tool)
         })();
         let tool = match checked {

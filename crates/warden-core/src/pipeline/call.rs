@@ -184,6 +184,16 @@ impl<A: AuditLog, C: Counters, K: Clock, X: Executor, Q: ApprovalQueue>
         if let Some(d) = decision::tool_policy(tool) {
             return Err((Step::ToolPolicy, d));
         }
+        // Conditions on the validated arguments (GOV-10): none for most tools, which pay
+        // nothing for them.
+        let dangerous = if tool.rules.is_empty() {
+            None
+        } else {
+            match decision::conditions(authority, tool, args, self.clock.now()) {
+                Ok(dangerous) => dangerous,
+                Err(d) => return Err((Step::ToolPolicy, d)),
+            }
+        };
         if let Some(limit) = policy.rate_limit_for(tool) {
             self.take(&limit, Step::ToolPolicy, DenyCode::RateLimited, || {
                 format!(
@@ -207,16 +217,25 @@ impl<A: AuditLog, C: Counters, K: Clock, X: Executor, Q: ApprovalQueue>
         }
         // 7. risk and autonomy.
         let level = policy.autonomy_for(authority.actor(), tool);
-        match decision::autonomy_gate(tool, &level) {
+        let risk = match dangerous {
+            Some(_) => crate::tool::Risk::Dangerous,
+            None => tool.risk,
+        };
+        // A call a condition made dangerous says so in the rule that parks it.
+        let parked_by = |rule: String| match &dangerous {
+            Some(condition) => format!("{rule}+{condition}"),
+            None => rule,
+        };
+        match decision::autonomy_gate(tool, risk, &level) {
             Gate::Execute { rule } => Ok(Admission::Execute { rule }),
             Gate::Deny(d) => Err((Step::Autonomy, d)),
             Gate::Park { rule } => Ok(Admission::Park {
-                rule,
+                rule: parked_by(rule),
                 kind: ApprovalKind::Approval,
                 due_in: level.approval_ttl,
             }),
             Gate::Stage { rule, window } => Ok(Admission::Park {
-                rule,
+                rule: parked_by(rule),
                 kind: ApprovalKind::Staged,
                 due_in: window,
             }),

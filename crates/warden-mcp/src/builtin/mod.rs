@@ -103,6 +103,7 @@ fn described(
         audit_arguments: warden_core::audit::ArgumentsAudit::default(),
         secret_arguments: std::sync::Arc::from([]),
         header_arguments: std::sync::Arc::from([]),
+        rules: std::sync::Arc::from([]),
     })
 }
 
@@ -149,6 +150,7 @@ pub fn execute(
     authority: &Authority,
     policy: &Policy,
     catalog: &Catalog,
+    now: warden_core::time::Millis,
 ) -> Result<ToolOutput, ExecError> {
     let args = Value::Object(args.unwrap_or_default());
     match tool {
@@ -163,6 +165,7 @@ pub fn execute(
                 &a.tool,
                 a.arguments.as_ref(),
                 false,
+                now,
             );
             Ok(ToolOutput::Data(
                 serde_json::to_value(explanation).unwrap_or_default(),

@@ -297,6 +297,7 @@ impl Executor for GatewayExecutor<'_> {
                 call.authority,
                 &self.snapshot.policy,
                 &self.snapshot.catalog,
+                self.gateway.clock.now(),
             ),
             ToolSource::Upstream { upstream, tool } => {
                 let slot: Arc<_> =

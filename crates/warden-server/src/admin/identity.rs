@@ -233,6 +233,7 @@ pub(crate) async fn explain(
         agent: req.agent.as_deref(),
         tool: &req.tool,
         arguments: req.arguments.as_ref(),
+        now: state.control.now(),
     };
     let Explained {
         authority,

@@ -116,6 +116,7 @@ fn answer(state: &AppState, signed: &Signed, form: &ExplainForm) -> Result<Marku
         agent: some(&form.agent),
         tool,
         arguments: arguments.as_ref(),
+        now: state.control.now(),
     };
     let Explained {
         authority,
