@@ -103,35 +103,109 @@ impl fmt::Display for CompileError {
     }
 }
 
-/// Compiles `when`, refusing a syntax error (with its line and column) and a variable other
-/// than [`VARIABLES`].
+/// Compiles `when`, refusing a syntax error and a name other than [`VARIABLES`] (or a
+/// macro's own iteration variable inside it), or a field of `principal` other than `kind` and
+/// `name` — each with its line and column.
 pub(crate) fn compile(when: &str) -> Result<cel::Program, CompileError> {
     let program = cel::Program::compile(when).map_err(|errors| {
         let first = errors.errors.first();
-        let (line, column) = first.map_or((1, 1), |e| (e.pos.0.max(1), e.pos.1 + 1));
+        // cel's positions are 1-based already.
+        let (line, column) = first.map_or((1, 1), |e| (e.pos.0.max(1), e.pos.1.max(1)));
         CompileError(format!(
             "line {line}, column {column}: {}",
             first.map_or_else(|| errors.to_string(), |e| e.msg.clone())
         ))
     })?;
-    let references = program.references();
-    let mut unknown: Vec<&str> = references
-        .variables()
-        .into_iter()
-        .filter(|v| !VARIABLES.contains(v))
-        .collect();
-    unknown.sort_unstable();
-    if let Some(first) = unknown.first() {
-        let at = when.find(first).map_or(1, |i| i + 1);
+    let mut scope = Vec::new();
+    if let Some((id, problem)) = check(program.expression(), &mut scope) {
+        let (line, column) = program
+            .source_info()
+            .offset_for(id)
+            .map_or((1, 1), |(start, _)| line_and_column(when, start));
         return Err(CompileError(format!(
-            "line 1, column {at}: unknown variable `{first}`; an expression reads {}",
-            VARIABLES
-                .iter()
-                .map(|v| format!("`{v}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
+            "line {line}, column {column}: {problem}"
         )));
     }
-    drop(references);
     Ok(program)
+}
+
+/// The first name `expr` reads that is not a variable (nor a macro's iteration variable in
+/// `scope`), or field of `principal` it has not: the node's id and what is wrong.
+fn check(expr: &cel::IdedExpr, scope: &mut Vec<String>) -> Option<(u64, String)> {
+    use cel::common::ast::{EntryExpr, Expr};
+    match &expr.expr {
+        Expr::Ident(name) => {
+            let known = VARIABLES.contains(&name.as_str())
+                || name.starts_with('@')
+                || scope.iter().any(|s| s == name);
+            (!known).then(|| {
+                (
+                    expr.id,
+                    format!(
+                        "unknown variable `{name}`; an expression reads {}",
+                        VARIABLES
+                            .iter()
+                            .map(|v| format!("`{v}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                )
+            })
+        }
+        Expr::Select(select) => {
+            if let Expr::Ident(root) = &select.operand.expr
+                && root == "principal"
+                && !scope.iter().any(|s| s == root)
+                && !["kind", "name"].contains(&select.field.as_str())
+            {
+                return Some((
+                    expr.id,
+                    format!(
+                        "`principal` has no field `{}`; it has `kind` and `name`",
+                        select.field
+                    ),
+                ));
+            }
+            check(&select.operand, scope)
+        }
+        Expr::Call(call) => call
+            .target
+            .iter()
+            .map(|t| &**t)
+            .chain(call.args.iter())
+            .find_map(|e| check(e, scope)),
+        Expr::Comprehension(c) => check(&c.iter_range, scope)
+            .or_else(|| check(&c.accu_init, scope))
+            .or_else(|| {
+                let bound = [Some(&c.iter_var), c.iter_var2.as_ref(), Some(&c.accu_var)];
+                let before = scope.len();
+                scope.extend(bound.into_iter().flatten().cloned());
+                let found = [&c.loop_cond, &c.loop_step, &c.result]
+                    .into_iter()
+                    .find_map(|e| check(e, scope));
+                scope.truncate(before);
+                found
+            }),
+        Expr::List(list) => list.elements.iter().find_map(|e| check(e, scope)),
+        Expr::Map(map) => map.entries.iter().find_map(|e| match &e.expr {
+            EntryExpr::MapEntry(m) => check(&m.key, scope).or_else(|| check(&m.value, scope)),
+            EntryExpr::StructField(f) => check(&f.value, scope),
+        }),
+        Expr::Struct(st) => st.entries.iter().find_map(|e| match &e.expr {
+            EntryExpr::MapEntry(m) => check(&m.key, scope).or_else(|| check(&m.value, scope)),
+            EntryExpr::StructField(f) => check(&f.value, scope),
+        }),
+        Expr::Literal(_) | Expr::Unspecified => None,
+    }
+}
+
+/// The 1-based line and column of the byte `offset` of `text`.
+fn line_and_column(text: &str, offset: u32) -> (usize, usize) {
+    let offset = usize::try_from(offset)
+        .unwrap_or(usize::MAX)
+        .min(text.len());
+    let before = text.get(..offset).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
 }

@@ -322,3 +322,29 @@ fn a_condition_is_compiled_at_apply_and_each_mistake_is_named() {
     let good = "  - { name: big, when: \"args.amount > 500 && principal.kind == 'user'\", risk: dangerous }\n";
     assert!(errors("c.yaml", &format!("{base}{good}")).is_empty());
 }
+
+#[test]
+fn a_conditions_macros_bind_their_own_names_and_principal_has_two_fields() {
+    let base = "kind: Project\nname: p\n---\nkind: ToolPolicy\nproject: p\ntool: t\nrules:\n";
+    let ok = "  - { when: \"args.items.all(x, x > 1) && args.tags.exists(t, t == 'vip')\", risk: dangerous }\n";
+    assert!(errors("c.yaml", &format!("{base}{ok}")).is_empty());
+    for (rules, error) in [
+        (
+            "  - { when: \"args.items.all(x, x > 1) && x > 2\", risk: dangerous }\n",
+            "field `rules[0].when`: rule `0`: line 1, column 29: unknown variable `x`",
+        ),
+        (
+            "  - name: multi\n    when: |\n      args.a &&\n      principal.nmae == 'bob'\n    deny: no\n",
+            "field `rules[0].when`: rule `multi`: line 2, column 10: `principal` has no field `nmae`; it has `kind` and `name`",
+        ),
+        (
+            "  - { when: \"args.a +\", deny: no }\n",
+            "field `rules[0].when`: rule `0`: line 1, column ",
+        ),
+    ] {
+        let errors = errors("c.yaml", &format!("{base}{rules}"));
+        assert_eq!(errors.len(), 1, "{errors:#?}");
+        let prefix = format!("c.yaml (document 2): ToolPolicy `p/t`: {error}");
+        assert!(errors[0].starts_with(&prefix), "{}\n{prefix}", errors[0]);
+    }
+}

@@ -234,6 +234,14 @@ impl<A: AuditLog, C: Counters, K: Clock, X: Executor, Q: ApprovalQueue>
                 kind: ApprovalKind::Approval,
                 due_in: level.approval_ttl,
             }),
+            // A tool that needs several deciders (APR-8) waits for them rather than for a veto.
+            Gate::Stage { rule, .. } if policy.four_eyes(authority.actor(), tool).deciders > 1 => {
+                Ok(Admission::Park {
+                    rule: parked_by(rule),
+                    kind: ApprovalKind::Approval,
+                    due_in: level.approval_ttl,
+                })
+            }
             Gate::Stage { rule, window } => Ok(Admission::Park {
                 rule: parked_by(rule),
                 kind: ApprovalKind::Staged,

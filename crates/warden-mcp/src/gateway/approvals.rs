@@ -87,6 +87,18 @@ fn reference_of(credential: &Credential) -> String {
     .unwrap_or_default()
 }
 
+/// Who decides, as four eyes tells people apart: a principal as written (`user:alice`), and the
+/// runs of an agent as that agent (`agent:dev`), however many runs it starts.
+fn party(principal: &str) -> &str {
+    match principal.strip_prefix("agent:") {
+        Some(rest) => {
+            let end = "agent:".len() + rest.find('/').unwrap_or(rest.len());
+            principal.get(..end).unwrap_or(principal)
+        }
+        None => principal,
+    }
+}
+
 /// Four eyes (APR-8): refused when `decider` asked for the call itself and a rule keeps the
 /// requester out (approving or rejecting; stopping a staged action stays open to all), or when
 /// it already approved a call that needs several deciders.
@@ -95,13 +107,17 @@ fn check_four_eyes(approval: &Approval, decider: &str, verb: Verb) -> Result<(),
         return Ok(());
     }
     if let Some(rule) = &approval.self_denied_by
-        && approval.principal == decider
+        && party(&approval.principal) == decider
     {
         return Err(DecideError::Forbidden(format!(
             "four eyes: {decider} asked for this call, and `selfApproval: deny` ({rule}) leaves its decision to someone else, whichever credential of {decider} asks"
         )));
     }
-    if verb == Verb::Approve && approval.approvers.iter().any(|a| a == decider) {
+    let counted = i64::try_from(approval.approvers.len()).unwrap_or(i64::MAX);
+    if verb == Verb::Approve
+        && counted < approval.deciders
+        && approval.approvers.iter().any(|a| a == decider)
+    {
         return Err(DecideError::Conflict(format!(
             "{decider} already approved `{}`; it needs {} approvals by distinct deciders and has {}",
             approval.id,
@@ -163,7 +179,7 @@ impl Approvals<'_> {
             .map_err(store_err)?
             .ok_or_else(|| DecideError::NotFound(id.to_owned()))?;
         self.check_scope(&authority, &approval)?;
-        let decider_name = decider.principal.to_string();
+        let decider_name = party(&decider.principal.to_string()).to_owned();
         check_four_eyes(&approval, &decider_name, verb)?;
         let now = self.gateway.clock.now().0;
         let decided = Transition {
@@ -202,8 +218,10 @@ impl Approvals<'_> {
                 "approval `{id}` expired undecided; ask again"
             )));
         }
-        if verb == Verb::Approve && approval.deciders > 1 {
-            // One of several deciders (APR-8): counted, and the call runs with the last.
+        let counted = i64::try_from(approval.approvers.len()).unwrap_or(i64::MAX);
+        // One of several deciders (APR-8): counted, and the call runs with the last. (Once
+        // they are all counted, one of them may finish what a failure interrupted.)
+        if verb == Verb::Approve && approval.deciders > 1 && counted < approval.deciders {
             if !store
                 .add_approver(&approval, &decider_name)
                 .await
@@ -213,9 +231,10 @@ impl Approvals<'_> {
                     "approval `{id}` was decided or approved by someone else meanwhile; look again"
                 )));
             }
-            let approved = approval.approvers.len() + 1;
-            if i64::try_from(approved).unwrap_or(i64::MAX) < approval.deciders {
-                self.record_decision(&approval, "approve", &decider_name, reason.as_deref(), None)
+            if counted + 1 < approval.deciders {
+                let mut progress = approval.clone();
+                progress.approvers.push(decider_name.clone());
+                self.record_decision(&progress, "approve", &decider_name, reason.as_deref(), None)
                     .await;
                 return store
                     .approval(id)
@@ -359,6 +378,9 @@ impl Approvals<'_> {
                 "policy_revision": a.policy_revision,
                 "rule": format!("approval:{}", a.id),
                 "step": "approval",
+                // Four eyes (APR-8): who approved so far, of how many.
+                "approvers": (a.deciders > 1).then_some(&a.approvers),
+                "deciders": (a.deciders > 1).then_some(a.deciders),
             })),
         };
         if let Err(e) = self.store().append_audit(vec![record]).await {
@@ -612,4 +634,18 @@ fn parse_args(args: Option<&str>) -> Option<Map<String, Value>> {
             Value::Object(m) => Some(m),
             _ => None,
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::party;
+
+    #[test]
+    fn an_agents_runs_are_one_party_and_people_are_themselves() {
+        assert_eq!(party("agent:dev/run_1"), "agent:dev");
+        assert_eq!(party("agent:dev/run_2"), "agent:dev");
+        assert_eq!(party("agent:dev"), "agent:dev");
+        assert_eq!(party("user:alice"), "user:alice");
+        assert_eq!(party("serviceAccount:bot"), "serviceAccount:bot");
+    }
 }

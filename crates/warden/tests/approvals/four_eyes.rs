@@ -172,3 +172,24 @@ async fn two_deciders_are_two_distinct_principals() {
         "each approval is in the audit trail"
     );
 }
+
+/// At autonomy level 3 a dangerous call is staged for a veto; one of a tool that needs two
+/// deciders waits for them instead (APR-8 over APR-1).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_needing_two_deciders_is_parked_even_where_it_would_be_staged() {
+    let w = TestWarden::start(&config(&format!(
+        "{FOUR_EYES}---\nkind: Autonomy\nsubject: {{ user: alice }}\nlevel: 3\n"
+    )))
+    .await;
+    let alice = w.token("alice", None, None).await;
+    let api = Api::new(&w);
+    let client = http_client(&w.mcp(), &alice, Era::Sessions).await;
+    call(&client, "ledger__add_note", json!({"text": "old"})).await;
+    let id = park(&client, "ledger__delete_note", json!({"id": 1})).await;
+    let approval = api.approval(&w.admin, &id).await;
+    assert_eq!(
+        (approval["kind"].as_str(), approval["status"].as_str()),
+        (Some("approval"), Some("pending")),
+        "{approval}"
+    );
+}
