@@ -349,6 +349,19 @@ impl Provenance {
     }
 }
 
+/// Who acts, as the review gate and four eyes tell people apart (WORK-2, APR-8): a principal as
+/// written (`user:alice`), and the runs of an agent as that agent (`agent:dev`), since they are
+/// one party however many runs it starts.
+pub fn party(principal: &str) -> &str {
+    match principal.strip_prefix("agent:") {
+        Some(rest) => {
+            let end = "agent:".len() + rest.find('/').unwrap_or(rest.len());
+            principal.get(..end).unwrap_or(principal)
+        }
+        None => principal,
+    }
+}
+
 /// The prefix of a Reconciler's intent id: `reconciler:<name>` (WORK-4).
 pub const RECONCILER_INTENT: &str = "reconciler:";
 
@@ -366,6 +379,15 @@ pub fn jwt_issuer(credential_id: &str) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_agents_runs_are_one_party_and_people_are_themselves() {
+        assert_eq!(party("agent:dev/run_1"), "agent:dev");
+        assert_eq!(party("agent:dev/run_2"), "agent:dev");
+        assert_eq!(party("agent:dev"), "agent:dev");
+        assert_eq!(party("user:alice"), "user:alice");
+        assert_eq!(party("serviceAccount:bot"), "serviceAccount:bot");
+    }
 
     #[test]
     fn tokens_are_recognisable_and_hashed() {

@@ -166,6 +166,21 @@ async fn park(client: &Client, tool: &str, args: Value) -> String {
     d["approvalId"].as_str().unwrap().to_owned()
 }
 
+/// `warden approvals approve ID --server …` as `token` exits 1 saying `why`.
+fn cli_refuses_to_approve(w: &TestWarden, token: &str, id: &str, why: &str) {
+    let out = std::process::Command::new(WARDEN)
+        .args(["approvals", "approve", id, "--server", &w.base])
+        .env("WARDEN_TOKEN", token)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(why),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 async fn calls_executed(client: &Client) -> u64 {
     let r = call(client, "ledger__call_count", json!({})).await;
     r.structured_content.unwrap()["calls"].as_u64().unwrap()
@@ -354,17 +369,7 @@ async fn deciding_needs_the_capability_and_a_scope_covering_the_action_at_every_
             "your own authority does not cover `ledger__add_note`",
         ),
     ] {
-        let out = std::process::Command::new(WARDEN)
-            .args(["approvals", "approve", &id, "--server", &w.base])
-            .env("WARDEN_TOKEN", token)
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(1));
-        assert!(
-            String::from_utf8_lossy(&out.stderr).contains(why),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        cli_refuses_to_approve(&w, token, &id, why);
     }
     assert_eq!(api.approval(&w.admin, &id).await["status"], "pending");
     assert_eq!(calls_executed(&client).await, 0);

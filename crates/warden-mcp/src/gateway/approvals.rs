@@ -21,7 +21,7 @@ use warden_core::contract::{ToolOutput, Verdict};
 use warden_core::decision::DenyCode;
 use warden_core::decision::{Decision, Purpose, decide};
 use warden_core::pipeline::{ApprovedCall, Clock as _};
-use warden_core::principal::{Credential, PrincipalRef, Provenance};
+use warden_core::principal::{Credential, PrincipalRef, Provenance, party};
 use warden_store::{Approval, ApprovalFilter, Transition};
 
 use super::execution::GatewayExecutor;
@@ -85,18 +85,6 @@ fn reference_of(credential: &Credential) -> String {
         },
     })
     .unwrap_or_default()
-}
-
-/// Who decides, as four eyes tells people apart: a principal as written (`user:alice`), and the
-/// runs of an agent as that agent (`agent:dev`), however many runs it starts.
-fn party(principal: &str) -> &str {
-    match principal.strip_prefix("agent:") {
-        Some(rest) => {
-            let end = "agent:".len() + rest.find('/').unwrap_or(rest.len());
-            principal.get(..end).unwrap_or(principal)
-        }
-        None => principal,
-    }
 }
 
 /// Four eyes (APR-8): refused when `decider` asked for the call itself and a rule keeps the
@@ -634,18 +622,4 @@ fn parse_args(args: Option<&str>) -> Option<Map<String, Value>> {
             Value::Object(m) => Some(m),
             _ => None,
         })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::party;
-
-    #[test]
-    fn an_agents_runs_are_one_party_and_people_are_themselves() {
-        assert_eq!(party("agent:dev/run_1"), "agent:dev");
-        assert_eq!(party("agent:dev/run_2"), "agent:dev");
-        assert_eq!(party("agent:dev"), "agent:dev");
-        assert_eq!(party("user:alice"), "user:alice");
-        assert_eq!(party("serviceAccount:bot"), "serviceAccount:bot");
-    }
 }

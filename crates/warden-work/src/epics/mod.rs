@@ -144,14 +144,9 @@ fn sees(authority: &Authority, project: &str) -> bool {
             .any(|c| authority.holds(c))
 }
 
-/// Who acts, as the review gate tells people apart: a principal as written (`user:alice`), and
-/// the runs of an agent as that agent (`agent:dev`), since they are one party however many
-/// runs it starts.
+/// Who acts, as the review gate tells people apart ([`warden_core::principal::party`]).
 pub(crate) fn party(principal: &str) -> String {
-    match principal.strip_prefix("agent:") {
-        Some(rest) => format!("agent:{}", rest.split('/').next().unwrap_or(rest)),
-        None => principal.to_owned(),
-    }
+    warden_core::principal::party(principal).to_owned()
 }
 
 /// The epic `id`, when `authority` sees it.

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use crate::common::*;
 use crate::plain::Plain;
-use crate::{Api, calls_executed, config, park};
+use crate::{Api, calls_executed, cli_refuses_to_approve, config, park};
 
 /// bob may write and decide, as an Autonomy keeping him from deciding what he asked for; carol
 /// decides too; deleting a note needs two deciders, neither of them its requester.
@@ -51,17 +51,7 @@ async fn a_requester_cannot_decide_its_own_call_at_any_door() {
         }
     }
     // The CLI.
-    let out = std::process::Command::new(WARDEN)
-        .args(["approvals", "approve", &id, "--server", &w.base])
-        .env("WARDEN_TOKEN", &bob_again)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains(why),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    cli_refuses_to_approve(&w, &bob_again, &id, why);
     // The console.
     let session = Plain::sign_in(&w, &bob).await;
     let (status, page) = session
