@@ -53,6 +53,11 @@
 #                               # and 64 connections, then 1 connection for the p50, each
 #                               # against the direct upstream; ROUNDS rounds alternating A and
 #                               # B; needs wrk
+#   scripts/bench.sh rule [CALLS]
+#                               # one build (WARDEN_BIN, default: a `release` build) under
+#                               # callgrind twice: reads of bench__read under a ToolPolicy with
+#                               # no rules, then with one CEL rule (GOV-10) that never matches:
+#                               # the instructions a call pays to evaluate one rule
 #   scripts/bench.sh guard [CALLS]
 #                               # the same for one build (WARDEN_BIN, default: a `release`
 #                               # build), against scripts/instructions.baseline: fails more than
@@ -91,8 +96,8 @@ die() {
 	exit 2
 }
 case "$scenario" in
-perf1 | perf2 | perf3 | perf4 | eras | forward | others | soak | split | compare | cpu | kernel | instructions | guard | wrk | stores) ;;
-*) die "usage: $0 perf1|perf2|perf3|perf4 N|eras|forward|others|soak|split [CLIENTS]|compare A B [CLIENTS] [MIX]|cpu A B [CLIENTS]|kernel A B [CLIENTS]|instructions A B [CALLS]|guard [CALLS]|wrk A B|stores [MIX]" ;;
+perf1 | perf2 | perf3 | perf4 | eras | forward | others | soak | split | compare | cpu | kernel | instructions | guard | rule | wrk | stores) ;;
+*) die "usage: $0 perf1|perf2|perf3|perf4 N|eras|forward|others|soak|split [CLIENTS]|compare A B [CLIENTS] [MIX]|cpu A B [CLIENTS]|kernel A B [CLIENTS]|instructions A B [CALLS]|guard [CALLS]|rule [CALLS]|wrk A B|stores [MIX]" ;;
 esac
 
 if [[ "$scenario" == compare || "$scenario" == cpu || "$scenario" == kernel || "$scenario" == instructions || "$scenario" == wrk ]]; then
@@ -109,11 +114,11 @@ fi
 if [[ "$scenario" == wrk ]]; then
 	command -v wrk >/dev/null || die "wrk needs wrk (e.g. apt-get install wrk)"
 fi
-if [[ "$scenario" == instructions || "$scenario" == guard ]]; then
+if [[ "$scenario" == instructions || "$scenario" == guard || "$scenario" == rule ]]; then
 	command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null ||
 		die "$scenario needs valgrind (e.g. apt-get install valgrind)"
 fi
-if [[ -z "${WARDEN_BIN:-}" && "$scenario" == guard ]]; then
+if [[ -z "${WARDEN_BIN:-}" && ("$scenario" == guard || "$scenario" == rule) ]]; then
 	(cd "$root" && cargo build --release --locked -p warden >&2) || die "cargo build failed"
 	WARDEN_BIN="${CARGO_TARGET_DIR:-$root/target}/release/warden"
 elif [[ -z "${WARDEN_BIN:-}" ]]; then
@@ -203,6 +208,9 @@ project: bench
 tool: bench__tool_0000
 deny: "benchmark: always denied"
 EOF
+	if [[ -n "${BENCH_READ_POLICY:-}" ]]; then
+		printf -- '---\n%s\n' "$BENCH_READ_POLICY" >>"$work/bench.yaml"
+	fi
 }
 
 run() { # ARGS…
@@ -607,6 +615,22 @@ instructions)
 		W="${*:2+build:1}"
 		measure_instructions "$build" "$calls" "$W"
 	done
+	;;
+rule)
+	# GOV-10's "a call pays evaluation only": the same build and calls, bench__read under a
+	# ToolPolicy without rules, then with one rule that reads an argument and never holds.
+	calls="${2:-2000}"
+	[[ "$calls" =~ ^[0-9]+$ ]] || die "rule: CALLS must be a number"
+	policy=$'kind: ToolPolicy\nname: bench-read\nproject: bench\ntool: bench__read\nclass: read'
+	BENCH_READ_POLICY="$policy" measure_instructions norule "$calls" "$W"
+	BENCH_READ_POLICY="$policy"$'\nrules:\n  - name: long-keys\n    when: "has(args.key) && size(args.key) > 60"\n    deny: "keys are short"' \
+		measure_instructions rule "$calls" "$W"
+	python3 - "$(cat "$work/instructions.norule.serving")" "$(cat "$work/instructions.rule.serving")" <<'PY'
+import sys
+without, with_rule = int(sys.argv[1]), int(sys.argv[2])
+print(f"rule: {with_rule - without:+,} instructions per call on the serving threads for one "
+      f"rule ({without:,} without, {with_rule:,} with; {(with_rule - without) / without * 100:+.1f} %)")
+PY
 	;;
 guard)
 	# The sum of small costs (docs/benchmarks-method.md, "The guard"): the instructions a

@@ -19,6 +19,7 @@ pub mod runs;
 pub mod sign_ins;
 pub mod tasks;
 pub mod tokens;
+pub mod tools;
 
 use std::fmt;
 use std::future::Future;

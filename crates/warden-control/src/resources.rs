@@ -139,8 +139,14 @@ pub(crate) async fn write(
         .map(|(r, _)| r.clone())
         .collect();
     let base: Vec<Located> = current.resources().cloned().collect();
+    let merged = Config::merge(base, resources.clone()).map_err(rejected)?;
+    // Only what is written: an unchanged policy applied again is not refused for a schema
+    // accepted since.
+    let undeclared = crate::tools::undeclared_arguments(control, &merged, &to_write).await?;
+    if !undeclared.is_empty() {
+        return Err(rejected(undeclared));
+    }
     if dry_run || to_write.is_empty() {
-        Config::merge(base, resources).map_err(rejected)?;
         return Ok(Applied {
             revision,
             changes,
@@ -155,7 +161,6 @@ pub(crate) async fn write(
         .then_some(revision);
     // Secrets are written only for an apply valid as a whole, before the configuration that
     // names them.
-    Config::merge(base, resources).map_err(rejected)?;
     secrets.write(control.secrets()).map_err(rejected)?;
     let applied = control
         .store()

@@ -41,6 +41,9 @@ pub const AGENTS_RUN: &str = "agents:run";
 pub const EXPLAIN_ANY: &str = "explain:any";
 /// Reading the tool inventory (GOV-5).
 pub const TOOLS_INVENTORY: &str = "tools:inventory";
+/// Reviewing changed tool definitions: accepting or rejecting them (GOV-9; in the upstream's
+/// project).
+pub const TOOLS_REVIEW: &str = "tools:review";
 /// Reading the tasks of a workspace (per workspace, with the project's tools).
 pub const TASKS_READ: &str = "tasks:read";
 /// Creating tasks (per workspace, with the project's tools; TASK-2).

@@ -297,7 +297,16 @@ pub fn resolve_tool<'c>(
     name: &str,
 ) -> Result<&'c std::sync::Arc<ToolDescriptor>, Denial> {
     let Some(tool) = catalog.get(name) else {
-        return Err(Denial::unknown_tool(name, "resolve:no-such-tool"));
+        // Held for review (GOV-9): the caller cannot tell; an operator sees why.
+        let rule = match catalog.held(name) {
+            Some(project)
+                if authority.withheld.is_none() && authority.projects.contains_key(project) =>
+            {
+                crate::pins::rule(name)
+            }
+            _ => "resolve:no-such-tool".to_owned(),
+        };
+        return Err(Denial::unknown_tool(name, rule));
     };
     match decide(authority, tool, Purpose::List) {
         Decision::Allow { .. } => Ok(tool),

@@ -25,6 +25,7 @@ pub mod git_url;
 pub mod name;
 pub mod oauth;
 pub mod param_headers;
+pub mod pins;
 pub mod pipeline;
 pub mod policy;
 pub mod principal;

@@ -302,6 +302,8 @@ pub struct Catalog {
     by_project: HashMap<Name, Vec<usize>>,
     /// Positions in `ordered` of the tools no project owns (built-ins), ascending.
     unowned: Vec<usize>,
+    /// Tools held out for review (GOV-9), by catalog name, with their project.
+    held: HashMap<String, Name>,
 }
 
 impl fmt::Debug for Catalog {
@@ -357,6 +359,7 @@ impl Catalog {
                 ordered,
                 by_project,
                 unowned,
+                held: HashMap::new(),
             },
             conflicts,
         )
@@ -380,6 +383,24 @@ impl Catalog {
             .into_iter()
             .filter_map(|i| self.ordered.get(i).cloned())
             .collect()
+    }
+
+    /// This catalog, with `held` (catalog name → project) held out for review (GOV-9): not
+    /// in it, refused like unknown tools, the rule `pin:changed:<tool>` for operators.
+    #[must_use]
+    pub fn holding(mut self, held: HashMap<String, Name>) -> Self {
+        self.held = held;
+        self
+    }
+
+    /// The project of a tool held out for review.
+    pub fn held(&self, name: &str) -> Option<&Name> {
+        self.held.get(name)
+    }
+
+    /// How many tools are held out for review.
+    pub fn held_count(&self) -> usize {
+        self.held.len()
     }
 
     /// Looks a tool up by catalog name.

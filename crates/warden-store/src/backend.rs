@@ -169,6 +169,14 @@ impl Backend {
         dispatch!(self, b => b.count_runs(agent).await)
     }
 
+    pub(crate) async fn pin_rows(&self) -> Result<Vec<crate::pins::PinRow>, StoreError> {
+        dispatch!(self, b => b.pin_rows().await)
+    }
+
+    pub(crate) async fn pinned_upstreams(&self) -> Result<Vec<String>, StoreError> {
+        dispatch!(self, b => b.pinned_upstreams().await)
+    }
+
     pub(crate) async fn add_approver(
         &self,
         id: &str,

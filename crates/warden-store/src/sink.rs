@@ -67,6 +67,13 @@ pub(crate) enum AdminChange {
     /// Revokes a credential, keeping an earlier revocation's time (`None`: no such
     /// credential).
     RevokeCredential { id: String, at: Millis },
+    /// Marks `first` pinned and stores `rows` (GOV-9), refused with a conflict when the
+    /// revision is no longer `expected`.
+    Pins {
+        first: Vec<String>,
+        rows: Vec<crate::pins::PinRow>,
+        expected: Option<u64>,
+    },
 }
 
 /// Records waiting for a group commit, and who to tell when they are durable.

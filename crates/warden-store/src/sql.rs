@@ -44,10 +44,19 @@ pub(crate) const CREDENTIAL_EXISTS: &str = "SELECT id FROM credentials WHERE id 
 /// Revokes a credential, unless it is revoked already.
 pub(crate) const REVOKE_CREDENTIAL: &str =
     "UPDATE credentials SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL";
+/// Marks an upstream pinned (GOV-9), once.
+pub(crate) const MARK_PINNED: &str = "INSERT INTO pinned_upstreams (upstream, pinned_at) VALUES ($1, $2) \
+     ON CONFLICT (upstream) DO NOTHING";
+/// Creates or replaces the pin of an upstream tool.
+pub(crate) const UPSERT_PIN: &str = "INSERT INTO tool_pins (upstream, tool, pinned_hash, pinned, offered_hash, offered, offered_at, rejected_hash, decided_by, decided_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
+     ON CONFLICT (upstream, tool) DO UPDATE SET pinned_hash = excluded.pinned_hash, pinned = excluded.pinned, \
+     offered_hash = excluded.offered_hash, offered = excluded.offered, offered_at = excluded.offered_at, \
+     rejected_hash = excluded.rejected_hash, decided_by = excluded.decided_by, decided_at = excluded.decided_at";
 
 /// Every statement rusqlite runs too.
 #[cfg(test)]
-const RUN_BY_RUSQLITE: [&str; 13] = [
+const RUN_BY_RUSQLITE: [&str; 15] = [
     REVISION,
     SET_REVISION,
     HEAD,
@@ -61,6 +70,8 @@ const RUN_BY_RUSQLITE: [&str; 13] = [
     INSERT_CREDENTIAL,
     CREDENTIAL_EXISTS,
     REVOKE_CREDENTIAL,
+    MARK_PINNED,
+    UPSERT_PIN,
 ];
 
 /// A stored resource kind.

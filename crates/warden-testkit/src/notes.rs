@@ -43,6 +43,7 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt as _};
 use serde_json::{Value, json};
 use warden_mcp::demo::DemoNotes;
 
+mod definitions;
 pub mod showcase;
 
 /// A value of the fixture's own making as an MCP type.
@@ -79,6 +80,8 @@ pub struct NotesServer {
     only_2025: bool,
     /// Ends every `subscriptions/listen` stream as soon as it opens.
     brief_listens: bool,
+    /// Changes to its tools' definitions, read at each `tools/list` (`definitions`).
+    definitions: Option<PathBuf>,
 }
 
 fn schema(v: Value) -> Arc<JsonObject> {
@@ -181,7 +184,16 @@ impl NotesServer {
             only_2026: false,
             only_2025: false,
             brief_listens: false,
+            definitions: None,
         }
+    }
+
+    /// Reads `file`, when it exists, at each `tools/list`: `{"<tool>": {"description": …,
+    /// "inputSchema": …}}` replaces those fields of the tools it names (a server whose tools
+    /// change under Warden, GOV-9).
+    pub fn definitions(mut self, file: Option<PathBuf>) -> Self {
+        self.definitions = file;
+        self
     }
 
     /// Speaks 2025-11-25 only when `yes` (answers `server/discover` as a server that does not
@@ -462,7 +474,7 @@ impl ServerHandler for NotesServer {
         _request: Option<PaginatedRequestParams>,
         _ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let mut tools = self.tools.to_vec();
+        let mut tools = definitions::revised(self.definitions.as_deref(), self.tools.to_vec());
         tools.extend(self.published().into_iter().map(|name| {
             Tool::new(
                 format!("published_{name}"),

@@ -24,6 +24,7 @@ mod target;
 mod tasks_cmd;
 mod telemetry;
 mod token_cmd;
+mod tools_cmd;
 mod views;
 
 use std::process::ExitCode;
@@ -125,6 +126,13 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Context(cmd) => context_cmd::run(cmd),
         Command::Tools(cli::ToolsCommand::Inventory(args)) => remote::inventory(args).await,
         Command::Tools(cli::ToolsCommand::Upstreams(args)) => remote::upstreams(args).await,
+        Command::Tools(cli::ToolsCommand::Changes(args)) => tools_cmd::changes(args).await,
+        Command::Tools(cli::ToolsCommand::Accept(args)) => {
+            tools_cmd::review(args, warden_control::tools::Verdict::Accept).await
+        }
+        Command::Tools(cli::ToolsCommand::Reject(args)) => {
+            tools_cmd::review(args, warden_control::tools::Verdict::Reject).await
+        }
         Command::DemoServer(args) => {
             warden_mcp::demo::serve_stdio(warden_mcp::demo::DemoNotes::new(args.file)).await
         }

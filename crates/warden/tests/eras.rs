@@ -508,12 +508,10 @@ async fn prompt_and_resource_list_changes_are_advertised_and_reach_clients_of_bo
     );
 
     call(&session, "alpha__publish", json!({"name": "fresh"})).await;
-    hear_all(
-        &mut heard,
-        &["tools", "prompts", "resources"],
-        "2025 session",
-    )
-    .await;
+    hear_all(&mut heard, &["prompts", "resources"], "2025 session").await;
+    // A tool that appears after its upstream's first pinning is held until accepted (GOV-9).
+    w.accept_tool("alpha__published_fresh").await;
+    hear_all(&mut heard, &["tools"], "2025 session").await;
     listen_for_all(&mut listen, &["prompts", "resources"], "2026 listen stream").await;
     let prompts = modern.list_all_prompts().await.unwrap();
     assert!(
@@ -581,8 +579,13 @@ async fn a_2026_upstreams_list_changes_reach_clients_of_both_eras_at_once() {
 
         call(&modern, "alpha__publish", json!({"name": "fresh"})).await;
         let who = format!("http: {http}");
-        hear_all(&mut heard, &["tools", "prompts", "resources"], &who).await;
-        listen_for_all(&mut listen, &["tools", "prompts", "resources"], &who).await;
+        hear_all(&mut heard, &["prompts", "resources"], &who).await;
+        listen_for_all(&mut listen, &["prompts", "resources"], &who).await;
+        // A tool that appears after its upstream's first pinning is held until accepted
+        // (GOV-9).
+        w.accept_tool("alpha__published_fresh").await;
+        hear_all(&mut heard, &["tools"], &who).await;
+        listen_for_all(&mut listen, &["tools"], &who).await;
         let tools = tool_names(&modern).await;
         assert!(
             tools.iter().any(|t| t == "alpha__published_fresh"),

@@ -1291,9 +1291,13 @@ async fn the_bridge_advertises_what_it_serves_and_passes_on_list_changes() {
     let mut listen = listen_to_every_list(&modern).await;
 
     call(&old, "alpha__publish", json!({"name": "bridged"})).await;
-    let all = ["tools", "prompts", "resources"];
-    hear_all(&mut old_heard, &all, "the 2025-11-25 client").await;
-    listen_for_all(&mut listen, &all, "the 2026-07-28 client").await;
+    let known = ["prompts", "resources"];
+    hear_all(&mut old_heard, &known, "the 2025-11-25 client").await;
+    listen_for_all(&mut listen, &known, "the 2026-07-28 client").await;
+    // A tool that appears after its upstream's first pinning is held until accepted (GOV-9).
+    w.accept_tool("alpha__published_bridged").await;
+    hear_all(&mut old_heard, &["tools"], "the 2025-11-25 client").await;
+    listen_for_all(&mut listen, &["tools"], "the 2026-07-28 client").await;
     let templates = modern.list_all_resource_templates().await.unwrap();
     assert!(
         templates

@@ -9,6 +9,7 @@ mod issuer;
 mod model;
 mod reference;
 mod resources;
+pub mod rule_fields;
 pub(crate) mod rules;
 mod upstream;
 mod work;

@@ -200,7 +200,7 @@ fn check(expr: &cel::IdedExpr, scope: &mut Vec<String>) -> Option<(u64, String)>
 }
 
 /// The 1-based line and column of the byte `offset` of `text`.
-fn line_and_column(text: &str, offset: u32) -> (usize, usize) {
+pub(crate) fn line_and_column(text: &str, offset: u32) -> (usize, usize) {
     let offset = usize::try_from(offset)
         .unwrap_or(usize::MAX)
         .min(text.len());

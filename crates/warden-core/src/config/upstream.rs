@@ -45,6 +45,39 @@ pub struct UpstreamSpec {
     /// How much of the upstream's advertised metadata Warden takes (defaults below).
     #[serde(default, skip_serializing_if = "UpstreamLimits::is_default")]
     pub limits: UpstreamLimits,
+    /// What a change of a tool's definition does (GOV-9): `enforce` (the default) holds the
+    /// changed tool out of every catalog until it is reviewed; `warn` logs it and serves it;
+    /// `off` does not pin.
+    #[serde(default, skip_serializing_if = "Pinning::is_default")]
+    pub pinning: Pinning,
+}
+
+/// What a change of an upstream tool's definition does (GOV-9).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Pinning {
+    /// Hold a changed or new tool out of every catalog until it is reviewed.
+    #[default]
+    Enforce,
+    /// Log the change, record it for review, and serve the tool as it is now.
+    Warn,
+    /// Pin nothing: serve every tool as the upstream offers it.
+    Off,
+}
+
+impl Pinning {
+    fn is_default(&self) -> bool {
+        *self == Self::Enforce
+    }
+
+    /// The configuration's word for it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Enforce => "enforce",
+            Self::Warn => "warn",
+            Self::Off => "off",
+        }
+    }
 }
 
 /// How much of an upstream's advertised metadata Warden takes: a tool past a limit is left

@@ -5,7 +5,8 @@
 //! when another process — the CLI with `--data-dir`, another replica — changed configuration
 //! or credentials (STORE-1b); upstream events (a tool list changed, an upstream went down)
 //! rebuild the catalog. When the store cannot be reached, runs keep their knowledge and get no
-//! tools (RUN-4).
+//! tools (RUN-4). Tools whose definitions changed are held out of the catalog for review
+//! ([`super::pinning`], GOV-9).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
@@ -15,10 +16,12 @@ use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 use warden_core::config::{Config, Kind, Resource, UpstreamSpec};
 use warden_core::name::Name;
+use warden_core::pins::Pins;
 use warden_core::policy::Policy;
 use warden_core::tool::{Catalog, ToolDescriptor, ToolSource, catalog_name, matching_policy};
 use warden_store::StoreError;
 
+use super::pinning;
 use super::snapshot::{Snapshot, prefix};
 use super::state::Gateway;
 use crate::upstream::{UpstreamEvent, UpstreamStatus};
@@ -72,20 +75,22 @@ impl Gateway {
         let loaded = async {
             let (config, revision) = self.store.load_config().await?;
             let credentials = self.store.credential_hashes().await?;
-            Ok::<_, StoreError>((config, revision, credentials))
+            let pins = self.store.pins().await?;
+            Ok::<_, StoreError>((config, revision, credentials, pins))
         }
         .await;
         match loaded {
-            Ok((config, revision, credentials)) => {
+            Ok((config, revision, credentials, pins)) => {
                 let upstream_specs = upstream_specs(&config);
                 let policy = Arc::new(Policy::compile(config, revision));
                 self.upstreams.reconcile(&upstream_specs);
-                let catalog = Arc::new(self.build_catalog(&policy));
+                let catalog = Arc::new(self.build_catalog(&policy, &pins, revision));
                 self.snapshot.store(Arc::new(Snapshot {
                     revision,
                     policy,
                     catalog,
                     credentials: Arc::new(credentials.into_iter().collect()),
+                    pins: Arc::new(pins),
                     store_ok: true,
                     loaded: true,
                 }));
@@ -114,6 +119,7 @@ impl Gateway {
             policy: current.policy.clone(),
             catalog: current.catalog.clone(),
             credentials: current.credentials.clone(),
+            pins: current.pins.clone(),
             store_ok: ok,
             loaded: current.loaded,
         }));
@@ -121,19 +127,23 @@ impl Gateway {
 
     fn rebuild_catalog(&self) {
         let current = self.snapshot.load_full();
-        let catalog = Arc::new(self.build_catalog(&current.policy));
+        let catalog =
+            Arc::new(self.build_catalog(&current.policy, &current.pins, current.revision));
         self.snapshot.store(Arc::new(Snapshot {
             revision: current.revision,
             policy: current.policy.clone(),
             catalog,
             credentials: current.credentials.clone(),
+            pins: current.pins.clone(),
             store_ok: current.store_ok,
             loaded: current.loaded,
         }));
         let _ = self.catalog_changed.send(());
     }
 
-    fn build_catalog(&self, policy: &Policy) -> Catalog {
+    /// The catalog of `policy`'s upstreams, with `pins` (at `revision`) holding changed tools
+    /// out for review (GOV-9).
+    fn build_catalog(&self, policy: &Policy, pins: &Pins, revision: u64) -> Catalog {
         // The `tasks` and `work` sets are offered where there are workspaces to hold tasks
         // (TASK-1, WORK-1).
         let workspaces = policy.config.of_kind(Kind::Workspace).next().is_some();
@@ -155,7 +165,9 @@ impl Gateway {
         // Who offers each resource URI (and template) first, by upstream name: the one listed
         // and read (see `federation`); any other is shadowed.
         let mut offered: HashMap<String, String> = HashMap::new();
+        let mut pinning = pinning::Pass::new(pins, &self.pin_definitions, self.clock.now());
         for slot in self.upstreams.all() {
+            let up = matches!(slot.status(), UpstreamStatus::Up { .. });
             let spec = &slot.spec;
             let offer = slot.offer();
             let uris = offer.resources.iter().map(|r| r.uri.as_str());
@@ -176,6 +188,9 @@ impl Gateway {
             // The descriptors share the slot's schema texts and annotations (PERF-3).
             for raw in &slot.offer().tools {
                 let name = catalog_name(&prefix, &raw.name);
+                if !pinning.admits(spec, up, &name, raw) {
+                    continue;
+                }
                 let matched = matching_policy(policy.tool_policies(), &spec.project, &name);
                 match ToolDescriptor::for_upstream_after(
                     &spec.project,
@@ -193,7 +208,10 @@ impl Gateway {
                 }
             }
         }
+        let (held, pin_problems) = pinning.finish(revision, &self.pin_writes);
+        problems.extend(pin_problems);
         let (catalog, conflicts) = Catalog::new(tools);
+        let catalog = catalog.holding(held);
         problems.extend(conflicts.into_iter().map(|c| {
             format!(
                 "two tools want the catalog name `{}`: `{}` kept, `{}` dropped; set a `prefix` on one upstream",
@@ -230,9 +248,12 @@ fn upstream_specs(config: &Config) -> Vec<UpstreamSpec> {
 pub(super) async fn watch(
     gateway: Weak<Gateway>,
     mut events: mpsc::UnboundedReceiver<UpstreamEvent>,
+    mut pins: mpsc::UnboundedReceiver<pinning::PendingPins>,
     poll: Duration,
     cancel: CancellationToken,
 ) {
+    // A write of pins that failed, tried again at each poll until it is made.
+    let mut retry = None;
     let mut timer = tokio::time::interval(poll);
     timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -240,6 +261,9 @@ pub(super) async fn watch(
             () = cancel.cancelled() => return,
             _ = timer.tick() => {
                 let Some(gateway) = gateway.upgrade() else { return };
+                if let Some(pending) = retry.take() {
+                    retry = write_pins(&gateway, pending).await;
+                }
                 // Health, not only the revision: the embedded store's file must still be the
                 // one it opened (a deleted database keeps answering through its open handle).
                 match gateway.store.health().await {
@@ -258,6 +282,29 @@ pub(super) async fn watch(
                 let Some(gateway) = gateway.upgrade() else { return };
                 gateway.rebuild_catalog();
             }
+            pending = pins.recv() => {
+                let Some(mut pending) = pending else { return };
+                // Each judged the whole catalog: the latest is the one that counts.
+                while let Ok(later) = pins.try_recv() {
+                    pending = later;
+                }
+                let Some(gateway) = gateway.upgrade() else { return };
+                retry = write_pins(&gateway, pending).await;
+            }
         }
+    }
+}
+
+/// Writes `pending` and reloads the snapshot; what to try again, if it failed.
+async fn write_pins(
+    gateway: &Gateway,
+    pending: pinning::PendingPins,
+) -> Option<pinning::PendingPins> {
+    match pinning::write(&gateway.store, gateway.clock.now(), pending).await {
+        pinning::Written::Reload => {
+            gateway.refresh().await;
+            None
+        }
+        pinning::Written::Retry(pending) => Some(pending),
     }
 }

@@ -11,7 +11,8 @@
 //! and [`approvals`]: deciding and executing parked calls (APR-1..APR-6); [`reconcile`]: the
 //! calls a stopped process left without an outcome, recorded `interrupted` (REL-3);
 //! [`unaudited`]: the refusals that leave no audit record, counted for the console;
-//! [`upstream_tasks`]: following the tasks upstreams run calls as. [`state`] says what the
+//! [`upstream_tasks`]: following the tasks upstreams run calls as; [`pinning`]: tools whose
+//! definitions changed, held for review (GOV-9). [`state`] says what the
 //! gateway holds, and [`snapshot`] what it knows at one instant.
 
 #![allow(
@@ -43,6 +44,7 @@ mod execution;
 mod federation;
 mod listing;
 mod live;
+mod pinning;
 mod reconcile;
 mod snapshot;
 mod state;
@@ -86,6 +88,7 @@ impl Gateway {
     /// Loads configuration and credentials, starts the upstreams and the watcher.
     pub async fn start(store: Arc<Store>, options: GatewayOptions) -> Arc<Self> {
         let (events_tx, events_rx) = mpsc::unbounded_channel();
+        let (pins_tx, pins_rx) = mpsc::unbounded_channel();
         let upstreams = Upstreams::new(
             events_tx,
             Secrets::new(options.secrets_dir.clone()),
@@ -105,12 +108,15 @@ impl Gateway {
             task_ids,
             public_url: std::sync::OnceLock::new(),
             unaudited: Default::default(),
+            pin_writes: pins_tx,
+            pin_definitions: Default::default(),
             cancel: CancellationToken::new(),
         });
         gateway.refresh().await;
         tokio::spawn(live::watch(
             Arc::downgrade(&gateway),
             events_rx,
+            pins_rx,
             options.poll_interval,
             gateway.cancel.clone(),
         ));

@@ -6,6 +6,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use warden_core::config::UpstreamSpec;
+use warden_core::pins::Pins;
 use warden_core::policy::Policy;
 use warden_core::principal::{Credential, TokenHash};
 use warden_core::tool::Catalog;
@@ -20,6 +21,8 @@ pub struct Snapshot {
     /// The federated catalog.
     pub catalog: Arc<Catalog>,
     pub(super) credentials: Arc<HashMap<TokenHash, Credential>>,
+    /// The pinned tool definitions (GOV-9).
+    pub(super) pins: Arc<Pins>,
     /// Whether the store answered the last poll; when not, runs get no tools (RUN-4).
     pub store_ok: bool,
     /// Whether a configuration was ever loaded; when not, runs get no tools (RUN-4).
@@ -33,6 +36,7 @@ impl Snapshot {
             policy: Arc::new(Policy::default()),
             catalog: Arc::new(Catalog::default()),
             credentials: Arc::new(HashMap::new()),
+            pins: Arc::new(Pins::default()),
             store_ok: false,
             loaded: false,
         }

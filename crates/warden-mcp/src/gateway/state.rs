@@ -37,5 +37,9 @@ pub struct Gateway {
     pub(super) public_url: std::sync::OnceLock<String>,
     /// The refusals of the last hour that left no audit record.
     pub(super) unaudited: super::unaudited::Tally,
+    /// Writes of pins for the watcher to make (GOV-9, [`super::pinning`]).
+    pub(super) pin_writes: tokio::sync::mpsc::UnboundedSender<super::pinning::PendingPins>,
+    /// The offered tools' definitions as last hashed ([`super::pinning`]).
+    pub(super) pin_definitions: super::pinning::Definitions,
     pub(super) cancel: CancellationToken,
 }

@@ -31,6 +31,8 @@ pub(crate) use warden_core::capability::KILLSWITCHES_WRITE;
 pub use warden_core::capability::RUNS_READ;
 /// Reading the tool inventory (GOV-5).
 pub use warden_core::capability::TOOLS_INVENTORY;
+/// Reviewing changed tool definitions (GOV-9; in the upstream's project).
+pub(crate) use warden_core::capability::TOOLS_REVIEW;
 /// Reading configuration resources, and applying and deleting them.
 pub(crate) use warden_core::capability::{CONFIG_READ, CONFIG_WRITE};
 /// Reading the tasks of a workspace, and creating tasks (per workspace, with the project's
@@ -81,6 +83,26 @@ pub(crate) const TABLE: &[Row] = &[
     ),
     row("toolInventory", Gate::Required(TOOLS_INVENTORY), ""),
     row("upstreamHealth", Gate::Required(TOOLS_INVENTORY), ""),
+    row(
+        "listToolChanges",
+        Gate::Required(TOOLS_REVIEW),
+        "lists the changes in projects whose tools the caller may use (GOV-9)",
+    ),
+    row(
+        "getToolChange",
+        Gate::Required(TOOLS_REVIEW),
+        "a change in a project the caller may not use answers like one that does not exist",
+    ),
+    row(
+        "acceptToolChange",
+        Gate::Required(TOOLS_REVIEW),
+        "in the upstream's project, whose tools the caller may use",
+    ),
+    row(
+        "rejectToolChange",
+        Gate::Required(TOOLS_REVIEW),
+        "in the upstream's project, whose tools the caller may use",
+    ),
     row("applyResources", Gate::Required(CONFIG_WRITE), ""),
     row("listResources", Gate::Required(CONFIG_READ), ""),
     row("getResource", Gate::Required(CONFIG_READ), ""),

@@ -33,6 +33,7 @@ mod runs;
 mod tasks;
 mod threads;
 mod tokens;
+mod tools;
 
 pub use access::{AGENTS_RUN, APPROVALS_READ, EXPLAIN_ANY, RUNS_READ, TOOLS_INVENTORY};
 #[allow(
@@ -53,6 +54,10 @@ fn api() -> (Router<Arc<AppState>>, utoipa::openapi::OpenApi) {
         .routes(routes!(identity::explain))
         .routes(routes!(identity::inventory))
         .routes(routes!(identity::upstreams))
+        .routes(routes!(tools::list))
+        .routes(routes!(tools::get))
+        .routes(routes!(tools::accept))
+        .routes(routes!(tools::reject))
         .routes(routes!(resources::apply))
         .routes(routes!(resources::list))
         .routes(routes!(resources::get, resources::delete))

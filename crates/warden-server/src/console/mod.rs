@@ -41,6 +41,7 @@ mod runs;
 mod signed_in;
 mod signin;
 mod tokens;
+mod tool_changes;
 mod tools;
 
 /// The content security policy of every console answer.
@@ -69,6 +70,10 @@ pub(crate) fn routes(control: warden_control::Control) -> Router<Arc<AppState>> 
         .route("/kill-switches/{key}/release", post(kill::release))
         .route("/explain", get(explain::show))
         .route("/tools", get(tools::show))
+        .route("/tools/changes", get(tool_changes::list))
+        .route("/tools/changes/{tool}", get(tool_changes::detail))
+        .route("/tools/changes/{tool}/accept", post(tool_changes::accept))
+        .route("/tools/changes/{tool}/reject", post(tool_changes::reject))
         .route("/agents", get(agents::agents))
         .route("/agents/{agent}/run", post(agents::run_now))
         .route("/tasks", get(agents::tasks))

@@ -58,6 +58,12 @@ pub(crate) async fn show(State(state): State<Arc<AppState>>, signed: Signed) -> 
             (tools.len()) " tools at policy revision " (snapshot.revision) ": "
             (count("read")) " reads, " (count("governed")) " governed mutations, "
             strong { (count("ungoverned")) " ungoverned" } "."
+            @let held = snapshot.catalog.held_count();
+            @if held > 0 {
+                " " a href="/tools/changes" { strong { (held) " held for review" } } " (their definitions changed)."
+            } @else {
+                " " a href="/tools/changes" { "Changed definitions" }
+            }
         }
         table.grid.compact #inventory {
             thead { tr { th { "Tool" } th { "Project" } th { "Source" } th { "Class" } th { "Risk" } th { "Capability" } th { "Governance" } th { "Why" } } }

@@ -10,6 +10,7 @@ use sqlx::{PgPool, Postgres, Transaction};
 use crate::epics::sql::epic_operations;
 use crate::error::StoreError;
 use crate::location::redact_url;
+use crate::pins::pin_operations;
 use crate::sessions::sql::session_operations;
 use crate::sign_ins::sql::sign_in_operations;
 use crate::sql::shared_operations;
@@ -73,4 +74,5 @@ impl PgBackend {
     sign_in_operations!(Postgres);
     thread_operations!(Postgres);
     epic_operations!(Postgres);
+    pin_operations!(Postgres);
 }

@@ -142,6 +142,36 @@ impl PgBackend {
                     .await?;
                 revision
             }
+            AdminChange::Pins {
+                first,
+                rows,
+                expected,
+            } => {
+                let revision = bump_revision(&mut tx, expected).await?;
+                for upstream in &first {
+                    sqlx::query(sql::MARK_PINNED)
+                        .bind(upstream)
+                        .bind(at)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                for r in &rows {
+                    sqlx::query(sql::UPSERT_PIN)
+                        .bind(&r.upstream)
+                        .bind(&r.tool)
+                        .bind(&r.pinned_hash)
+                        .bind(&r.pinned)
+                        .bind(&r.offered_hash)
+                        .bind(&r.offered)
+                        .bind(r.offered_at)
+                        .bind(&r.rejected_hash)
+                        .bind(&r.decided_by)
+                        .bind(r.decided_at)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                revision
+            }
         };
         append_in(&mut tx, vec![record]).await?;
         tx.commit().await?;

@@ -19,6 +19,7 @@ use tokio::sync::{Mutex, MutexGuard};
 use crate::epics::sql::epic_operations;
 use crate::error::StoreError;
 use crate::location::SQLITE_FILE;
+use crate::pins::pin_operations;
 use crate::sessions::sql::session_operations;
 use crate::sign_ins::sql::sign_in_operations;
 use crate::sql::shared_operations;
@@ -115,6 +116,7 @@ impl SqliteBackend {
     sign_in_operations!(Sqlite);
     thread_operations!(Sqlite);
     epic_operations!(Sqlite);
+    pin_operations!(Sqlite);
 }
 
 #[cfg(test)]

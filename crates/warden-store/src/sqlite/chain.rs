@@ -194,6 +194,33 @@ pub(super) fn admin(
                     .execute(params![now.0, id])?;
                 revision
             }
+            AdminChange::Pins {
+                first,
+                rows,
+                expected,
+            } => {
+                let revision = bump_revision(conn, *expected)?;
+                let mut mark = conn.prepare(sql::MARK_PINNED)?;
+                for upstream in first {
+                    mark.execute(params![upstream, at])?;
+                }
+                let mut upsert = conn.prepare(sql::UPSERT_PIN)?;
+                for r in rows {
+                    upsert.execute(params![
+                        r.upstream,
+                        r.tool,
+                        r.pinned_hash,
+                        r.pinned,
+                        r.offered_hash,
+                        r.offered,
+                        r.offered_at,
+                        r.rejected_hash,
+                        r.decided_by,
+                        r.decided_at,
+                    ])?;
+                }
+                revision
+            }
         };
         chain_and_insert(conn, std::iter::once(record.view()))?;
         Ok(Some(sql::revision_u64(revision)))

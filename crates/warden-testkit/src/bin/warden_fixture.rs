@@ -2,7 +2,8 @@
 //! a real URL:
 //!
 //! ```text
-//! warden_fixture notes [--stdio | --listen ADDR] [--file FILE]   the tests' upstream
+//! warden_fixture notes [--stdio | --listen ADDR] [--file FILE] [--definitions FILE]
+//!                                                              the tests' upstream
 //! warden_fixture conformance [--stdio | --listen ADDR] [--asks-on-session]
 //!                                                              the conformance suite's server
 //! warden_fixture hostile [--huge-metadata] [--tools N]           an upstream that misbehaves (stdio)
@@ -43,6 +44,9 @@ enum Server {
         /// Speak 2025-11-25 only (`server/discover` is not found), as most servers still do.
         #[arg(long)]
         only_2025: bool,
+        /// Read tool definition changes from this JSON file at each `tools/list`.
+        #[arg(long)]
+        definitions: Option<PathBuf>,
     },
     /// The MCP conformance suite's fixture server (`warden_testkit::conformance`).
     Conformance {
@@ -107,11 +111,13 @@ async fn serve(cli: Cli) -> anyhow::Result<()> {
                 file,
                 only_2026,
                 only_2025,
+                definitions,
                 ..
             } => {
                 let server = notes::NotesServer::new(file)
                     .only_2026(only_2026)
-                    .only_2025(only_2025);
+                    .only_2025(only_2025)
+                    .definitions(definitions);
                 notes::serve_stdio(server).await
             }
             Server::Conformance {
@@ -135,11 +141,13 @@ async fn serve(cli: Cli) -> anyhow::Result<()> {
             file,
             only_2026,
             only_2025,
+            definitions,
             ..
         } => {
             let server = notes::NotesServer::new(file)
                 .only_2026(only_2026)
-                .only_2025(only_2025);
+                .only_2025(only_2025)
+                .definitions(definitions);
             notes::serve_http(server, listener, shutdown).await
         }
         Server::Conformance {

@@ -25,7 +25,8 @@ pub(crate) use provider::ProviderCommand;
 pub(crate) use resources::{ApplyArgs, DeleteArgs, DescribeArgs, GetArgs, KillArgs};
 pub(crate) use server::{
     ApprovalDecideArgs, ApprovalsCommand, CallArgs, ChatArgs, ExplainArgs, InventoryArgs,
-    RunAgentArgs, RunCommand, TaskCommand, TaskCreateArgs, ToolsCommand,
+    RunAgentArgs, RunCommand, TaskCommand, TaskCreateArgs, ToolChangesArgs, ToolReviewArgs,
+    ToolsCommand,
 };
 pub(crate) use token::{TokenCommand, TokenCreateArgs};
 

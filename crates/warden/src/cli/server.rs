@@ -133,6 +133,43 @@ pub enum ToolsCommand {
     Inventory(InventoryArgs),
     /// Every upstream with its state: up (and in which protocol), starting, or down and why.
     Upstreams(InventoryArgs),
+    /// The tool definitions that changed since they were pinned, held out of every catalog
+    /// until reviewed (GOV-9), with those rejected.
+    Changes(ToolChangesArgs),
+    /// Accept the definition a tool offers now: it becomes the pin, and the tool is served
+    /// again on every replica.
+    Accept(ToolReviewArgs),
+    /// Reject the definition a tool offers now: the tool stays out until its upstream offers
+    /// another.
+    Reject(ToolReviewArgs),
+}
+
+/// `warden tools changes`.
+#[derive(Debug, Args)]
+pub struct ToolChangesArgs {
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = Output::Table)]
+    pub output: Output,
+    /// The server or the store.
+    #[command(flatten)]
+    pub target: TargetArgs,
+}
+
+/// `warden tools accept|reject`.
+#[derive(Debug, Args)]
+pub struct ToolReviewArgs {
+    /// The tool's catalog name (`notes__echo`).
+    pub tool: String,
+    /// The definition reviewed (`warden tools changes` shows it): refused if the tool changed
+    /// again since.
+    #[arg(long, value_name = "HASH")]
+    pub hash: Option<String>,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = Output::Table)]
+    pub output: Output,
+    /// The server or the store.
+    #[command(flatten)]
+    pub target: TargetArgs,
 }
 
 /// `warden tools inventory` and `warden tools upstreams`.

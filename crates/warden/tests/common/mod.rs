@@ -6,7 +6,7 @@
 use std::net::SocketAddr;
 use std::process::Stdio;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rmcp::RoleClient;
 use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject, ProtocolVersion};
@@ -324,6 +324,30 @@ impl TestWarden {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         panic!("the gateway did not pick up revision {target}");
+    }
+
+    /// Accepts the definition tool `tool` offers (GOV-9) as the first admin, through the
+    /// admin API, once Warden has recorded it: a tool that appeared after its upstream's first
+    /// pinning is held until then. Answers the API's decision.
+    pub async fn accept_tool(&self, tool: &str) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            let response = reqwest::Client::new()
+                .post(format!("{}/api/v1/tools/changes/{tool}/accept", self.base))
+                .bearer_auth(&self.admin)
+                .send()
+                .await
+                .unwrap();
+            let status = response.status().as_u16();
+            let body: Value = response.json().await.unwrap();
+            match status {
+                200 => return body,
+                404 if Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                _ => panic!("accepting `{tool}`: {status} {body}"),
+            }
+        }
     }
 
     /// `--data-dir …` / `--database-url …` for the CLI.
