@@ -123,6 +123,101 @@ pub fn export(
     })
 }
 
+/// An export a SIEM can take and anyone can verify without Warden (AUD-5): the records from
+/// `first` to the checkpoint `end`, oldest first, after the checkpoint `start` of the record
+/// before them (when they do not start the chain).
+#[derive(Debug)]
+pub struct SignedExport {
+    /// The checkpoint of the record before the first, signing where the export starts.
+    pub start: Option<Checkpoint>,
+    /// The records.
+    pub records: Export,
+    /// The checkpoint of the last record.
+    pub end: Checkpoint,
+}
+
+/// The records from the first at or after `since` (the whole chain without it) up to the
+/// chain's head, signed with `key` at both ends ([`SignedExport`]).
+pub async fn signed_export(
+    control: &Control,
+    caller: &Caller,
+    since: Option<warden_core::time::Millis>,
+    key: &warden_store::AuditKey,
+) -> Result<SignedExport, Refusal> {
+    caller.require(AUDIT_READ, "exporting the audit trail")?;
+    let store = control.store();
+    let now = control.now();
+    // The head, signed (and kept as the store's checkpoint when the chain grew since the last).
+    let end = match store.checkpoint(key, now).await? {
+        Some(c) => c,
+        None => {
+            let newest = AuditFilter {
+                newest_first: true,
+                limit: Some(1),
+                ..AuditFilter::default()
+            };
+            let head = store
+                .audit(&newest)
+                .await?
+                .into_iter()
+                .next()
+                .ok_or_else(|| {
+                    Refusal::unprocessable("the audit trail is empty: nothing to export")
+                })?;
+            key.sign(&store.id().await?, head.seq, &head.hash, now)
+        }
+    };
+    let first = match since {
+        None => 1,
+        Some(since) => {
+            let filter = AuditFilter {
+                since: Some(since),
+                limit: Some(1),
+                ..AuditFilter::default()
+            };
+            store
+                .audit(&filter)
+                .await?
+                .first()
+                .map(|r| r.seq)
+                .filter(|seq| *seq <= end.seq)
+                .ok_or_else(|| {
+                    Refusal::unprocessable("no audit record at or after `since` to export")
+                })?
+        }
+    };
+    let start = if first > 1 {
+        let before = AuditFilter {
+            after_seq: Some(first - 2),
+            limit: Some(1),
+            ..AuditFilter::default()
+        };
+        let record = store
+            .audit(&before)
+            .await?
+            .into_iter()
+            .next()
+            .ok_or_else(|| {
+                Refusal::Store(StoreError::Corrupt(format!(
+                    "audit record {} is missing",
+                    first - 1
+                )))
+            })?;
+        Some(key.sign(&store.id().await?, record.seq, &record.hash, now))
+    } else {
+        None
+    };
+    let filter = AuditFilter {
+        after_seq: Some(first - 1),
+        ..AuditFilter::default()
+    };
+    Ok(SignedExport {
+        start,
+        records: export(control, caller, filter, Some(end.seq - first + 1))?,
+        end,
+    })
+}
+
 /// What verifying the trail found.
 #[derive(Debug)]
 pub enum Verification {

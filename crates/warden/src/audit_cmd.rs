@@ -22,8 +22,12 @@ use crate::views::{cell, field, items, time_cell};
 
 pub(crate) async fn run(args: AuditArgs) -> anyhow::Result<()> {
     match &args.command {
+        // An export, offline (AUD-5); otherwise the store's chain, or the server's.
+        Some(AuditCommand::Verify(v)) if v.file.is_some() => crate::audit_export::verify_file(v),
         Some(AuditCommand::Verify(v)) => crate::audit_verify::verify(v, &args.target).await,
         Some(AuditCommand::Checkpoint(CheckpointCommand::Export(a))) => export(a, &args).await,
+        Some(AuditCommand::Export(a)) => crate::audit_export::run(a, &args).await,
+        Some(AuditCommand::Key(a)) => crate::audit_export::key(a, &args).await,
         None => list(&args).await,
     }
 }

@@ -17,6 +17,7 @@ use crate::time::Millis;
 
 mod canonical;
 pub mod checkpoint;
+pub mod export;
 mod redact;
 #[cfg(test)]
 mod tests;
@@ -331,6 +332,15 @@ impl Default for ChainVerifier {
 }
 
 impl ChainVerifier {
+    /// A verifier of a part of the chain that starts at record `seq`, whose predecessor's hash
+    /// is `prev_hash` (an export, AUD-5).
+    pub fn starting_at(seq: i64, prev_hash: &str) -> Self {
+        Self {
+            expected_seq: seq,
+            prev_hash: prev_hash.to_owned(),
+        }
+    }
+
     /// Checks the next record.
     pub fn push(&mut self, r: &AuditRecord) -> Result<(), ChainBreak> {
         if r.seq > self.expected_seq {

@@ -69,6 +69,49 @@ pub enum AuditCommand {
     /// Signed checkpoints of the chain's head.
     #[command(subcommand)]
     Checkpoint(CheckpointCommand),
+    /// Write the records (from `--since`, else all) with the signed checkpoints that cover
+    /// them, for a SIEM, verifiable without Warden by `warden audit verify --file` (AUD-5).
+    Export(ExportArgs),
+    /// Print the audit key's public half, which verifies its checkpoints (AUD-5).
+    Key(KeyArgs),
+}
+
+/// The formats of `warden audit export`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    /// The records as Warden keeps them, one JSON object per line.
+    #[default]
+    Jsonl,
+    /// OCSF API Activity events (class 6003), each carrying its record in `unmapped.warden`.
+    Ocsf,
+}
+
+/// `warden audit export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// From the first record at or after this time: RFC 3339 or an age (`24h`).
+    #[arg(long)]
+    pub since: Option<String>,
+    /// The records' format.
+    #[arg(long, value_enum, default_value_t = ExportFormat::Jsonl)]
+    pub format: ExportFormat,
+    /// Write here [default: standard output].
+    #[arg(short = 'o', long = "out", value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// The audit key, which signs the export's ends and the store's checkpoints.
+    #[command(flatten)]
+    pub key: VerifyKeyArgs,
+}
+
+/// `warden audit key`.
+#[derive(Debug, Args)]
+pub struct KeyArgs {
+    /// Print the public half (the only half this prints; the secret never leaves its file).
+    #[arg(long)]
+    pub public: bool,
+    /// The audit key and its store.
+    #[command(flatten)]
+    pub key: VerifyKeyArgs,
 }
 
 /// `warden audit verify`.
@@ -79,6 +122,15 @@ pub struct VerifyArgs {
     /// that signed them.
     #[arg(long, value_name = "FILE")]
     pub anchor: Option<PathBuf>,
+    /// Verify this export (from `warden audit export`) instead of a store, offline: its chain,
+    /// its checkpoints and that nothing is missing from either end (AUD-5). Needs
+    /// `--public-key`.
+    #[arg(long, value_name = "FILE", conflicts_with = "anchor")]
+    pub file: Option<PathBuf>,
+    /// The audit key's public half (hex, from `warden audit key --public`) that must have
+    /// signed the export's checkpoints.
+    #[arg(long, value_name = "KEY", requires = "file")]
+    pub public_key: Option<String>,
     /// The audit key, whose public half the checkpoints must verify with, and beside which the
     /// checkpoint file is [default: as for `warden serve`; through a server (`--server`), none:
     /// only this file's key, or the `--anchor`'s, is trusted].

@@ -16,7 +16,10 @@ mod resources;
 mod server;
 mod token;
 
-pub(crate) use audit::{AuditArgs, AuditCommand, CheckpointCommand, VerifyArgs, VerifyKeyArgs};
+pub(crate) use audit::{
+    AuditArgs, AuditCommand, CheckpointCommand, ExportArgs, ExportFormat, KeyArgs, VerifyArgs,
+    VerifyKeyArgs,
+};
 pub(crate) use bench::{BenchArgs, BenchCommand};
 pub(crate) use context::{ContextCommand, ContextSetArgs, ContextShowArgs};
 pub(crate) use epic::{EpicCommand, EpicTaskCommand};

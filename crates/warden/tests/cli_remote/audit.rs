@@ -250,3 +250,158 @@ async fn the_chain_verifies_alike_both_ways_and_a_broken_one_is_named_alike() {
         "error: audit record 2 does not match its hash: it was edited or moved\n",
     );
 }
+
+/// `warden audit verify --file F --public-key K` with no store: exit status and stderr.
+fn verify_offline(
+    home: &std::path::Path,
+    file: &std::path::Path,
+    key: &str,
+) -> (Option<i32>, String, String) {
+    let f = file.display().to_string();
+    let out = crate::support::warden(
+        home,
+        &["audit", "verify", "--file", &f, "--public-key", key],
+    )
+    .output()
+    .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// AUD-5: an export, whole or from a time on, in either format, is verified with the key's
+/// public half alone after the store is gone; an edited, removed or reordered line is named.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_export_verifies_offline_after_the_store_is_gone_and_names_each_tampering() {
+    let w = TestWarden::start(&config()).await;
+    let cli = Both::new(&w);
+    let client = http_client(&w.mcp(), &w.admin, Era::Stateless).await;
+    for text in ["one", "two", "three"] {
+        call(&client, "alpha__echo", json!({ "text": text })).await;
+    }
+    let keys = tempfile::tempdir().unwrap();
+    let key_path = keys.path().join("audit.key");
+    let key = warden_store::AuditKey::load_or_create(&key_path).unwrap();
+    let k = key_path.display().to_string();
+    let public = cli
+        .store(&["audit", "key", "--public", "--audit-key", &k])
+        .ok();
+    assert_eq!(public.stdout.trim(), key.public_key());
+    let missing = cli.store(&["audit", "key", "--audit-key", &k]);
+    assert_eq!(missing.code, Some(2), "the secret half is never printed");
+
+    let whole = keys.path().join("whole.jsonl");
+    let written = cli
+        .store(&[
+            "audit",
+            "export",
+            "--audit-key",
+            &k,
+            "-o",
+            &whole.display().to_string(),
+        ])
+        .ok();
+    assert!(
+        written.stderr.starts_with("exported "),
+        "{}",
+        written.stderr
+    );
+    // From a time on, in OCSF: the record before the first is signed too.
+    let third = w
+        .store
+        .store
+        .audit(&warden_store::AuditFilter {
+            after_seq: Some(2),
+            limit: Some(1),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .remove(0);
+    let since = chrono::DateTime::from_timestamp_millis(third.record.at.0)
+        .unwrap()
+        .to_rfc3339();
+    let part = keys.path().join("part.ocsf.jsonl");
+    cli.store(&[
+        "audit",
+        "export",
+        "--audit-key",
+        &k,
+        "--since",
+        &since,
+        "--format",
+        "ocsf",
+        "-o",
+        &part.display().to_string(),
+    ])
+    .ok();
+    let head = w.store.store.audit_head().await.unwrap();
+
+    // The store is gone; the exports and the public key are all there is.
+    let warden_store::Location::DataDir(data_dir) = w.store.location.clone() else {
+        unreachable!("the embedded store")
+    };
+    drop((cli, client));
+    drop(w);
+    if data_dir.exists() {
+        std::fs::remove_dir_all(&data_dir).unwrap();
+    }
+    let home = tempfile::tempdir().unwrap();
+    let (code, out, err) = verify_offline(home.path(), &whole, &key.public_key());
+    assert_eq!((code, err.as_str()), (Some(0), ""), "{out}");
+    assert!(
+        out.starts_with(&format!(
+            "export verified: {head} audit records (seq 1..={head}), 1 checkpoints"
+        )),
+        "{out}"
+    );
+    let (code, out, _) = verify_offline(home.path(), &part, &key.public_key());
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("2 checkpoints"), "{out}");
+    let ocsf: serde_json::Value = serde_json::from_str(
+        std::fs::read_to_string(&part)
+            .unwrap()
+            .lines()
+            .nth(1)
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(ocsf["class_uid"], 6003, "{ocsf}");
+
+    // Each tampering, named by its line.
+    let lines: Vec<String> = std::fs::read_to_string(&whole)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    let tampered = keys.path().join("tampered.jsonl");
+    let said = |lines: &[String]| {
+        std::fs::write(&tampered, lines.join("\n")).unwrap();
+        let (code, out, err) = verify_offline(home.path(), &tampered, &key.public_key());
+        assert_eq!((code, out.as_str()), (Some(1), ""), "{err}");
+        err
+    };
+    let mut edited = lines.clone();
+    edited[1] = edited[1].replacen("\"at\":", "\"at\":1", 1);
+    assert_eq!(
+        said(&edited),
+        "export broken: line 2: audit record 2 does not match its hash: it was edited or moved\n"
+    );
+    let mut removed = lines.clone();
+    removed.remove(2);
+    assert_eq!(
+        said(&removed),
+        "export broken: line 3: audit record 3 is missing\n"
+    );
+    let mut reordered = lines.clone();
+    reordered.swap(3, 4);
+    assert_eq!(
+        said(&reordered),
+        "export broken: line 4: audit record 4 is missing\n"
+    );
+    let (code, _, err) = verify_offline(home.path(), &whole, &"0".repeat(64));
+    assert_eq!(code, Some(1));
+    assert!(err.contains("is not signed by the trusted key"), "{err}");
+}

@@ -108,6 +108,8 @@ async fn each_one_sided_verb_refuses_the_other_side_in_one_line_naming_the_flags
             "epic task review",
             "epic task accept",
             "audit checkpoint export",
+            "audit export",
+            "audit key",
         ]
     );
     for [verb, works, why] in &verbs {
