@@ -214,7 +214,7 @@ async fn read(control: &Control, caller: &Caller) -> Result<(Vec<(Change, Pin)>,
         if !reviews(caller, spec.project.as_str()) {
             continue;
         }
-        let prefix = spec.prefix.clone().unwrap_or_else(|| spec.name.to_string());
+        let prefix = spec.catalog_prefix();
         out.push((
             Change {
                 tool: catalog_name(&prefix, &pin.tool),
@@ -272,7 +272,7 @@ pub(crate) async fn undeclared_arguments(
             .iter()
             .filter(|u| &u.project == project)
             .find_map(|u| {
-                let prefix = u.prefix.clone().unwrap_or_else(|| u.name.to_string());
+                let prefix = u.catalog_prefix();
                 pins.iter().find(|p| {
                     p.upstream == u.name.as_str() && catalog_name(&prefix, &p.tool) == tool
                 })

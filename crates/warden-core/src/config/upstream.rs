@@ -80,6 +80,13 @@ impl Pinning {
     }
 }
 
+impl UpstreamSpec {
+    /// The prefix of its tools' catalog names: its own, else its name.
+    pub fn catalog_prefix(&self) -> String {
+        self.prefix.clone().unwrap_or_else(|| self.name.to_string())
+    }
+}
+
 /// How much of an upstream's advertised metadata Warden takes: a tool past a limit is left
 /// out of every catalog, with a warning naming it (an upstream's 5 MB description went into
 /// every client's `tools/list`).

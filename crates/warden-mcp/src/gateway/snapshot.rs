@@ -71,7 +71,7 @@ impl Problems {
 
 /// The prefix of an upstream's catalog names: its own, else its name.
 pub(super) fn prefix(spec: &UpstreamSpec) -> String {
-    spec.prefix.clone().unwrap_or_else(|| spec.name.to_string())
+    spec.catalog_prefix()
 }
 
 #[cfg(test)]
