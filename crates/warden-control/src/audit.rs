@@ -167,8 +167,11 @@ pub async fn signed_export(
             key.sign(&store.id().await?, head.seq, &head.hash, now)
         }
     };
+    // After an archive (AUD-6) the store's chain starts after its cut.
+    let cut = store.audit_cut().await?;
+    let from = cut.as_ref().map_or(1, |c| c.seq + 1);
     let first = match since {
-        None => 1,
+        None => from,
         Some(since) => {
             let filter = AuditFilter {
                 since: Some(since),
@@ -179,14 +182,17 @@ pub async fn signed_export(
                 .audit(&filter)
                 .await?
                 .first()
-                .map(|r| r.seq)
+                .map(|r| r.seq.max(from))
                 .filter(|seq| *seq <= end.seq)
                 .ok_or_else(|| {
                     Refusal::unprocessable("no audit record at or after `since` to export")
                 })?
         }
     };
-    let start = if first > 1 {
+    let start = if let Some(c) = cut.filter(|c| c.seq + 1 == first) {
+        // The archive cut, signed now as a checkpoint of where the export starts.
+        Some(key.sign(&store.id().await?, c.seq, &c.hash, now))
+    } else if first > 1 {
         let before = AuditFilter {
             after_seq: Some(first - 2),
             limit: Some(1),

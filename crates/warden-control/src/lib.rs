@@ -9,11 +9,13 @@
 
 pub mod approvals;
 pub mod audit;
+pub mod audit_archive;
 pub mod epics;
 pub mod explain;
 mod forge_secrets;
 pub mod forges;
 pub mod killswitches;
+pub mod notifiers;
 pub mod resources;
 pub mod runs;
 pub mod sign_ins;

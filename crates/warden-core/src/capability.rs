@@ -33,6 +33,9 @@ pub const TOKENS_ANY: &str = "tokens:any";
 
 /// Reading, exporting and verifying the audit trail (AUD-4).
 pub const AUDIT_READ: &str = "audit:read";
+/// Archiving the audit trail: exporting the records before a time, then removing them from
+/// the store (AUD-6).
+pub const AUDIT_ARCHIVE: &str = "audit:archive";
 /// Reading runs and their calls, unattended agent runs included.
 pub const RUNS_READ: &str = "runs:read";
 /// Starting agent runs by hand.

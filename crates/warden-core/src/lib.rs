@@ -23,6 +23,7 @@ pub mod error;
 pub mod explain;
 pub mod git_url;
 pub mod name;
+pub mod notify;
 pub mod oauth;
 pub mod param_headers;
 pub mod pins;

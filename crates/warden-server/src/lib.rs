@@ -30,6 +30,7 @@ mod jsonrpc;
 mod limiter;
 mod mcp_session_store;
 mod mcp_sessions;
+mod notify;
 mod oauth;
 mod serve;
 mod state;

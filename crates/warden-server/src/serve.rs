@@ -1,5 +1,6 @@
 //! Serving: the listening sockets, a thread per core each with a runtime of its own, and the
-//! background work of a serving Warden (agent schedules, the approvals sweeper).
+//! background work of a serving Warden (agent schedules, the approvals sweeper,
+//! notifications).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -149,6 +150,10 @@ impl Bound {
                 .schedule(shutdown.child_token()),
         );
         tokio::spawn(sweep_approvals(
+            self.state.gateway.clone(),
+            shutdown.child_token(),
+        ));
+        tokio::spawn(crate::notify::run(
             self.state.gateway.clone(),
             shutdown.child_token(),
         ));

@@ -110,6 +110,11 @@ impl AuditKey {
         checkpoint::sign(&self.secret, store, seq, hash, at)
     }
 
+    /// Signs the archive cut `(seq, hash)` of the chain of `store` at `at` (AUD-6).
+    pub fn sign_cut(&self, store: &str, seq: i64, hash: &str, at: Millis) -> Checkpoint {
+        checkpoint::sign_cut(&self.secret, store, seq, hash, at)
+    }
+
     /// The checkpoint file beside the key.
     pub fn checkpoint_file(&self) -> PathBuf {
         self.path.parent().map_or_else(

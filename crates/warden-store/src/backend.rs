@@ -29,6 +29,7 @@ macro_rules! dispatch {
         }
     };
 }
+pub(crate) use dispatch;
 
 impl Backend {
     pub(crate) fn name(&self) -> &'static str {

@@ -9,6 +9,7 @@
 
 mod anchor;
 mod approvals;
+mod archive;
 mod backend;
 mod config;
 mod credentials;
@@ -17,6 +18,7 @@ mod error;
 mod health;
 mod location;
 mod migrations;
+mod notifications;
 mod pins;
 mod postgres;
 mod reads;
@@ -48,6 +50,7 @@ pub use approvals::{Approval, ApprovalFilter, Transition};
 pub use epics::{Epic, EpicChange, EpicFilter, EpicTask, Report, Review, WorkMove};
 pub use error::StoreError;
 pub use location::{Location, SQLITE_FILE};
+pub use notifications::{Attempt, Delivery, DeliveryStatus, NewDelivery, NotifierDeliveries};
 pub use pins::PinWrite;
 pub use rows::{AgentRun, AuditFilter};
 pub use sessions::McpSession;

@@ -74,6 +74,16 @@ pub(crate) enum AdminChange {
         rows: Vec<crate::pins::PinRow>,
         expected: Option<u64>,
     },
+    /// Sets the audit trail's archive cut (AUD-6), refused with a conflict when the records
+    /// through it are archived already.
+    AuditCut(warden_core::audit::checkpoint::Checkpoint),
+}
+
+/// The error of an archive cut at or before the one there.
+pub(crate) fn archived_already(seq: i64) -> StoreError {
+    StoreError::Conflict(format!(
+        "the audit records through seq {seq} are archived already"
+    ))
 }
 
 /// Records waiting for a group commit, and who to tell when they are durable.

@@ -53,10 +53,21 @@ pub(crate) const UPSERT_PIN: &str = "INSERT INTO tool_pins (upstream, tool, pinn
      ON CONFLICT (upstream, tool) DO UPDATE SET pinned_hash = excluded.pinned_hash, pinned = excluded.pinned, \
      offered_hash = excluded.offered_hash, offered = excluded.offered, offered_at = excluded.offered_at, \
      rejected_hash = excluded.rejected_hash, decided_by = excluded.decided_by, decided_at = excluded.decided_at";
+/// The seq of the audit trail's archive cut (AUD-6).
+pub(crate) const AUDIT_CUT_SEQ: &str = "SELECT seq FROM audit_cut WHERE id = 1";
+/// Sets the audit trail's archive cut.
+pub(crate) const SET_AUDIT_CUT: &str = "INSERT INTO audit_cut (id, store, seq, hash, at, key, signature) \
+     VALUES (1, $1, $2, $3, $4, $5, $6) \
+     ON CONFLICT (id) DO UPDATE SET store = excluded.store, seq = excluded.seq, hash = excluded.hash, \
+     at = excluded.at, key = excluded.key, signature = excluded.signature";
+
+/// Deletes archived records, oldest first, a batch at a time (AUD-6).
+pub(crate) const DELETE_ARCHIVED: &str =
+    "DELETE FROM audit WHERE seq IN (SELECT seq FROM audit WHERE seq <= $1 ORDER BY seq LIMIT $2)";
 
 /// Every statement rusqlite runs too.
 #[cfg(test)]
-const RUN_BY_RUSQLITE: [&str; 15] = [
+const RUN_BY_RUSQLITE: [&str; 17] = [
     REVISION,
     SET_REVISION,
     HEAD,
@@ -72,6 +83,8 @@ const RUN_BY_RUSQLITE: [&str; 15] = [
     REVOKE_CREDENTIAL,
     MARK_PINNED,
     UPSERT_PIN,
+    AUDIT_CUT_SEQ,
+    SET_AUDIT_CUT,
 ];
 
 /// A stored resource kind.

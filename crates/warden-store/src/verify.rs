@@ -2,7 +2,7 @@
 //! chain's end against the head, and the head against the latest trusted checkpoint.
 
 use warden_core::audit::checkpoint::{self, AnchorProblem, Checkpoint};
-use warden_core::audit::{ChainBreak, ChainVerifier};
+use warden_core::audit::{AuditRecord, ChainBreak, ChainProblem, ChainVerifier, RecordKind};
 
 use crate::Store;
 use crate::error::StoreError;
@@ -45,17 +45,34 @@ impl Store {
                 latest = Some(c);
             }
         }
+        // The archive cut (AUD-6) must be the trusted key's, signed as a cut: records removed
+        // under a cut of another key, or under a checkpoint passed off as one, are not proven.
+        let cut = self.backend.audit_cut().await?;
+        if let Some(c) = &cut {
+            let signed = if c.key == trusted {
+                c.verify_cut(trusted)
+            } else {
+                Err(AnchorProblem::Forged { seq: c.seq })
+            };
+            if let Err(forged) = signed {
+                return Ok(Err(forged));
+            }
+        }
         let Some(latest) = latest else {
             return Ok(Ok(None));
         };
         self.sink.settle_for_read().await?;
         let (head, _) = self.backend.head().await?;
-        let hash = self.backend.audit_hash_at(latest.seq).await?;
+        let hash = match &cut {
+            // No checkpoint after the cut: the records archived are the archive's to prove.
+            Some(c) if latest.seq <= c.seq => return Ok(Ok(None)),
+            _ => self.backend.audit_hash_at(latest.seq).await?,
+        };
         Ok(checkpoint::check(&latest, head, hash.as_deref()).map(|()| Some(latest)))
     }
 
-    /// Verifies the whole chain (AUD-2): `Ok(n)` with the number of records, or the first
-    /// record that breaks it.
+    /// Verifies the whole chain (AUD-2), from the archive cut when there is one (AUD-6):
+    /// `Ok(n)` with the number of records verified, or the first record that breaks it.
     ///
     /// The chain is checked against one consistent view while other writers append: the head
     /// is read first, then the records up to it. That view is a snapshot without holding a
@@ -78,8 +95,14 @@ impl Store {
         let mut verified = 0_u64;
         self.sink.settle_for_read().await?;
         let (head_seq, head_hash) = self.backend.head().await?;
-        let mut verifier = ChainVerifier::default();
-        let mut after = 0;
+        // After an archive (AUD-6) the chain starts at the cut, which a record of the chain
+        // must name.
+        let cut = self.backend.audit_cut().await?;
+        let (mut verifier, mut after) = match &cut {
+            Some(c) => (ChainVerifier::starting_at(c.seq + 1, &c.hash), c.seq),
+            None => (ChainVerifier::default(), 0),
+        };
+        let mut recorded = cut.is_none();
         loop {
             let page = self.backend.scan_audit(after, head_seq, PAGE).await?;
             let full = page.len() as i64 == PAGE;
@@ -90,11 +113,14 @@ impl Store {
                 let Ok(record) = row.into_record() else {
                     return Ok(Err(ChainBreak {
                         seq,
-                        problem: warden_core::audit::ChainProblem::Edited,
+                        problem: ChainProblem::Edited,
                     }));
                 };
                 if let Err(b) = verifier.push(&record) {
                     return Ok(Err(b));
+                }
+                if let Some(c) = cut.as_ref().filter(|_| !recorded) {
+                    recorded = names_cut(&record, c);
                 }
                 verified += 1;
             }
@@ -104,6 +130,26 @@ impl Store {
                 _ => break,
             }
         }
-        Ok(verifier.finish(Some((head_seq, &head_hash))))
+        // How many records were verified (after a cut, fewer than the head's seq).
+        let count = i64::try_from(verified).unwrap_or(i64::MAX);
+        let verified = verifier.finish(Some((head_seq, &head_hash))).map(|_| count);
+        match cut {
+            Some(c) if verified.is_ok() && !recorded => Ok(Err(ChainBreak {
+                seq: c.seq,
+                problem: ChainProblem::CutUnrecorded,
+            })),
+            _ => Ok(verified),
+        }
     }
+}
+
+/// Whether `record` is the `audit.archive` record of the archive cut `cut`.
+fn names_cut(record: &AuditRecord, cut: &Checkpoint) -> bool {
+    let r = &record.record;
+    if r.kind != RecordKind::Admin || r.tool.as_deref() != Some("audit.archive") {
+        return false;
+    }
+    let payload: serde_json::Value = serde_json::from_str(&r.payload).unwrap_or_default();
+    payload.get("through").and_then(serde_json::Value::as_i64) == Some(cut.seq)
+        && payload.get("hash").and_then(serde_json::Value::as_str) == Some(cut.hash.as_str())
 }

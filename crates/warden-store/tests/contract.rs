@@ -937,7 +937,7 @@ async fn a_schema_newer_than_the_binary_is_refused() {
         );
         assert_eq!(
             err.to_string(),
-            "the store's schema is at version 99999, newer than this warden knows (version 15); run a newer warden"
+            "the store's schema is at version 99999, newer than this warden knows (version 17); run a newer warden"
         );
         s.cleanup().await;
     }

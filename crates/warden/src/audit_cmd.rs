@@ -28,6 +28,7 @@ pub(crate) async fn run(args: AuditArgs) -> anyhow::Result<()> {
         Some(AuditCommand::Checkpoint(CheckpointCommand::Export(a))) => export(a, &args).await,
         Some(AuditCommand::Export(a)) => crate::audit_export::run(a, &args).await,
         Some(AuditCommand::Key(a)) => crate::audit_export::key(a, &args).await,
+        Some(AuditCommand::Archive(a)) => crate::audit_export::archive(a, &args).await,
         None => list(&args).await,
     }
 }

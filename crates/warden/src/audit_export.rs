@@ -6,11 +6,15 @@
 use std::io::Write as _;
 
 use warden_control::Caller;
-use warden_control::audit::signed_export;
+use warden_control::audit::{SignedExport, signed_export};
+use warden_control::audit_archive;
+use warden_core::audit::ChainVerifier;
 use warden_core::audit::export::{self, Format};
 
 use crate::audit_verify::key_at;
-use crate::cli::{AuditArgs, ExportArgs, ExportFormat, KeyArgs, VerifyArgs, VerifyKeyArgs};
+use crate::cli::{
+    ArchiveArgs, AuditArgs, ExportArgs, ExportFormat, KeyArgs, VerifyArgs, VerifyKeyArgs,
+};
 use crate::common::{audit_key_path, cli_actor, control, now, open_existing, usage};
 use crate::output;
 use crate::target::{Reach, Target, resolve};
@@ -69,30 +73,115 @@ pub(crate) async fn run(a: &ExportArgs, audit: &AuditArgs) -> anyhow::Result<()>
         ExportFormat::Ocsf => Format::Ocsf,
     };
     let caller = Caller::Operator(cli_actor());
-    let mut signed = signed_export(&control(store), &caller, since, &key).await?;
-    let mut out: Box<dyn std::io::Write> = match &a.out {
-        Some(path) => Box::new(std::io::BufWriter::new(
+    let signed = signed_export(&control(store), &caller, since, &key).await?;
+    let out: Box<dyn std::io::Write> = match &a.out {
+        Some(path) => Box::new(
             std::fs::File::create(path)
                 .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?,
-        )),
-        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+        ),
+        None => Box::new(std::io::stdout().lock()),
+    };
+    let end = signed.end.clone();
+    let written = write(signed, format, out, false).await?;
+    if a.out.is_some() {
+        eprintln!(
+            "exported {written} audit records up to seq {}, signed by {}",
+            end.seq, end.key
+        );
+    }
+    Ok(())
+}
+
+/// Writes `signed` in `format` to `out`: the start's checkpoint, the records, the end's. How
+/// many records. `check`: refuse, naming the record, an export whose records do not chain from
+/// its start to its end (an archive, which removes them from the store next).
+async fn write(
+    mut signed: SignedExport,
+    format: Format,
+    out: Box<dyn std::io::Write>,
+    check: bool,
+) -> anyhow::Result<u64> {
+    let mut out = std::io::BufWriter::new(out);
+    let mut chain = match &signed.start {
+        Some(start) => ChainVerifier::starting_at(start.seq + 1, &start.hash),
+        None => ChainVerifier::default(),
     };
     if let Some(start) = &signed.start {
         writeln!(out, "{}", export::checkpoint_line(start))?;
     }
     let mut written = 0_u64;
+    let mut last_hash = None;
     while let Some(chunk) = signed.records.next_chunk().await {
         for record in chunk? {
+            if check {
+                chain.push(&record).map_err(|b| {
+                    anyhow::anyhow!("{b}: the store's chain is broken there; nothing was archived")
+                })?;
+                last_hash = Some(record.hash.clone());
+            }
             writeln!(out, "{}", export::record_line(&record, format))?;
             written += 1;
         }
     }
+    if check && last_hash.as_deref() != Some(signed.end.hash.as_str()) {
+        return Err(anyhow::anyhow!(
+            "the records read end before seq {}, which was signed: the store changed; nothing was archived",
+            signed.end.seq
+        ));
+    }
     writeln!(out, "{}", export::checkpoint_line(&signed.end))?;
     out.flush()?;
-    if a.out.is_some() {
+    Ok(written)
+}
+
+/// `warden audit archive --before T -o FILE` (AUD-6): the archive is written and on disk
+/// before anything is removed from the store.
+pub(crate) async fn archive(a: &ArchiveArgs, audit: &AuditArgs) -> anyhow::Result<()> {
+    let before =
+        output::parse_time(&a.before, now()).map_err(|e| usage(format!("`before`: {e}")))?;
+    let (key, store) = key_and_store(&a.key, audit, "audit archive").await?;
+    let control = control(store);
+    let caller = Caller::Operator(cli_actor());
+    let signed = audit_archive::plan(&control, &caller, before, &key).await?;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&a.out)
+        .map_err(|e| anyhow::anyhow!("cannot write a new archive at {}: {e}", a.out.display()))?;
+    let end = signed.end.clone();
+    let kept = file.try_clone()?;
+    let written = write(signed, Format::Jsonl, Box::new(file), true).await?;
+    // On disk, and found there after a crash, before anything leaves the store.
+    let synced = kept.sync_all().and_then(|()| {
+        let dir = match a.out.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => std::path::Path::new("."),
+        };
+        std::fs::File::open(dir)?.sync_all()
+    });
+    synced.map_err(|e| {
+        anyhow::anyhow!("cannot sync {}: {e}; nothing was archived", a.out.display())
+    })?;
+    let archived = audit_archive::cut(
+        &control,
+        &caller,
+        &key,
+        &end,
+        written,
+        &a.out.display().to_string(),
+    )
+    .await?;
+    eprintln!(
+        "archived {written} audit records through seq {} to {}, signed by {}; removed {} from the store, whose chain is verified from seq {} on",
+        archived.through,
+        a.out.display(),
+        end.key,
+        archived.removed,
+        archived.through + 1
+    );
+    if let Some(why) = &archived.not_shrunk {
         eprintln!(
-            "exported {written} audit records up to seq {}, signed by {}",
-            signed.end.seq, signed.end.key
+            "warning: the store's files were not shrunk ({why}); the next archive tries again"
         );
     }
     Ok(())

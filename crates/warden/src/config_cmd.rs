@@ -122,6 +122,9 @@ fn resources_of(answer: Value) -> anyhow::Result<Vec<Resource>> {
 /// `warden get` of a configuration kind; runs and tasks are listed by their own modules.
 pub(crate) async fn get(args: GetArgs) -> anyhow::Result<()> {
     let kind = parse_kind(&args.kind)?;
+    if kind == Kind::Notifier && args.output == Output::Table {
+        return crate::notifiers_cmd::table(args).await;
+    }
     let resources = match resolve(&args.target, REACH).await? {
         Target::Store(location) => {
             let (config, _) = open_existing(&location).await?.load_config().await?;
@@ -247,6 +250,7 @@ fn rows(kind: Kind, resources: &[&Resource]) -> (Vec<&'static str>, Vec<Vec<Stri
             "AUTONOMY CAP",
             "STALE AFTER",
         ],
+        Kind::Notifier => vec!["NAME", "URL", "EVENTS", "FORMAT"],
     };
     let rows = resources
         .iter()
@@ -333,6 +337,19 @@ fn rows(kind: Kind, resources: &[&Resource]) -> (Vec<&'static str>, Vec<Vec<Stri
                     x.role.to_string(),
                     x.autonomy_cap.to_string(),
                     humantime::format_duration(x.stale_after()).to_string(),
+                ],
+                Resource::Notifier(n) => vec![
+                    key,
+                    n.url.clone(),
+                    n.events
+                        .iter()
+                        .map(|e| e.as_str())
+                        .collect::<Vec<_>>()
+                        .join(","),
+                    serde_json::to_value(n.format)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_default(),
                 ],
             }
         })

@@ -14,6 +14,7 @@ mod common;
 mod config_cmd;
 mod context_cmd;
 mod epic_cmd;
+mod notifiers_cmd;
 mod output;
 mod progress;
 mod provider_cmd;

@@ -108,6 +108,32 @@ pub fn message(store: Option<&str>, seq: i64, hash: &str, at: Millis) -> String 
     }
 }
 
+/// The first line of what an archive cut's signature covers (AUD-6): a cut is signed apart
+/// from checkpoints, so that no checkpoint can be passed off as one.
+const CUT_HEADER: &str = "warden-audit-cut-v1";
+
+/// The text an archive cut's signature covers.
+pub fn cut_message(store: Option<&str>, seq: i64, hash: &str, at: Millis) -> String {
+    format!(
+        "{CUT_HEADER}\nstore {}\nseq {seq}\nhash {hash}\nat {}\n",
+        store.unwrap_or_default(),
+        at.0
+    )
+}
+
+/// Signs the archive cut `(seq, hash)` of the chain of `store` at `at`: the last record
+/// archived, which the store's chain continues from (AUD-6).
+pub fn sign_cut(secret: &[u8; 32], store: &str, seq: i64, hash: &str, at: Millis) -> Checkpoint {
+    signed(
+        secret,
+        store,
+        seq,
+        hash,
+        at,
+        cut_message(Some(store), seq, hash, at),
+    )
+}
+
 /// The public key (hex) of a secret key.
 pub fn public_key(secret: &[u8; 32]) -> String {
     hex::encode(SigningKey::from_bytes(secret).verifying_key().to_bytes())
@@ -115,8 +141,27 @@ pub fn public_key(secret: &[u8; 32]) -> String {
 
 /// Signs the head `(seq, hash)` of the chain of `store` at `at`.
 pub fn sign(secret: &[u8; 32], store: &str, seq: i64, hash: &str, at: Millis) -> Checkpoint {
+    signed(
+        secret,
+        store,
+        seq,
+        hash,
+        at,
+        message(Some(store), seq, hash, at),
+    )
+}
+
+/// `(seq, hash)` of `store` at `at`, with `secret`'s signature of `text`.
+fn signed(
+    secret: &[u8; 32],
+    store: &str,
+    seq: i64,
+    hash: &str,
+    at: Millis,
+    text: String,
+) -> Checkpoint {
     let key = SigningKey::from_bytes(secret);
-    let signature = key.sign(message(Some(store), seq, hash, at).as_bytes());
+    let signature = key.sign(text.as_bytes());
     Checkpoint {
         store: Some(store.to_owned()),
         seq,
@@ -130,6 +175,22 @@ pub fn sign(secret: &[u8; 32], store: &str, seq: i64, hash: &str, at: Millis) ->
 impl Checkpoint {
     /// Whether `trusted` (a public key, hex) signed this checkpoint.
     pub fn verify(&self, trusted: &str) -> Result<(), AnchorProblem> {
+        self.verify_signed(
+            trusted,
+            &message(self.store.as_deref(), self.seq, &self.hash, self.at),
+        )
+    }
+
+    /// Whether `trusted` signed this as an archive cut ([`sign_cut`]); a checkpoint's
+    /// signature does not verify as one.
+    pub fn verify_cut(&self, trusted: &str) -> Result<(), AnchorProblem> {
+        self.verify_signed(
+            trusted,
+            &cut_message(self.store.as_deref(), self.seq, &self.hash, self.at),
+        )
+    }
+
+    fn verify_signed(&self, trusted: &str, message: &str) -> Result<(), AnchorProblem> {
         let forged = AnchorProblem::Forged { seq: self.seq };
         let key = decode::<32>(trusted)
             .and_then(|k| VerifyingKey::from_bytes(&k).ok())
@@ -137,11 +198,8 @@ impl Checkpoint {
         let signature = decode::<64>(&self.signature)
             .map(|s| Signature::from_bytes(&s))
             .ok_or_else(|| forged.clone())?;
-        key.verify_strict(
-            message(self.store.as_deref(), self.seq, &self.hash, self.at).as_bytes(),
-            &signature,
-        )
-        .map_err(|_| forged)
+        key.verify_strict(message.as_bytes(), &signature)
+            .map_err(|_| forged)
     }
 }
 
@@ -236,5 +294,16 @@ mod tests {
             check(&c, 42, Some("abd")).unwrap_err().to_string(),
             "the record at seq 42 is not the one the checkpoint of 2027-01-15T08:00:00Z signed: the chain was rewritten from there"
         );
+    }
+
+    #[test]
+    fn a_checkpoint_is_no_archive_cut_and_a_cut_no_checkpoint() {
+        let key = public_key(&SECRET);
+        let checkpoint = sign(&SECRET, "s", 10, "abc", Millis(5));
+        let cut = sign_cut(&SECRET, "s", 10, "abc", Millis(5));
+        assert_eq!(checkpoint.verify(&key), Ok(()));
+        assert_eq!(cut.verify_cut(&key), Ok(()));
+        assert!(checkpoint.verify_cut(&key).is_err());
+        assert!(cut.verify(&key).is_err());
     }
 }

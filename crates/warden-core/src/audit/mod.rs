@@ -290,6 +290,9 @@ pub enum ChainProblem {
     Missing,
     /// The chain ends before the recorded head: records at the end were removed.
     Truncated,
+    /// The chain starts after an archive cut (AUD-6) that no `audit.archive` record of the
+    /// chain names: the records before it were removed, not archived.
+    CutUnrecorded,
 }
 
 impl fmt::Display for ChainBreak {
@@ -309,6 +312,11 @@ impl fmt::Display for ChainBreak {
             ChainProblem::Truncated => write!(
                 f,
                 "audit records from {} on are missing: the chain was truncated",
+                self.seq
+            ),
+            ChainProblem::CutUnrecorded => write!(
+                f,
+                "audit records through {} are gone, and no `audit.archive` record of the chain says they were archived",
                 self.seq
             ),
         }

@@ -7,6 +7,7 @@ mod four_eyes;
 mod input;
 mod issuer;
 mod model;
+mod notifier;
 mod reference;
 mod resources;
 pub mod rule_fields;
@@ -20,6 +21,7 @@ use std::fmt;
 pub use four_eyes::{MOST_DECIDERS, SelfApproval};
 pub use issuer::*;
 pub use model::*;
+pub use notifier::NotifierSpec;
 pub use reference::{check_reference, is_sole_reference};
 pub use resources::*;
 pub use rules::{RuleRisk, RuleSpec, VARIABLES};
@@ -253,6 +255,7 @@ fn parse_one(value: yaml_serde::Value) -> Result<Resource, ParseFailure> {
         Kind::ReviewPolicy => parse_as!(ReviewPolicy),
         Kind::GitProvider => parse_as!(GitProvider),
         Kind::Reconciler => parse_as!(Reconciler),
+        Kind::Notifier => parse_as!(Notifier),
     }
 }
 
@@ -746,6 +749,11 @@ fn check_resource(config: &Config, located: &Located, errors: &mut Vec<ConfigErr
             }
             for (field, problem) in r.problems() {
                 fail(&field, problem);
+            }
+        }
+        Resource::Notifier(n) => {
+            for (field, problem) in n.problems() {
+                fail(field, problem);
             }
         }
         Resource::Workspace(w) => {

@@ -54,11 +54,13 @@ pub enum Kind {
     GitProvider,
     /// [`super::work::ReconcilerSpec`]
     Reconciler,
+    /// [`super::notifier::NotifierSpec`]
+    Notifier,
 }
 
 impl Kind {
     /// All kinds, in application order.
-    pub const ALL: [Kind; 17] = [
+    pub const ALL: [Kind; 18] = [
         Kind::User,
         Kind::ServiceAccount,
         Kind::Role,
@@ -76,6 +78,7 @@ impl Kind {
         Kind::ReviewPolicy,
         Kind::GitProvider,
         Kind::Reconciler,
+        Kind::Notifier,
     ];
 
     /// The kind as written in `kind:`.
@@ -98,6 +101,7 @@ impl Kind {
             Kind::ReviewPolicy => "ReviewPolicy",
             Kind::GitProvider => "GitProvider",
             Kind::Reconciler => "Reconciler",
+            Kind::Notifier => "Notifier",
         }
     }
 
@@ -167,6 +171,8 @@ pub enum Resource {
     GitProvider(super::work::GitProviderSpec),
     /// A periodic job moving stale work (WORK-4).
     Reconciler(super::work::ReconcilerSpec),
+    /// Where approval, kill-switch and quarantine events are delivered (NOTIFY-1).
+    Notifier(super::notifier::NotifierSpec),
 }
 
 impl Resource {
@@ -190,6 +196,7 @@ impl Resource {
             Resource::ReviewPolicy(_) => Kind::ReviewPolicy,
             Resource::GitProvider(_) => Kind::GitProvider,
             Resource::Reconciler(_) => Kind::Reconciler,
+            Resource::Notifier(_) => Kind::Notifier,
         }
     }
 
@@ -232,6 +239,7 @@ impl Resource {
             Resource::ReviewPolicy(s) => s.project.to_string(),
             Resource::GitProvider(s) => s.name.to_string(),
             Resource::Reconciler(s) => s.name.to_string(),
+            Resource::Notifier(s) => s.name.to_string(),
         }
     }
 }

@@ -46,7 +46,7 @@ fn an_unknown_kind_suggests_the_right_one() {
     assert_eq!(
         errors("k.yaml", "kind: toolpolicy\nname: x\n"),
         vec![
-            "k.yaml (document 1): field `kind`: unknown kind `toolpolicy` (did you mean `ToolPolicy`?); expected one of `User`, `ServiceAccount`, `Role`, `RoleBinding`, `Project`, `Upstream`, `Model`, `Agent`, `ToolPolicy`, `Autonomy`, `WriteBudget`, `KillSwitch`, `Workspace`, `Issuer`, `ReviewPolicy`, `GitProvider`, `Reconciler`"
+            "k.yaml (document 1): field `kind`: unknown kind `toolpolicy` (did you mean `ToolPolicy`?); expected one of `User`, `ServiceAccount`, `Role`, `RoleBinding`, `Project`, `Upstream`, `Model`, `Agent`, `ToolPolicy`, `Autonomy`, `WriteBudget`, `KillSwitch`, `Workspace`, `Issuer`, `ReviewPolicy`, `GitProvider`, `Reconciler`, `Notifier`"
         ]
     );
 }

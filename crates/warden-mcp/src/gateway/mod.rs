@@ -230,6 +230,11 @@ impl Gateway {
         let _ = self.public_url.set(url);
     }
 
+    /// The server's base URL (`http://127.0.0.1:8600`), once bound.
+    pub fn public_url(&self) -> Option<&str> {
+        self.public_url.get().map(String::as_str)
+    }
+
     /// The console's page of approval `id`, when the server's URL is known.
     pub fn approval_url(&self, id: &str) -> Option<String> {
         self.public_url

@@ -25,6 +25,9 @@ const ACTOR: &str = "warden:pinning";
 #[derive(Debug)]
 pub(super) struct PendingPins {
     write: PinWrite,
+    /// The tools this write holds out of the catalog (its record says so: NOTIFY-1's
+    /// `tool.quarantined`).
+    held: Vec<serde_json::Value>,
     revision: u64,
     /// Whether it failed before (said once in the log).
     failed: bool,
@@ -71,6 +74,8 @@ pub(super) struct Pass<'a> {
     seen: HashSet<(String, String)>,
     held: HashMap<String, Name>,
     write: PinWrite,
+    /// The tools the write holds out, for its record.
+    newly_held: Vec<serde_json::Value>,
     problems: Vec<String>,
 }
 
@@ -83,6 +88,7 @@ impl<'a> Pass<'a> {
             seen: HashSet::new(),
             held: HashMap::new(),
             write: PinWrite::default(),
+            newly_held: Vec::new(),
             problems: Vec::new(),
         }
     }
@@ -138,6 +144,15 @@ impl<'a> Pass<'a> {
             self.write.first.push(upstream.to_owned());
         }
         if let Some(pin) = judged.write {
+            if !judged.serve {
+                self.newly_held.push(json!({
+                    "upstream": upstream,
+                    "tool": raw.name,
+                    "catalog": name,
+                    "project": spec.project,
+                    "state": pin.state().as_str(),
+                }));
+            }
             self.write.pins.push(pin);
         }
         if let Some(change) = judged.change {
@@ -164,6 +179,7 @@ impl<'a> Pass<'a> {
         if !self.write.first.is_empty() || !self.write.pins.is_empty() {
             let _ = to.send(PendingPins {
                 write: self.write,
+                held: self.newly_held,
                 revision,
                 failed: false,
             });
@@ -205,6 +221,7 @@ pub(super) enum Written {
 pub(super) async fn write(store: &Store, now: Millis, pending: PendingPins) -> Written {
     let PendingPins {
         write,
+        held,
         revision,
         failed,
     } = pending;
@@ -224,6 +241,7 @@ pub(super) async fn write(store: &Store, now: Millis, pending: PendingPins) -> W
             "pinned": p.pinned.as_ref().map(|d| &d.hash),
             "offered": p.offered.as_ref().map(|d| &d.hash),
         })).collect::<Vec<_>>(),
+        "held": held,
     });
     match store
         .write_pins(write.clone(), ACTOR, action, details, now, Some(revision))
@@ -238,6 +256,7 @@ pub(super) async fn write(store: &Store, now: Millis, pending: PendingPins) -> W
             }
             Written::Retry(PendingPins {
                 write,
+                held,
                 revision,
                 failed: true,
             })

@@ -125,6 +125,11 @@ pub(crate) const TABLE: &[Row] = &[
     row("pullKillSwitch", Gate::Required(KILLSWITCHES_WRITE), ""),
     row("listKillSwitches", Gate::Required(CONFIG_READ), ""),
     row("releaseKillSwitch", Gate::Required(KILLSWITCHES_WRITE), ""),
+    row(
+        "listNotifiers",
+        Gate::Required(CONFIG_READ),
+        "with each notifier's deliveries: counts and the latest failures (NOTIFY-1)",
+    ),
     row("listAudit", Gate::Required(AUDIT_READ), ""),
     row("exportAudit", Gate::Required(AUDIT_READ), ""),
     row("verifyAudit", Gate::Required(AUDIT_READ), ""),

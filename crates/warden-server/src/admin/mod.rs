@@ -1,7 +1,7 @@
 //! The admin API under `/api/v1` (JSON; OPS-5), described by `/api/v1/openapi.json`.
 //!
 //! One module per resource: [`resources`] (configuration of every kind), [`tokens`],
-//! [`killswitches`], [`audit`], [`runs`], [`approvals`], [`agents`], [`tasks`] (and
+//! [`killswitches`], [`notifiers`], [`audit`], [`runs`], [`approvals`], [`agents`], [`tasks`] (and
 //! workspaces), [`threads`] (agent chat), [`identity`] (whoami, explain, the tool inventory). What they share are leaves:
 //! [`error`] (the one error shape) and [`access`] (the capabilities and the table of which
 //! operation needs which; docs/api.md). [`openapi`] finishes the document that the one route
@@ -27,6 +27,7 @@ mod error;
 mod forges;
 mod identity;
 mod killswitches;
+mod notifiers;
 mod openapi;
 mod resources;
 mod runs;
@@ -65,6 +66,7 @@ fn api() -> (Router<Arc<AppState>>, utoipa::openapi::OpenApi) {
         .routes(routes!(tokens::revoke))
         .routes(routes!(killswitches::pull, killswitches::list))
         .routes(routes!(killswitches::release))
+        .routes(routes!(notifiers::list))
         .routes(routes!(audit::list))
         .routes(routes!(audit::export))
         .routes(routes!(audit::verify))

@@ -10,6 +10,7 @@ use sqlx::{PgPool, Postgres, Transaction};
 use crate::epics::sql::epic_operations;
 use crate::error::StoreError;
 use crate::location::redact_url;
+use crate::notifications::sql::notification_operations;
 use crate::pins::pin_operations;
 use crate::sessions::sql::session_operations;
 use crate::sign_ins::sql::sign_in_operations;
@@ -55,6 +56,37 @@ impl PgBackend {
         Ok(((), self.pool.begin().await?))
     }
 
+    /// Deletes at most `batch` archived records, those through `through` (AUD-6): the
+    /// append-only trigger is lifted inside this transaction only.
+    pub(crate) async fn delete_archived(
+        &self,
+        through: i64,
+        batch: i64,
+    ) -> Result<u64, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("ALTER TABLE audit DISABLE TRIGGER audit_no_change")
+            .execute(&mut *tx)
+            .await?;
+        let deleted = sqlx::query(crate::sql::DELETE_ARCHIVED)
+            .bind(through)
+            .bind(batch)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        sqlx::query("ALTER TABLE audit ENABLE TRIGGER audit_no_change")
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(deleted)
+    }
+
+    /// Makes the space of deleted records reusable (the files keep their size; PostgreSQL
+    /// reuses it for new records).
+    pub(crate) async fn shrink(&self) -> Result<(), StoreError> {
+        sqlx::raw_sql("VACUUM audit").execute(&self.pool).await?;
+        Ok(())
+    }
+
     pub(crate) async fn migrate(&self) -> Result<(), StoreError> {
         let applied: Option<i64> =
             sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations WHERE success")
@@ -75,4 +107,5 @@ impl PgBackend {
     thread_operations!(Postgres);
     epic_operations!(Postgres);
     pin_operations!(Postgres);
+    notification_operations!(Postgres);
 }

@@ -9,7 +9,7 @@ use warden_core::audit::NewRecord;
 use super::backend::PgBackend;
 use crate::error::StoreError;
 use crate::rows::ResourceRow;
-use crate::sink::{AdminChange, revision_conflict};
+use crate::sink::{AdminChange, archived_already, revision_conflict};
 use crate::sql;
 
 /// [`sql::REVISION`], locking the row.
@@ -171,6 +171,25 @@ impl PgBackend {
                         .await?;
                 }
                 revision
+            }
+            AdminChange::AuditCut(cut) => {
+                let archived: Option<i64> = sqlx::query_scalar(sql::AUDIT_CUT_SEQ)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                if let Some(seq) = archived.filter(|seq| *seq >= cut.seq) {
+                    tx.rollback().await?;
+                    return Err(archived_already(seq));
+                }
+                sqlx::query(sql::SET_AUDIT_CUT)
+                    .bind(&cut.store)
+                    .bind(cut.seq)
+                    .bind(&cut.hash)
+                    .bind(cut.at.0)
+                    .bind(&cut.key)
+                    .bind(&cut.signature)
+                    .execute(&mut *tx)
+                    .await?;
+                bump_revision(&mut tx, None).await?
             }
         };
         append_in(&mut tx, vec![record]).await?;

@@ -19,6 +19,7 @@ use tokio::sync::{Mutex, MutexGuard};
 use crate::epics::sql::epic_operations;
 use crate::error::StoreError;
 use crate::location::SQLITE_FILE;
+use crate::notifications::sql::notification_operations;
 use crate::pins::pin_operations;
 use crate::sessions::sql::session_operations;
 use crate::sign_ins::sql::sign_in_operations;
@@ -97,6 +98,57 @@ impl SqliteBackend {
         Ok((guard, tx))
     }
 
+    /// Deletes at most `batch` archived records, those through `through` (AUD-6): the
+    /// append-only trigger is lifted inside this transaction only.
+    pub(crate) async fn delete_archived(
+        &self,
+        through: i64,
+        batch: i64,
+    ) -> Result<u64, StoreError> {
+        let (_guard, mut tx) = self.begin_write().await?;
+        sqlx::query("DROP TRIGGER IF EXISTS audit_no_delete")
+            .execute(&mut *tx)
+            .await?;
+        let deleted = sqlx::query(crate::sql::DELETE_ARCHIVED)
+            .bind(through)
+            .bind(batch)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        sqlx::query(
+            "CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit \
+             BEGIN SELECT RAISE(ABORT, 'audit records are append-only'); END",
+        )
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(deleted)
+    }
+
+    /// Gives the pages of deleted records back to the file system: a whole `VACUUM` the first
+    /// time (which turns incremental vacuum on), an incremental one afterwards.
+    pub(crate) async fn shrink(&self) -> Result<(), StoreError> {
+        let _guard = self.write_lock.lock().await;
+        let mut conn = self.pool.acquire().await?;
+        let mode: i64 = sqlx::query_scalar("PRAGMA auto_vacuum")
+            .fetch_one(&mut *conn)
+            .await?;
+        if mode == 2 {
+            sqlx::query("PRAGMA incremental_vacuum")
+                .execute(&mut *conn)
+                .await?;
+        } else {
+            sqlx::query("PRAGMA auto_vacuum = INCREMENTAL")
+                .execute(&mut *conn)
+                .await?;
+            sqlx::query("VACUUM").execute(&mut *conn).await?;
+        }
+        sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+            .execute(&mut *conn)
+            .await?;
+        Ok(())
+    }
+
     pub(crate) async fn migrate(&self) -> Result<(), StoreError> {
         let applied: Option<i64> =
             sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations WHERE success")
@@ -117,6 +169,7 @@ impl SqliteBackend {
     thread_operations!(Sqlite);
     epic_operations!(Sqlite);
     pin_operations!(Sqlite);
+    notification_operations!(Sqlite);
 }
 
 #[cfg(test)]

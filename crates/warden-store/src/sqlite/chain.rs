@@ -13,7 +13,7 @@ use warden_core::audit::{NewRecord, RecordView};
 use super::spool::frame::Batch;
 use crate::error::StoreError;
 use crate::rows::ResourceRow;
-use crate::sink::{AdminChange, revision_conflict};
+use crate::sink::{AdminChange, archived_already, revision_conflict};
 use crate::sql;
 
 /// The meta key holding the number of the last spooled batch that is in the audit table.
@@ -220,6 +220,24 @@ pub(super) fn admin(
                     ])?;
                 }
                 revision
+            }
+            AdminChange::AuditCut(cut) => {
+                let archived: Option<i64> = conn
+                    .prepare(sql::AUDIT_CUT_SEQ)?
+                    .query_row([], |row| row.get(0))
+                    .optional()?;
+                if let Some(seq) = archived.filter(|seq| *seq >= cut.seq) {
+                    return Err(Refused(archived_already(seq)));
+                }
+                conn.prepare(sql::SET_AUDIT_CUT)?.execute(params![
+                    cut.store,
+                    cut.seq,
+                    cut.hash,
+                    cut.at.0,
+                    cut.key,
+                    cut.signature,
+                ])?;
+                bump_revision(conn, None)?
             }
         };
         chain_and_insert(conn, std::iter::once(record.view()))?;

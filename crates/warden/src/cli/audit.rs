@@ -74,6 +74,24 @@ pub enum AuditCommand {
     Export(ExportArgs),
     /// Print the audit key's public half, which verifies its checkpoints (AUD-5).
     Key(KeyArgs),
+    /// Write the records before a time to a file, as `export` does, then remove them from the
+    /// store, which keeps a signed cut: `verify` proves the store from there, `verify --file`
+    /// the archive (AUD-6).
+    Archive(ArchiveArgs),
+}
+
+/// `warden audit archive`.
+#[derive(Debug, Args)]
+pub struct ArchiveArgs {
+    /// Archive the records before this time: RFC 3339 or an age (`90d` — older than that).
+    #[arg(long)]
+    pub before: String,
+    /// Write the archive here (a new file: an archive is never written over).
+    #[arg(short = 'o', long = "out", value_name = "FILE")]
+    pub out: PathBuf,
+    /// The audit key, which signs the archive's ends and the store's cut.
+    #[command(flatten)]
+    pub key: VerifyKeyArgs,
 }
 
 /// The formats of `warden audit export`.

@@ -17,8 +17,8 @@ mod server;
 mod token;
 
 pub(crate) use audit::{
-    AuditArgs, AuditCommand, CheckpointCommand, ExportArgs, ExportFormat, KeyArgs, VerifyArgs,
-    VerifyKeyArgs,
+    ArchiveArgs, AuditArgs, AuditCommand, CheckpointCommand, ExportArgs, ExportFormat, KeyArgs,
+    VerifyArgs, VerifyKeyArgs,
 };
 pub(crate) use bench::{BenchArgs, BenchCommand};
 pub(crate) use context::{ContextCommand, ContextSetArgs, ContextShowArgs};

@@ -177,7 +177,7 @@ async fn resources_are_listed_got_and_deleted_and_unknown_ones_are_404() {
         refusal(
             404,
             "NOT_FOUND",
-            "unknown kind `widgets`; expected one of User, ServiceAccount, Role, RoleBinding, Project, Upstream, Model, Agent, ToolPolicy, Autonomy, WriteBudget, KillSwitch, Workspace, Issuer, ReviewPolicy, GitProvider, Reconciler"
+            "unknown kind `widgets`; expected one of User, ServiceAccount, Role, RoleBinding, Project, Upstream, Model, Agent, ToolPolicy, Autonomy, WriteBudget, KillSwitch, Workspace, Issuer, ReviewPolicy, GitProvider, Reconciler, Notifier"
         )
     );
     assert_eq!(

@@ -9,7 +9,7 @@ use crate::common::{TestWarden, WARDEN, stdio_upstream};
 /// kept in full by the audit trail, one as a hash only), a user with a role whose dangerous
 /// calls are staged (autonomy level 3, a veto window) under a write budget, a service account
 /// that a kill switch freezes and an identity provider's client acts as, a kanban workspace
-/// and an agent that can run, a review policy and a forge.
+/// and an agent that can run, a review policy, a forge and a notifier.
 pub(crate) fn config() -> String {
     format!(
         "kind: Project\nname: alpha\n---\n{}---\n\
@@ -28,7 +28,8 @@ pub(crate) fn config() -> String {
          kind: Issuer\nname: corp\nissuer: \"https://login.example.com\"\njwksUri: \"http://127.0.0.1:9/keys\"\nclients: {{ deploy-pipeline: deploy-bot }}\n---\n\
          kind: ReviewPolicy\nproject: alpha\napprovals: {{ high: 3 }}\n---\n\
          kind: GitProvider\nname: forge\nproject: alpha\ntype: git\nurl: \"https://git.example/alpha\"\nrepositories: [app.git]\ncredentials: \"${{secret:forge-token}}\"\nwebhookSecret: \"${{secret:forge-hook}}\"\n---\n\
-         kind: Reconciler\nname: janitor\nproject: alpha\nschedule: \"*/15 * * * *\"\nrole: reader\nautonomyCap: 1\nstaleAfter: 2h\n",
+         kind: Reconciler\nname: janitor\nproject: alpha\nschedule: \"*/15 * * * *\"\nrole: reader\nautonomyCap: 1\nstaleAfter: 2h\n---\n\
+         kind: Notifier\nname: pager\nurl: \"http://127.0.0.1:9/hook\"\nsecret: \"${{secret:pager-hmac}}\"\nevents: [tool.quarantined]\n",
         stdio_upstream("alpha", "alpha", "")
     )
 }

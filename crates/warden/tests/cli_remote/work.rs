@@ -110,6 +110,7 @@ async fn each_one_sided_verb_refuses_the_other_side_in_one_line_naming_the_flags
             "audit checkpoint export",
             "audit export",
             "audit key",
+            "audit archive",
         ]
     );
     for [verb, works, why] in &verbs {
@@ -137,6 +138,7 @@ async fn each_one_sided_verb_refuses_the_other_side_in_one_line_naming_the_flags
             "epic task move" => vec!["ept_x", "review"],
             "epic task review" => vec!["ept_x", "--verdict", "approve"],
             "epic task accept" => vec!["ept_x"],
+            "audit archive" => vec!["--before", "90d", "-o", "archive.jsonl"],
             _ => vec![],
         });
         let (ran, expected) = match works.as_str() {
