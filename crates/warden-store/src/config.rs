@@ -8,6 +8,10 @@ use warden_core::time::Millis;
 use crate::sink::{AdminChange, admin_record, revision_conflict};
 use crate::{Store, StoreError};
 
+/// How many times an apply or a delete prepared against nothing reads the configuration
+/// again when its revision moved meanwhile.
+const RETRIES: u32 = 5;
+
 impl Store {
     /// The applied configuration and its revision.
     pub async fn load_config(&self) -> Result<(Config, u64), StoreError> {
@@ -58,7 +62,31 @@ impl Store {
 
     /// [`Store::apply`], refused as a conflict unless the configuration is still at
     /// `expected` (the revision the caller prepared the resources against), when given.
+    ///
+    /// Without `expected`, a change of the revision between reading the configuration and
+    /// writing it — another apply, or a server writing pins (GOV-9) — makes the apply read and
+    /// validate again, a few times, rather than fail: the caller prepared against nothing.
     pub async fn apply_at(
+        &self,
+        resources: Vec<Located>,
+        actor: &str,
+        now: Millis,
+        expected: Option<u64>,
+    ) -> Result<Result<u64, Vec<ConfigError>>, StoreError> {
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match self
+                .apply_once(resources.clone(), actor, now, expected)
+                .await
+            {
+                Err(StoreError::Conflict(_)) if expected.is_none() && tries < RETRIES => {}
+                done => return done,
+            }
+        }
+    }
+
+    async fn apply_once(
         &self,
         resources: Vec<Located>,
         actor: &str,
@@ -101,8 +129,26 @@ impl Store {
         self.admin(change, admin).await.map(Ok)
     }
 
-    /// Deletes one resource, refusing when others still reference it.
+    /// Deletes one resource, refusing when others still reference it (read and validated
+    /// again, a few times, when the revision moves meanwhile, as for [`Store::apply_at`]).
     pub async fn delete(
+        &self,
+        kind: Kind,
+        key: &str,
+        actor: &str,
+        now: Millis,
+    ) -> Result<Result<u64, Vec<ConfigError>>, StoreError> {
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match self.delete_once(kind, key, actor, now).await {
+                Err(StoreError::Conflict(_)) if tries < RETRIES => {}
+                done => return done,
+            }
+        }
+    }
+
+    async fn delete_once(
         &self,
         kind: Kind,
         key: &str,
