@@ -49,6 +49,14 @@ fixture | gateway | both) shift ;;
 *) die "usage: $0 fixture|gateway|both [suite options…]" ;;
 esac
 
+# npm 11.19 and later run a dependency's install scripts only where the project allows them,
+# and the `node` package's preinstall script is what fetches Node: a package.json of the
+# install directory allows it (older npm ignores the field). What an earlier install left
+# without Node goes first, or npm would find nothing to do.
+allow_node_scripts() {
+	rm -rf node_modules package-lock.json
+	printf '{"private": true, "allowScripts": {"node": true}}\n' >package.json
+}
 # Node ≥ 22: NODE_BIN_DIR, else the `node` on PATH, else one installed from npm (`node@22`)
 # into NODE22_PREFIX (default: tests/conformance/.node22, ignored by git) and reused.
 node_major() { node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
@@ -61,7 +69,7 @@ if (($(node_major) < 22)); then
 		command -v npm >/dev/null || die "need Node >= 22, or npm to install it"
 		echo "conformance: Node >= 22 needed; installing node@22 into $prefix…" >&2
 		mkdir -p "$prefix"
-		(cd "$prefix" && npm install --no-audit --no-fund --no-save node@22 >&2) ||
+		(cd "$prefix" && allow_node_scripts && npm install --no-audit --no-fund --no-save node@22 >&2) ||
 			die "npm install node@22 failed"
 	fi
 	PATH="$prefix/node_modules/.bin:$PATH"

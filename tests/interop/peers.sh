@@ -34,6 +34,14 @@ die() { echo "peers.sh: $*" >&2; exit 2; }
 [ -x "$WARDEN_BIN" ] || die "no warden binary at $WARDEN_BIN"
 [ -x "$FIXTURE_BIN" ] || die "no warden_fixture binary at $FIXTURE_BIN"
 
+# npm 11.19 and later run a dependency's install scripts only where the project allows them,
+# and the `node` package's preinstall script is what fetches Node: a package.json of the
+# install directory allows it (older npm ignores the field). What an earlier install left
+# without Node goes first, or npm would find nothing to do.
+allow_node_scripts() {
+    rm -rf node_modules package-lock.json
+    printf '{"private": true, "allowScripts": {"node": true}}\n' >package.json
+}
 # Node >= 22 for the Inspector (the servers and the TypeScript SDK run on it too).
 node_major() { node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
 [ -n "${NODE_BIN_DIR:-}" ] && PATH="$NODE_BIN_DIR:$PATH"
@@ -41,7 +49,7 @@ if (($(node_major) < 22)); then
   prefix="${NODE22_PREFIX:-$here/peers/.node22}"
   if [ ! -x "$prefix/node_modules/.bin/node" ]; then
     mkdir -p "$prefix"
-    (cd "$prefix" && npm install --no-audit --no-fund --no-save --silent node@22 >&2) || die "npm install node@22 failed"
+    (cd "$prefix" && allow_node_scripts && npm install --no-audit --no-fund --no-save --silent node@22 >&2) || die "npm install node@22 failed"
   fi
   PATH="$prefix/node_modules/.bin:$PATH"
 fi
