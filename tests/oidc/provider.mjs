@@ -28,6 +28,7 @@ const redirectUris = (process.env.REDIRECT_URIS || 'http://127.0.0.1:33418/callb
   .map((s) => s.trim())
   .filter(Boolean);
 const accessTokenTTL = Number(process.env.ACCESS_TOKEN_TTL || 3600);
+const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
 // What a resource server at 127.0.0.1 offers: Warden's scopes (`mcp`: the principal's whole
 // authority; `mcp:<capability>`: narrowed to it, docs/oauth.md) and two that are not Warden's.
 const RESOURCE_SCOPE = 'mcp mcp:run:projects:demo mcp:run:projects:ops tools:read tools:call';
@@ -71,6 +72,16 @@ function configuration() {
         scope: 'mcp mcp:run:projects:demo tools:read tools:call',
       },
       {
+        // Warden's own client at this issuer, for RFC 8693 token exchange (AUTH-6): HTTP
+        // Basic authentication.
+        client_id: 'warden',
+        client_secret: 'warden-exchange-secret',
+        grant_types: [TOKEN_EXCHANGE],
+        response_types: [],
+        redirect_uris: [],
+        token_endpoint_auth_method: 'client_secret_basic',
+      },
+      {
         // Public client: authorization code + PKCE (S256, required for public clients).
         client_id: 'mcp-client',
         token_endpoint_auth_method: 'none',
@@ -104,9 +115,13 @@ function configuration() {
     },
     // email and groups of the end-user in every access token issued for one (JWT
     // access tokens carry them; client_credentials tokens have no end-user and get none).
+    // A token minted by token exchange names the client that asked as its actor (RFC 8693
+    // `act`).
     async extraTokenClaims(_ctx, token) {
       if (!token.accountId) return undefined;
-      return { email: emailOf(token.accountId), groups: groupsOf(token.accountId) };
+      const claims = { email: emailOf(token.accountId), groups: groupsOf(token.accountId) };
+      if (token.gty === 'token_exchange') claims.act = { sub: token.clientId };
+      return claims;
     },
     pkce: {
       required: (_ctx, client) => client.clientAuthMethod === 'none',
@@ -123,19 +138,7 @@ function configuration() {
         // A token request for an authorization code or refresh token without `resource`
         // gets a token for the resource granted at the authorization endpoint.
         useGrantedResource: async () => true,
-        async getResourceServerInfo(_ctx, resourceIndicator) {
-          const url = URL.parse(resourceIndicator);
-          if (!url || url.protocol !== 'http:' || url.hostname !== '127.0.0.1') {
-            throw new errors.InvalidTarget('only resources under http://127.0.0.1 are served');
-          }
-          return {
-            scope: RESOURCE_SCOPE,
-            audience: resourceIndicator,
-            accessTokenTTL,
-            accessTokenFormat: 'jwt',
-            jwt: { sign: { alg: 'RS256' } },
-          };
-        },
+        getResourceServerInfo: async (_ctx, resourceIndicator) => resourceServerInfo(resourceIndicator),
       },
     },
     // OAuth 2.1: authorization code only (no implicit or hybrid response types).
@@ -154,6 +157,81 @@ function configuration() {
   };
 }
 
+// What a resource under http://127.0.0.1 gets: RS256 JWT access tokens for it.
+function resourceServerInfo(resourceIndicator) {
+  const url = URL.parse(resourceIndicator);
+  if (!url || url.protocol !== 'http:' || url.hostname !== '127.0.0.1') {
+    throw new errors.InvalidTarget('only resources under http://127.0.0.1 are served');
+  }
+  return {
+    scope: RESOURCE_SCOPE,
+    audience: resourceIndicator,
+    accessTokenTTL,
+    accessTokenFormat: 'jwt',
+    jwt: { sign: { alg: 'RS256' } },
+  };
+}
+
+// RFC 8693 token exchange: a subject token this provider signed (an access token of one of
+// its users) for a token whose audience is `resource` (or `audience`), for the same user,
+// naming the asking client as actor. Counted (POST /admin/exchanges); refused while
+// POST /admin/exchange-refuse holds.
+const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
+let exchanges = 0;
+let refuseExchanges = false;
+
+function verifiedSubject(token) {
+  const [h, p, s] = String(token || '').split('.');
+  const decode = (part) => JSON.parse(Buffer.from(part, 'base64url').toString());
+  let header;
+  let claims;
+  try {
+    header = decode(h);
+    claims = decode(p);
+  } catch {
+    throw new errors.InvalidGrant('subject_token is not a JWT');
+  }
+  const jwk = signingKeys.find((k) => k.kid === header.kid);
+  if (!jwk) throw new errors.InvalidGrant('subject_token is not signed by this provider');
+  const { d, p: _p, q, dp, dq, qi, ...pub } = jwk;
+  const key = crypto.createPublicKey({ key: pub, format: 'jwk' });
+  const signed = crypto.verify('sha256', Buffer.from(`${h}.${p}`), key, Buffer.from(s || '', 'base64url'));
+  if (!signed) throw new errors.InvalidGrant('subject_token signature does not verify');
+  if (claims.iss !== issuer) throw new errors.InvalidGrant('subject_token is of another issuer');
+  if (!claims.sub || !(claims.exp > Date.now() / 1000)) throw new errors.InvalidGrant('subject_token expired');
+  return claims;
+}
+
+async function tokenExchange(ctx) {
+  const { params, client, provider } = ctx.oidc;
+  if (refuseExchanges) throw new errors.InvalidGrant('token exchange is refused (POST /admin/exchange-accept)');
+  if (params.subject_token_type !== ACCESS_TOKEN_TYPE) {
+    throw new errors.InvalidRequest(`subject_token_type must be ${ACCESS_TOKEN_TYPE}`);
+  }
+  const claims = verifiedSubject(params.subject_token);
+  const resource = params.resource || params.audience;
+  if (!resource) throw new errors.InvalidTarget('name the resource or audience');
+  const info = resourceServerInfo(resource);
+  const asked = String(params.scope || '').split(' ').filter(Boolean);
+  const scope = asked.filter((s) => RESOURCE_SCOPE.split(' ').includes(s)).join(' ');
+  const token = new provider.AccessToken({
+    accountId: claims.sub,
+    client,
+    gty: 'token_exchange',
+    scope,
+    resourceServer: new provider.ResourceServer(resource, info),
+  });
+  exchanges += 1;
+  log(`token exchange #${exchanges}: ${claims.sub} for ${resource} by ${client.clientId}`);
+  ctx.body = {
+    access_token: await token.save(),
+    issued_token_type: ACCESS_TOKEN_TYPE,
+    token_type: 'Bearer',
+    expires_in: token.expiration,
+    ...(scope ? { scope } : {}),
+  };
+}
+
 let issuer;
 let handler;
 let jwksDown = false;
@@ -168,6 +246,10 @@ let jwksAnswered = 0;
 // it is shared by every instance in this process.
 function buildProvider() {
   const provider = new Provider(issuer, configuration());
+  provider.registerGrantType(TOKEN_EXCHANGE, tokenExchange, [
+    'subject_token', 'subject_token_type', 'actor_token', 'actor_token_type',
+    'requested_token_type', 'resource', 'audience', 'scope',
+  ], ['resource', 'audience']);
   provider.on('server_error', (_ctx, err) => log(`server_error: ${err.stack || err}`));
   handler = provider.callback();
 }
@@ -212,6 +294,14 @@ const server = http.createServer((req, res) => {
         return json(res, 200, { jwks: 'slow', delayMs: jwksDelay });
       case '/admin/jwks-hits':
         return json(res, 200, { hits: jwksHits, answered: jwksAnswered });
+      case '/admin/exchanges':
+        return json(res, 200, { exchanges });
+      case '/admin/exchange-refuse':
+        refuseExchanges = true;
+        return json(res, 200, { exchange: 'refused' });
+      case '/admin/exchange-accept':
+        refuseExchanges = false;
+        return json(res, 200, { exchange: 'accepted' });
       default:
         return json(res, 404, { error: 'not_found' });
     }

@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 
 use crate::authority::Authority;
 use crate::policy::{AutonomyLevel, Policy};
+use crate::principal::jwt_issuer;
 use crate::tool::{Catalog, GovernanceStatus, Risk, ToolDescriptor};
 
 /// Why a call was refused: a closed, documented set (GOV-4).
@@ -239,6 +240,19 @@ fn decide_visible(authority: &Authority, tool: &ToolDescriptor, purpose: Purpose
             format!("capability:{cap}"),
             format!(
                 "this run lacks the capability `{cap}` that `{}` requires",
+                tool.name
+            ),
+        ));
+    }
+    if let Some(issuer) = &tool.on_behalf_of
+        && authority.credential_id.as_deref().and_then(jwt_issuer) != Some(issuer.as_str())
+    {
+        return Decision::Deny(Denial::new(
+            DenyCode::Capability,
+            format!("on-behalf-of:{issuer}"),
+            format!(
+                "`{}` acts as its caller (AUTH-6): call it with an access token of issuer \
+                 `{issuer}`; this credential has no user of that issuer to act for",
                 tool.name
             ),
         ));
@@ -516,6 +530,7 @@ mod tests {
             secret_arguments: std::sync::Arc::from([]),
             header_arguments: std::sync::Arc::from([]),
             rules: std::sync::Arc::from([]),
+            on_behalf_of: None,
         }
     }
 

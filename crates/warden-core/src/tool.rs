@@ -125,6 +125,9 @@ pub struct ToolDescriptor {
     pub header_arguments: Arc<[crate::param_headers::HeaderArgument]>,
     /// Its policy's conditions on the arguments (GOV-10), compiled.
     pub rules: crate::conditions::Rules,
+    /// The issuer whose access token a caller must hold: the upstream is called with that
+    /// token exchanged for it (AUTH-6).
+    pub on_behalf_of: Option<Name>,
 }
 
 /// The argument paths `schema` marks secret; the text is parsed only when it can hold one.
@@ -282,6 +285,7 @@ impl ToolDescriptor {
                 }
                 _ => Arc::from([]),
             },
+            on_behalf_of: None,
         })
     }
 

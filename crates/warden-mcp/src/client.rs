@@ -50,6 +50,10 @@ pub struct ClientContext {
     /// upstream is told these, narrowed by its relay policy, so that it asks the client only
     /// what the client can answer.
     pub capabilities: Option<ClientCapabilities>,
+    /// The caller's own access token, for an upstream that acts as its caller (AUTH-6).
+    pub subject: Option<crate::upstream::exchange::SubjectToken>,
+    /// The client's W3C trace context, the parent of Warden's span for the call (OPS-3).
+    pub trace: Option<crate::trace::TraceContext>,
 }
 
 /// How severe a log level is (`debug` 0 … `emergency` 7).

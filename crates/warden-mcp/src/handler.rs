@@ -24,6 +24,8 @@ use crate::client::{ClientContext, Retry};
 use crate::era::Era;
 use crate::gateway::{Gateway, TaskAnswer, TaskOp};
 use crate::list_changes::{ListChanged, Lists, notify_list_changes};
+use crate::trace::TraceContext;
+use crate::upstream::exchange::SubjectToken;
 use crate::upstream_task_ids::TaskIds;
 use crate::wire;
 
@@ -255,6 +257,7 @@ impl McpHandler {
         retry: Option<Retry>,
     ) -> Result<ClientContext, McpError> {
         let era = era_of(ctx);
+        let parts = ctx.extensions.get::<http::request::Parts>();
         #[allow(deprecated, reason = "logging is part of both eras' calls")]
         let log_level = match era {
             Era::V2026_07_28 => ctx.meta.log_level(),
@@ -287,6 +290,10 @@ impl McpHandler {
                 capabilities
             }),
             retry,
+            subject: parts
+                .and_then(|p| p.extensions.get::<SubjectToken>())
+                .cloned(),
+            trace: trace_of(ctx, parts),
         })
     }
 
@@ -714,4 +721,20 @@ fn retry_of(
         input_responses,
         request_state: request_state.clone(),
     }))
+}
+
+/// The client's trace context (OPS-3): the request's `_meta`, else its HTTP headers.
+fn trace_of(
+    ctx: &RequestContext<RoleServer>,
+    parts: Option<&http::request::Parts>,
+) -> Option<TraceContext> {
+    if let Some(parent) = ctx.meta.get_traceparent() {
+        return TraceContext::parse(parent, ctx.meta.get_tracestate());
+    }
+    // As header names, not strings: a lookup by string parses the name first.
+    static TRACEPARENT: http::HeaderName = http::HeaderName::from_static("traceparent");
+    static TRACESTATE: http::HeaderName = http::HeaderName::from_static("tracestate");
+    let headers = &parts?.headers;
+    let header = |name: &http::HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
+    TraceContext::parse(header(&TRACEPARENT)?, header(&TRACESTATE))
 }

@@ -21,10 +21,12 @@ pub mod http_client;
 pub mod knowledge;
 mod list_changes;
 mod listen_stream;
+pub mod trace;
 pub mod upstream;
 pub mod upstream_task_ids;
 pub mod wire;
 
 pub use gateway::{Gateway, GatewayOptions};
 pub use handler::{AgentRoute, Authenticated, McpHandler, SessionAuth};
+pub use upstream::exchange::SubjectToken;
 pub use upstream::http::serving_thread;

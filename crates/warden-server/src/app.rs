@@ -112,6 +112,10 @@ fn describe_metrics() {
         "Requests refused for their bearer token, by reason"
     );
     describe_counter!(
+        "warden_token_exchanges_total",
+        "Caller tokens exchanged at an issuer for an upstream acting as its caller (AUTH-6), by issuer"
+    );
+    describe_counter!(
         "warden_auth_rate_limited_total",
         "Requests answered 429: their source address failed authentication too often"
     );

@@ -15,8 +15,8 @@ use std::time::Instant;
 use axum::extract::{ConnectInfo, Request};
 use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use warden_core::principal::{Credential, CredentialRejection, looks_like_token};
-use warden_mcp::{AgentRoute, Authenticated, Gateway};
+use warden_core::principal::{Credential, CredentialKind, CredentialRejection, looks_like_token};
+use warden_mcp::{AgentRoute, Authenticated, Gateway, SubjectToken};
 
 use crate::limiter::FailureLimiter;
 use crate::oauth::{self, Refusal, challenge};
@@ -294,6 +294,11 @@ pub(crate) async fn verify(state: &AppState, request: &mut Request) -> Result<()
                 .into_response());
         }
         request.extensions_mut().insert(AgentRoute(agent));
+    }
+    if credential.kind == CredentialKind::Jwt {
+        // For upstreams that act as their caller (AUTH-6); never stored, never logged.
+        let subject = SubjectToken::new(&token);
+        request.extensions_mut().insert(subject);
     }
     request.extensions_mut().insert(Authenticated(credential));
     Ok(())

@@ -2,7 +2,8 @@
 //! process (`warden_fixture notes`, over stdio or HTTP).
 //!
 //! The demo's notebook (`warden_mcp::demo`: `list_notes`, `add_note`, `delete_note`, the prompt
-//! `summarize`, the resource `notes://all`) and more tools: `echo`, `locate` (its `region` also
+//! `summarize`, the resource `notes://all`) and more tools: `echo` (its result's `_meta` has
+//! the `traceparent` and `tracestate` the call came with), `locate` (its `region` also
 //! in the `Mcp-Param-Region` header, SEP-2243) and `add` (reads), `slow`
 //! (a read that waits and honours cancellation), `call_count` and `cancellations` (what this
 //! server executed and saw cancelled, for exactly-once and cancellation tests), `ask` and
@@ -26,7 +27,6 @@
 //! and announces that those lists changed, in the caller's era: on the calling session
 //! (2025-11-25), and on every `subscriptions/listen` stream that asked for them (2026-07-28).
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -44,7 +44,10 @@ use serde_json::{Value, json};
 use warden_mcp::demo::DemoNotes;
 
 mod definitions;
+mod http;
 pub mod showcase;
+
+pub use http::{Seen, serve_http, serve_http_with, spawn_http, spawn_http_seen, spawn_http_with};
 
 /// A value of the fixture's own making as an MCP type.
 fn typed<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, McpError> {
@@ -307,9 +310,21 @@ impl NotesServer {
         };
         match name {
             "list_notes" | "add_note" | "delete_note" => self.notebook.call(name, args).await,
-            "echo" => Ok(CallToolResult::success(vec![ContentBlock::text(
-                text_arg("text").unwrap_or_default(),
-            )])),
+            "echo" => {
+                let mut echoed = CallToolResult::success(vec![ContentBlock::text(
+                    text_arg("text").unwrap_or_default(),
+                )]);
+                // The trace context the call came under, for the trace tests (OPS-3).
+                if let Some(parent) = ctx.meta.get_traceparent() {
+                    let mut meta = rmcp::model::MetaObject::new();
+                    meta.set_traceparent(parent);
+                    if let Some(state) = ctx.meta.get_tracestate() {
+                        meta.set_tracestate(state);
+                    }
+                    echoed.meta = Some(meta);
+                }
+                Ok(echoed)
+            }
             "locate" => Ok(CallToolResult::success(vec![ContentBlock::text(format!(
                 "region={}",
                 text_arg("region").unwrap_or_default()
@@ -733,68 +748,4 @@ pub async fn serve_stdio(server: NotesServer) -> anyhow::Result<()> {
     let running = server.serve(rmcp::transport::stdio()).await?;
     running.waiting().await?;
     Ok(())
-}
-
-/// Serves the fixture over Streamable HTTP at `/mcp` on `listener` until `shutdown`, answering
-/// requests with plain JSON.
-pub async fn serve_http(
-    server: NotesServer,
-    listener: tokio::net::TcpListener,
-    shutdown: tokio_util::sync::CancellationToken,
-) -> anyhow::Result<()> {
-    serve_http_with(server, listener, shutdown, true).await
-}
-
-/// Serves the fixture over Streamable HTTP at `/mcp`, answering requests with plain JSON
-/// (`json`) or with an SSE stream that carries the call's notifications before its result.
-pub async fn serve_http_with(
-    server: NotesServer,
-    listener: tokio::net::TcpListener,
-    shutdown: tokio_util::sync::CancellationToken,
-    json: bool,
-) -> anyhow::Result<()> {
-    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-    use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
-    let config = StreamableHttpServerConfig::default()
-        .with_json_response(json)
-        .with_cancellation_token(shutdown.child_token());
-    let service = StreamableHttpService::new(
-        move || Ok(server.clone()),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    );
-    let app = axum::Router::new().route_service("/mcp", service);
-    let ct = shutdown.clone();
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move { ct.cancelled().await })
-        .await?;
-    Ok(())
-}
-
-/// Binds `addr` and serves the fixture over HTTP (plain JSON answers); returns the bound
-/// address.
-pub async fn spawn_http(
-    server: NotesServer,
-    addr: SocketAddr,
-    shutdown: tokio_util::sync::CancellationToken,
-) -> anyhow::Result<SocketAddr> {
-    spawn_http_with(server, addr, shutdown, true).await
-}
-
-/// Binds `addr` and serves the fixture over HTTP, answering with JSON or SSE (see
-/// [`serve_http_with`]); returns the bound address.
-pub async fn spawn_http_with(
-    server: NotesServer,
-    addr: SocketAddr,
-    shutdown: tokio_util::sync::CancellationToken,
-    json: bool,
-) -> anyhow::Result<SocketAddr> {
-    let listener = tokio::net::TcpListener::bind(addr).await?;
-    let local = listener.local_addr()?;
-    tokio::spawn(async move {
-        if let Err(e) = serve_http_with(server, listener, shutdown, json).await {
-            tracing::error!(error = %e, "fixture upstream stopped");
-        }
-    });
-    Ok(local)
 }

@@ -16,6 +16,8 @@
 #[path = "oauth/audience.rs"]
 mod audience;
 mod common;
+#[path = "oauth/exchange.rs"]
+mod exchange;
 #[path = "oauth/keys.rs"]
 mod keys;
 

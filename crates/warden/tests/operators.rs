@@ -11,6 +11,8 @@
 )]
 
 mod common;
+#[path = "operators/traces.rs"]
+mod traces;
 
 use std::io::{BufRead as _, BufReader, Read as _};
 use std::net::SocketAddr;

@@ -56,6 +56,24 @@ pub struct IssuerSpec {
     /// (RUN-2 `service-account` mode).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub clients: BTreeMap<String, Name>,
+    /// How Warden authenticates itself at this issuer's token endpoint to exchange a caller's
+    /// token for an upstream (AUTH-6).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exchange: Option<ExchangeClient>,
+}
+
+/// Warden's own client at an issuer, for RFC 8693 token exchange (AUTH-6).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ExchangeClient {
+    /// Warden's `client_id` there.
+    pub client_id: String,
+    /// Its secret: a `${secret:NAME}` or `${env:NAME}` reference, sent as HTTP Basic
+    /// authentication.
+    pub client_secret: String,
+    /// The token endpoint; by default the one the issuer's metadata names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_endpoint: Option<String>,
 }
 
 /// The claims that name the user and carry its groups.
@@ -126,6 +144,28 @@ impl IssuerSpec {
         }
         if self.claims.user.trim().is_empty() {
             out.push(("claims.user".into(), "name the claim of the user".into()));
+        }
+        if let Some(x) = &self.exchange {
+            if x.client_id.trim().is_empty() {
+                out.push(("exchange.clientId".into(), "cannot be empty".into()));
+            }
+            if !super::reference::is_sole_reference(&x.client_secret) {
+                out.push((
+                    "exchange.clientSecret".into(),
+                    "write a reference, `${secret:NAME}` or `${env:NAME}`, not the secret itself"
+                        .into(),
+                ));
+            } else if let Err(e) = super::reference::check_reference(&x.client_secret) {
+                out.push(("exchange.clientSecret".into(), e));
+            }
+            if let Some(t) = &x.token_endpoint
+                && !url(t)
+            {
+                out.push((
+                    "exchange.tokenEndpoint".into(),
+                    format!("`{t}` is not an http(s) URL"),
+                ));
+            }
         }
         out
     }

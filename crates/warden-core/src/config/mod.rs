@@ -492,59 +492,12 @@ fn check_resource(config: &Config, located: &Located, errors: &mut Vec<ConfigErr
             if !config.contains(Kind::Project, u.project.as_str()) {
                 fail("project", missing(Kind::Project, u.project.as_str()));
             }
-            match (&u.stdio, &u.http) {
-                (Some(_), Some(_)) => {
-                    fail("http", "give either `stdio` or `http`, not both".into())
-                }
-                (None, None) => fail(
-                    "stdio",
-                    "give either `stdio` (a command) or `http` (a URL)".into(),
-                ),
-                (Some(s), None) => {
-                    if s.command.trim().is_empty() {
-                        fail("stdio.command", "cannot be empty".into());
-                    }
-                    for (k, v) in &s.env {
-                        if let Err(e) = check_reference(v) {
-                            fail(&format!("stdio.env.{k}"), e);
-                        }
-                    }
-                }
-                (None, Some(h)) => {
-                    if !(h.url.starts_with("http://") || h.url.starts_with("https://")) {
-                        fail(
-                            "http.url",
-                            format!(
-                                "`{}` is not an http:// or https:// URL",
-                                crate::url_credentials::redact(&h.url)
-                            ),
-                        );
-                    } else if crate::url_credentials::has_credentials(&h.url) {
-                        fail(
-                            "http.url",
-                            format!(
-                                "`{}` carries credentials, which would be shown wherever the URL is; \
-                                 send them as a header whose value comes from a secret instead, e.g. \
-                                 `headers: {{ Authorization: \"${{secret:NAME}}\" }}`",
-                                crate::url_credentials::redact(&h.url)
-                            ),
-                        );
-                    }
-                    for (k, v) in &h.headers {
-                        if let Err(e) = check_reference(v) {
-                            fail(&format!("http.headers.{k}"), e);
-                        }
-                    }
-                }
-            }
-            if let Some(prefix) = &u.prefix
-                && !prefix.is_empty()
-                && let Err(e) = Name::new(prefix)
-            {
-                fail("prefix", format!("{}; use \"\" for no prefix", e.reason));
-            }
-            if u.timeout.is_some_and(|t| t.is_zero()) {
-                fail("timeout", "must be greater than zero".into());
+            let issuer = |name: &str| match config.get(Kind::Issuer, name) {
+                Some(Resource::Issuer(i)) => Some(i),
+                _ => None,
+            };
+            for (field, problem) in u.problems(issuer) {
+                fail(&field, problem);
             }
         }
         Resource::Model(m) => {

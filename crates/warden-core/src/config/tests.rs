@@ -146,6 +146,58 @@ model: nowhere
     assert!(errors("g.yaml", good).is_empty());
 }
 
+/// AUTH-6: an upstream that acts as its caller is an HTTP one, names an Issuer that says how
+/// Warden authenticates there, and Warden's secret is a reference.
+#[test]
+fn an_upstream_acting_as_its_caller_names_an_issuer_that_can_exchange() {
+    let text = r#"
+kind: Project
+name: p
+---
+kind: Issuer
+name: plain
+issuer: https://login.example.com
+---
+kind: Issuer
+name: leaky
+issuer: https://other.example.com
+exchange: { clientId: " ", clientSecret: s3cret, tokenEndpoint: "ldap://x" }
+---
+kind: Upstream
+name: a
+project: p
+stdio: { command: server }
+auth: { exchange: { issuer: nowhere, audience: "" } }
+---
+kind: Upstream
+name: b
+project: p
+http: { url: "https://ledger.example/mcp" }
+auth: { exchange: { issuer: plain, audience: "https://ledger.example/mcp", scopes: ["a b"] } }
+protocol: "2025-11-25"
+"#;
+    assert_eq!(
+        errors("x.yaml", text),
+        vec![
+            "x.yaml (document 3): Issuer `leaky`: field `exchange.clientId`: cannot be empty",
+            "x.yaml (document 3): Issuer `leaky`: field `exchange.clientSecret`: write a reference, `${secret:NAME}` or `${env:NAME}`, not the secret itself",
+            "x.yaml (document 3): Issuer `leaky`: field `exchange.tokenEndpoint`: `ldap://x` is not an http(s) URL",
+            "x.yaml (document 4): Upstream `a`: field `auth`: token exchange sends the caller's token over HTTP: a stdio upstream has no request to carry it",
+            "x.yaml (document 4): Upstream `a`: field `auth.exchange.issuer`: no Issuer named `nowhere`; apply it first or fix the name",
+            "x.yaml (document 4): Upstream `a`: field `auth.exchange.audience`: name the audience the upstream's tokens are for (usually its URL)",
+            "x.yaml (document 5): Upstream `b`: field `auth.exchange.issuer`: Issuer `plain` does not say how Warden authenticates there: give it `exchange: { clientId: …, clientSecret: \"${secret:NAME}\" }`",
+            "x.yaml (document 5): Upstream `b`: field `auth.exchange.scopes[0]`: `a b` is not one scope",
+            "x.yaml (document 5): Upstream `b`: field `protocol`: token exchange needs 2026-07-28, where each call carries its own bearer; 2025-11-25 calls share a session",
+        ]
+    );
+    let good = "kind: Project\nname: p\n---\nkind: Issuer\nname: corp\nissuer: https://login.example.com\nexchange: { clientId: warden, clientSecret: \"${secret:x}\" }\n---\nkind: Upstream\nname: b\nproject: p\nhttp: { url: \"https://ledger.example/mcp\" }\nauth: { exchange: { issuer: corp, audience: \"https://ledger.example/mcp\" } }\n";
+    assert!(
+        errors("g.yaml", good).is_empty(),
+        "{:?}",
+        errors("g.yaml", good)
+    );
+}
+
 #[test]
 fn a_resource_defined_twice_in_one_apply_is_refused() {
     let text = "kind: User\nname: alice\n---\nkind: User\nname: alice\n";

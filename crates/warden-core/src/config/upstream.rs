@@ -6,6 +6,8 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::issuer::IssuerSpec;
+use super::reference::check_reference;
 use crate::name::Name;
 
 /// `kind: Upstream`
@@ -50,6 +52,32 @@ pub struct UpstreamSpec {
     /// `off` does not pin.
     #[serde(default, skip_serializing_if = "Pinning::is_default")]
     pub pinning: Pinning,
+    /// How calls authenticate upstream on behalf of their caller (AUTH-6); an HTTP upstream
+    /// only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<UpstreamAuth>,
+}
+
+/// How calls to an upstream authenticate as their caller (AUTH-6).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UpstreamAuth {
+    /// RFC 8693 token exchange: each call carries a token the issuer minted for its caller.
+    pub exchange: ExchangeSpec,
+}
+
+/// Where and for what the caller's access token is exchanged (AUTH-6).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ExchangeSpec {
+    /// The `Issuer` that exchanges: callers must hold one of its access tokens, and it must
+    /// say how Warden authenticates there (its `exchange`).
+    pub issuer: Name,
+    /// The audience (and resource) the upstream's tokens are for, usually its URL.
+    pub audience: String,
+    /// Scopes asked for; by default none (the issuer's default for the audience).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<String>,
 }
 
 /// What a change of an upstream tool's definition does (GOV-9).
@@ -84,6 +112,111 @@ impl UpstreamSpec {
     /// The prefix of its tools' catalog names: its own, else its name.
     pub fn catalog_prefix(&self) -> String {
         self.prefix.clone().unwrap_or_else(|| self.name.to_string())
+    }
+
+    /// The issuer its calls act on behalf of the caller at (AUTH-6), if they do.
+    pub fn on_behalf_of(&self) -> Option<&Name> {
+        self.auth.as_ref().map(|a| &a.exchange.issuer)
+    }
+
+    /// What is wrong with how it is reached, as `(field, problem)` pairs; `issuer` finds an
+    /// `Issuer` by name.
+    pub fn problems<'c>(
+        &self,
+        issuer: impl Fn(&str) -> Option<&'c IssuerSpec>,
+    ) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = Vec::new();
+        let mut fail = |field: &str, problem: String| out.push((field.to_owned(), problem));
+        match (&self.stdio, &self.http) {
+            (Some(_), Some(_)) => fail("http", "give either `stdio` or `http`, not both".into()),
+            (None, None) => fail(
+                "stdio",
+                "give either `stdio` (a command) or `http` (a URL)".into(),
+            ),
+            (Some(s), None) => {
+                if s.command.trim().is_empty() {
+                    fail("stdio.command", "cannot be empty".into());
+                }
+                for (k, v) in &s.env {
+                    if let Err(e) = check_reference(v) {
+                        fail(&format!("stdio.env.{k}"), e);
+                    }
+                }
+            }
+            (None, Some(h)) => h.problems(&mut fail),
+        }
+        if let Some(prefix) = &self.prefix
+            && !prefix.is_empty()
+            && let Err(e) = Name::new(prefix)
+        {
+            fail("prefix", format!("{}; use \"\" for no prefix", e.reason));
+        }
+        if self.timeout.is_some_and(|t| t.is_zero()) {
+            fail("timeout", "must be greater than zero".into());
+        }
+        if let Some(auth) = &self.auth {
+            auth.exchange
+                .problems(self.stdio.is_some(), &issuer, &mut fail);
+            if self.protocol == Some(UpstreamProtocol::V2025_11_25) {
+                fail(
+                    "protocol",
+                    "token exchange needs 2026-07-28, where each call carries its own bearer; \
+                     2025-11-25 calls share a session"
+                        .into(),
+                );
+            }
+        }
+        out
+    }
+}
+
+impl ExchangeSpec {
+    fn problems<'c>(
+        &self,
+        stdio: bool,
+        issuer: &impl Fn(&str) -> Option<&'c IssuerSpec>,
+        fail: &mut impl FnMut(&str, String),
+    ) {
+        if stdio {
+            fail(
+                "auth",
+                "token exchange sends the caller's token over HTTP: a stdio upstream has no \
+                 request to carry it"
+                    .into(),
+            );
+        }
+        match issuer(self.issuer.as_str()) {
+            None => fail(
+                "auth.exchange.issuer",
+                format!(
+                    "no Issuer named `{}`; apply it first or fix the name",
+                    self.issuer
+                ),
+            ),
+            Some(i) if i.exchange.is_none() => fail(
+                "auth.exchange.issuer",
+                format!(
+                    "Issuer `{}` does not say how Warden authenticates there: give it \
+                     `exchange: {{ clientId: …, clientSecret: \"${{secret:NAME}}\" }}`",
+                    self.issuer
+                ),
+            ),
+            Some(_) => {}
+        }
+        if self.audience.trim().is_empty() {
+            fail(
+                "auth.exchange.audience",
+                "name the audience the upstream's tokens are for (usually its URL)".into(),
+            );
+        }
+        for (i, scope) in self.scopes.iter().enumerate() {
+            if scope.is_empty() || scope.contains(char::is_whitespace) {
+                fail(
+                    &format!("auth.exchange.scopes[{i}]"),
+                    format!("`{scope}` is not one scope"),
+                );
+            }
+        }
     }
 }
 
@@ -163,6 +296,33 @@ pub struct HttpSpec {
 }
 
 impl HttpSpec {
+    fn problems(&self, fail: &mut impl FnMut(&str, String)) {
+        if !(self.url.starts_with("http://") || self.url.starts_with("https://")) {
+            fail(
+                "http.url",
+                format!(
+                    "`{}` is not an http:// or https:// URL",
+                    crate::url_credentials::redact(&self.url)
+                ),
+            );
+        } else if crate::url_credentials::has_credentials(&self.url) {
+            fail(
+                "http.url",
+                format!(
+                    "`{}` carries credentials, which would be shown wherever the URL is; \
+                     send them as a header whose value comes from a secret instead, e.g. \
+                     `headers: {{ Authorization: \"${{secret:NAME}}\" }}`",
+                    crate::url_credentials::redact(&self.url)
+                ),
+            );
+        }
+        for (k, v) in &self.headers {
+            if let Err(e) = check_reference(v) {
+                fail(&format!("http.headers.{k}"), e);
+            }
+        }
+    }
+
     /// Moves credentials out of `url` into [`Self::url_credentials`]; whether there were any.
     /// Only for configuration read back from the store: applying such a URL is refused.
     pub fn lift_url_credentials(&mut self) -> bool {

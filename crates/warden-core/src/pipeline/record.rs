@@ -87,11 +87,52 @@ impl Recorder<'_> {
         let payload = CanonicalObject::new()
             .value("args", &kept_arguments(tool, args))
             .field("args_hash", &hash_arguments(args))
-            .field("class", &tool.map(|t| t.class))
+            .field("class", &tool.map(|t| t.class));
+        // Only a caller the upstream acts for: any other is refused at the capability step.
+        let payload = match tool.and_then(|t| t.on_behalf_of.as_ref()) {
+            Some(issuer) if self.authenticated_by(issuer) => {
+                payload.value("on_behalf_of", &self.acting(issuer))
+            }
+            _ => payload,
+        };
+        let payload = payload
             .field("project", &tool.and_then(|t| t.project.as_ref()))
             .finish();
         records.push(self.base(at, RecordKind::Call, payload));
         records
+    }
+
+    /// Whom a call to an upstream that acts as its caller (AUTH-6) acts for, and who acts:
+    /// the subject (the caller, authenticated by `issuer`), then the actors — the agent and
+    /// its run when an agent calls, and Warden, as the issuer's client that exchanges.
+    fn acting(&self, issuer: &crate::name::Name) -> Value {
+        let mut actors = Vec::new();
+        if let Some(agent) = &self.authority.agent {
+            actors.push(serde_json::json!({"agent": agent, "run": self.run.id()}));
+        }
+        let client = self
+            .policy
+            .issuers()
+            .iter()
+            .find(|i| i.name == *issuer)
+            .and_then(|i| i.exchange.as_ref());
+        if let Some(client) = client {
+            actors.push(serde_json::json!({"client": client.client_id}));
+        }
+        serde_json::json!({
+            "actor": actors,
+            "issuer": issuer,
+            "subject": self.authority.principal.to_string(),
+        })
+    }
+
+    /// Whether the caller's credential is an access token of `issuer`.
+    fn authenticated_by(&self, issuer: &crate::name::Name) -> bool {
+        self.authority
+            .credential_id
+            .as_deref()
+            .and_then(crate::principal::jwt_issuer)
+            == Some(issuer.as_str())
     }
 
     /// A failed append of the run record must let the next call write it.

@@ -104,6 +104,7 @@ fn described(
         secret_arguments: std::sync::Arc::from([]),
         header_arguments: std::sync::Arc::from([]),
         rules: std::sync::Arc::from([]),
+        on_behalf_of: None,
     })
 }
 

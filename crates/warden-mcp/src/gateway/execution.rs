@@ -7,7 +7,9 @@
 //! and `warden_upstream_call_duration_seconds`, and, when traces are exported, a span for the
 //! governed call with a child span for the upstream call. The spans have the target
 //! [`TRACE_TARGET`], which the log never shows: with no trace exporter nobody is interested in
-//! them, and they cost a check of their callsite's interest.
+//! them, and they cost a check of their callsite's interest. The client's trace context is
+//! the parent of the call's span, and the upstream is told the upstream span's
+//! ([`crate::trace`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
@@ -29,6 +31,7 @@ use super::snapshot::Snapshot;
 use super::state::Gateway;
 use crate::builtin;
 use crate::client::ClientContext;
+use crate::upstream::Outgoing;
 
 /// Executes admitted calls against one snapshot: built-in tools, or the upstream's exit.
 #[derive(Debug)]
@@ -82,6 +85,7 @@ impl Gateway {
             gateway: self,
             snapshot: &snapshot,
         };
+        let parent = client.as_ref().and_then(|c| c.trace.clone());
         let request = CallRequest {
             call_id: format!("call_{}", uuid::Uuid::now_v7().simple()),
             name,
@@ -100,6 +104,7 @@ impl Gateway {
             warden.decision = tracing::field::Empty,
             warden.code = tracing::field::Empty,
         );
+        crate::trace::adopt(&span, parent.as_ref());
         // Boxed where it is made, so that the trace span, the handler and the request futures
         // around it hold a pointer instead of moving its whole state (see `execute`).
         let outcome = Box::pin(self.pipeline(&executor).call(
@@ -252,6 +257,39 @@ fn record_metrics(
     });
 }
 
+impl GatewayExecutor<'_> {
+    /// The bearer of a call to an upstream that acts as its caller (AUTH-6): the caller's
+    /// token exchanged at `issuer`. A failure is `UNAVAILABLE`, naming the issuer.
+    async fn bearer(
+        &self,
+        issuer: &warden_core::name::Name,
+        slot: &crate::upstream::UpstreamSlot,
+        call: &Execution<'_, Option<ClientContext>>,
+    ) -> Result<Arc<str>, ExecError> {
+        let spec = self
+            .snapshot
+            .policy
+            .issuers()
+            .iter()
+            .find(|i| i.name == *issuer)
+            .ok_or_else(|| {
+                ExecError::Unavailable(format!("issuer `{issuer}` is not configured"))
+            })?;
+        let subject = call.context.as_ref().and_then(|c| c.subject.as_ref());
+        self.gateway
+            .upstreams
+            .bearer(
+                spec,
+                &slot.spec,
+                call.authority,
+                subject,
+                self.gateway.clock.now(),
+            )
+            .await
+            .map_err(ExecError::Unavailable)
+    }
+}
+
 impl Executor for GatewayExecutor<'_> {
     type Context = Option<ClientContext>;
 
@@ -314,6 +352,12 @@ impl Executor for GatewayExecutor<'_> {
                         "upstream `{upstream}` sent an unreadable result"
                     ))
                 };
+                // The caller's token exchanged first (AUTH-6): the issuer's time is not the
+                // upstream hop's.
+                let bearer = match &call.tool.on_behalf_of {
+                    None => None,
+                    Some(issuer) => Some(Box::pin(self.bearer(issuer, &slot, &call)).await?),
+                };
                 // A child of the governed call's span (entered while this runs), from here
                 // until the answer is in. Not entered itself: one more wrapper around every
                 // call's future is one more level in a type already nested deep.
@@ -326,11 +370,19 @@ impl Executor for GatewayExecutor<'_> {
                     warden.upstream = upstream.as_str(),
                 );
                 let started = Instant::now();
+                let outgoing = Outgoing {
+                    bearer,
+                    trace: crate::trace::outgoing(
+                        &span,
+                        call.context.as_ref().and_then(|c| c.trace.as_ref()),
+                    ),
+                };
                 // Boxed: the largest future of the call (every exit's state); held inline it
                 // made each future around it as large, and each was copied whole where it was
                 // moved — 40,000 instructions of memcpy per call, more than a tenth of its
                 // cost (docs/benchmarks.md, "Where the call's CPU went").
-                let answer = Box::pin(slot.call(tool, call.args, call.context.as_ref())).await;
+                let answer =
+                    Box::pin(slot.call(tool, call.args, call.context.as_ref(), &outgoing)).await;
                 drop(span);
                 UPSTREAM_DURATIONS.record(
                     upstream.as_str(),

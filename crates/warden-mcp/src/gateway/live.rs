@@ -200,7 +200,10 @@ impl Gateway {
                     matched,
                     previous.get(&name).map(AsRef::as_ref),
                 ) {
-                    Ok(d) => tools.push(d),
+                    Ok(mut d) => {
+                        d.on_behalf_of = spec.on_behalf_of().cloned();
+                        tools.push(d);
+                    }
                     Err(e) => problems.push(format!(
                         "upstream `{}`: tool `{name}` skipped: {e}",
                         spec.name

@@ -34,8 +34,13 @@ impl Exit {
         params: &CallToolRequestParams,
         client: Option<&ClientContext>,
         timeout: Duration,
+        bearer: Option<&str>,
     ) -> Result<ServerResult, CallError> {
         match self {
+            // A call acting as its caller is routed to the HTTP exit only (`call_route`).
+            Exit::Peer(_) if bearer.is_some() => Err(CallError::Unreachable(
+                "a call acting as its caller cannot take a shared session".into(),
+            )),
             Exit::Peer(peer) => {
                 // What Warden tells the upstream for this call alone (log level, the client's
                 // capabilities) goes over rmcp's own `_meta` entries.
@@ -55,7 +60,7 @@ impl Exit {
                 // more than one allocation).
                 Box::pin(peer.request(request, options, client, Some(owner))).await
             }
-            Exit::Http(http) => call_http(http, params, client, timeout).await,
+            Exit::Http(http) => call_http(http, params, client, timeout, bearer).await,
         }
     }
 }
@@ -66,16 +71,18 @@ async fn call_http(
     params: &CallToolRequestParams,
     client: Option<&ClientContext>,
     timeout: Duration,
+    bearer: Option<&str>,
 ) -> Result<ServerResult, CallError> {
     let id = http.next_id();
     let never = CancellationToken::new();
     let cancelled = client.map_or(&never, |c| &c.cancel);
     let tell_upstream = || {
         let http = http.clone();
-        tokio::spawn(async move { http.cancel(id).await });
+        let bearer = bearer.map(str::to_owned);
+        tokio::spawn(async move { http.cancel(id, bearer.as_deref()).await });
     };
     let answer = tokio::select! {
-        answer = tokio::time::timeout(timeout, http.call(id, params, client)) => answer,
+        answer = tokio::time::timeout(timeout, http.call(id, params, client, bearer)) => answer,
         () = cancelled.cancelled() => {
             tell_upstream();
             return Err(CallError::Cancelled);

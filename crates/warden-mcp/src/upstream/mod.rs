@@ -15,7 +15,8 @@
 //! - [`relays`]: what an upstream sends during a call, back to the calling client; [`input`]:
 //!   a 2026-07-28 upstream's `input_required` answers; [`suspend`]: a 2025-11-25 upstream's
 //!   questions for a 2026-07-28 client, as `input_required`;
-//! - [`subscriptions`]: clients subscribed to an upstream's resources, in either era.
+//! - [`subscriptions`]: clients subscribed to an upstream's resources, in either era;
+//! - [`exchange`]: the caller's token exchanged for an upstream that acts as its caller.
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -27,6 +28,7 @@ use warden_core::name::Name;
 use warden_runtime::Secrets;
 
 mod delivery;
+pub mod exchange;
 mod exit;
 mod failure;
 pub mod http;
@@ -42,7 +44,9 @@ mod supervise;
 mod suspend;
 
 pub use relays::RelayLog;
-pub use slot::{DEFAULT_CALL_TIMEOUT, Offer, UpstreamAnswer, UpstreamSlot, UpstreamStatus};
+pub use slot::{
+    DEFAULT_CALL_TIMEOUT, Offer, Outgoing, UpstreamAnswer, UpstreamSlot, UpstreamStatus,
+};
 pub use subscriptions::Subscriber;
 
 /// A change worth rebuilding the catalog for.
@@ -59,6 +63,8 @@ pub struct Upstreams {
     events: mpsc::UnboundedSender<UpstreamEvent>,
     secrets: Secrets,
     log: Option<RelayLog>,
+    /// Tokens exchanged for callers (AUTH-6).
+    exchanges: exchange::Exchanges,
     /// The runtime that created this set: supervisors run there, also when a reload is asked
     /// for from a request on a serving thread (whose runtime ends with its connections).
     runtime: Option<tokio::runtime::Handle>,
@@ -76,6 +82,7 @@ impl Upstreams {
             events,
             secrets,
             log,
+            exchanges: exchange::Exchanges::default(),
             runtime: tokio::runtime::Handle::try_current().ok(),
         }
     }
@@ -119,6 +126,43 @@ impl Upstreams {
     /// How upstream (and runner) credentials are resolved.
     pub fn secrets(&self) -> &Secrets {
         &self.secrets
+    }
+
+    /// The bearer of a call to `upstream` acting as its caller (AUTH-6) at `now`: the
+    /// caller's token exchanged at `issuer`. The error names the issuer, for the caller.
+    pub(crate) async fn bearer(
+        &self,
+        issuer: &warden_core::config::IssuerSpec,
+        upstream: &UpstreamSpec,
+        authority: &warden_core::authority::Authority,
+        subject: Option<&exchange::SubjectToken>,
+        now: warden_core::time::Millis,
+    ) -> Result<Arc<str>, String> {
+        let of_issuer = authority
+            .credential_id
+            .as_deref()
+            .and_then(warden_core::principal::jwt_issuer)
+            == Some(issuer.name.as_str());
+        let (Some(auth), Some(subject), true) = (&upstream.auth, subject, of_issuer) else {
+            return Err(format!(
+                "upstream `{}` acts as its caller, and this call carries no access token of \
+                 issuer `{}` to act with",
+                upstream.name, issuer.name
+            ));
+        };
+        let acting = exchange::Acting {
+            upstream: upstream.name.as_str(),
+            issuer,
+            spec: &auth.exchange,
+            agent: authority.agent.as_ref().map(Name::as_str),
+            subject,
+        };
+        self.exchanges.bearer(&acting, &self.secrets, now).await
+    }
+
+    /// How many token exchanges were made (tokens kept and reused do not count).
+    pub fn exchanges_made(&self) -> u64 {
+        self.exchanges.made()
     }
 
     /// One upstream.

@@ -162,6 +162,25 @@ pub struct UpstreamSlot {
     pub(super) log: Option<RelayLog>,
 }
 
+/// What a call carries to its upstream beyond the request: the caller's exchanged token
+/// (AUTH-6) and the trace context of Warden's span for the round trip (OPS-3).
+#[derive(Default)]
+pub struct Outgoing {
+    /// The bearer that replaces the configured `Authorization`.
+    pub bearer: Option<std::sync::Arc<str>>,
+    /// Told in `_meta` (and in the headers on the HTTP exit).
+    pub trace: Option<crate::trace::TraceContext>,
+}
+
+impl std::fmt::Debug for Outgoing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Outgoing")
+            .field("bearer", &self.bearer.as_ref().map(|_| "<redacted>"))
+            .field("trace", &self.trace)
+            .finish()
+    }
+}
+
 impl UpstreamSlot {
     pub(super) fn new(spec: UpstreamSpec, log: Option<RelayLog>) -> Self {
         Self {
@@ -295,10 +314,30 @@ impl UpstreamSlot {
     }
 
     /// The exit a `tools/call` of `client` takes and the upstream's era on it (as
-    /// [`Self::rmcp_route`]; for a 2026-07-28 client the connection's own exit).
-    fn call_route(&self, client: Option<&ClientContext>) -> Result<(Exit, Era), String> {
+    /// [`Self::rmcp_route`]; for a 2026-07-28 client the connection's own exit). A call that
+    /// acts as its caller (`acting`, AUTH-6) leaves by the HTTP exit only, whose requests each
+    /// carry their own bearer.
+    fn call_route(
+        &self,
+        client: Option<&ClientContext>,
+        acting: bool,
+    ) -> Result<(Exit, Era), String> {
         let state = self.state.read().map_err(|_| self.unavailable())?;
         match &state.connection {
+            Some(c) if acting => match &c.exit {
+                Exit::Http(_) => Ok((c.exit.clone(), c.era)),
+                Exit::Peer(_) => Err(format!(
+                    "upstream `{}` acts as its caller, and its calls cannot each carry their \
+                     own bearer: {}",
+                    self.spec.name,
+                    match c.era {
+                        Era::V2025_11_25 => "it speaks 2025-11-25, whose calls share a session",
+                        Era::V2026_07_28 =>
+                            "a tool name needs rmcp's header encoding, or a configured header \
+                             could not be resolved (see the log)",
+                    }
+                )),
+            },
             Some(c) if !c.peer.is_transport_closed() => Ok(
                 match c.session_for(client.map(|c| c.era), capabilities_of(client)) {
                     Some(session) => (Exit::Peer(session.clone()), Era::V2025_11_25),
@@ -471,9 +510,13 @@ impl UpstreamSlot {
         tool: &str,
         args: Option<JsonObject>,
         client: Option<&ClientContext>,
+        outgoing: &Outgoing,
     ) -> Result<UpstreamAnswer, ExecError> {
         let name = &self.spec.name;
-        let (exit, era) = self.call_route(client).map_err(ExecError::Unavailable)?;
+        let bearer = outgoing.bearer.as_deref();
+        let (exit, era) = self
+            .call_route(client, bearer.is_some())
+            .map_err(ExecError::Unavailable)?;
         let timeout = self.spec.timeout.unwrap_or(DEFAULT_CALL_TIMEOUT);
         let mut params = CallToolRequestParams::new(tool.to_owned());
         if let Some(args) = args {
@@ -482,6 +525,13 @@ impl UpstreamSlot {
         if let Some(retry) = client.and_then(|c| c.retry.clone()) {
             params.input_responses = Some(retry.input_responses);
             params.request_state = retry.request_state;
+        }
+        if let Some(trace) = &outgoing.trace {
+            let meta = params.meta.get_or_insert_with(Default::default);
+            meta.set_traceparent(trace.traceparent());
+            if let Some(state) = &trace.state {
+                meta.set_tracestate(state.clone());
+            }
         }
         let policy = self.spec.relay.clone().unwrap_or_default();
         // An upstream hears, per call, what the calling client can answer when that differs
@@ -528,7 +578,7 @@ impl UpstreamSlot {
         for _ in 0..MAX_INPUT_ROUNDS {
             let answer = match resumed.take() {
                 Some(answer) => answer,
-                None => exit.call(&params, client, timeout).await,
+                None => exit.call(&params, client, timeout, bearer).await,
             };
             let answer = match answer {
                 Ok(answer) => answer,

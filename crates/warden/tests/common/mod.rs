@@ -677,6 +677,24 @@ impl ServedBinary {
             .unwrap()
     }
 
+    /// SIGTERM, as a service manager stops it; waits (at most 30 s) for the end.
+    pub fn stop(mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        let signalled = std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap();
+        assert!(signalled.success());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "warden serve did not stop");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// What it logged so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()

@@ -238,6 +238,7 @@ impl HttpExit {
         id: u64,
         params: &CallToolRequestParams,
         client: Option<&ClientContext>,
+        bearer: Option<&str>,
     ) -> Result<ServerResult, HttpCallError> {
         let progress = client.and_then(|c| c.progress_token.as_ref()).map(|_| {
             ProgressToken(rmcp::model::NumberOrString::String(
@@ -259,12 +260,24 @@ impl HttpExit {
             ),
         })
         .map_err(encode)?;
-        let params_headers = match self.mirrored.get(params.name.as_ref()) {
+        let mut params_headers = match self.mirrored.get(params.name.as_ref()) {
             Some(mirrored) => param_headers(mirrored, params.arguments.as_ref())?,
             None => Vec::new(),
         };
-        let (status, content_type, answer) =
-            self.post(name, &params_headers, Bytes::from(body)).await?;
+        // The trace context told in `_meta` goes in the W3C headers too (OPS-3).
+        if let Some(meta) = &params.meta {
+            for (name, value) in [
+                ("traceparent", meta.get_traceparent()),
+                ("tracestate", meta.get_tracestate()),
+            ] {
+                if let Some(v) = value.and_then(|v| HeaderValue::from_str(v).ok()) {
+                    params_headers.push((HeaderName::from_static(name), v));
+                }
+            }
+        }
+        let (status, content_type, answer) = self
+            .post(name, &params_headers, bearer, Bytes::from(body))
+            .await?;
         // What this call holds of the budget of large answers, until it returns.
         let mut held = budget::Held::new();
         if !status.is_success() {
@@ -397,13 +410,29 @@ impl HttpExit {
         &self,
         name: HeaderValue,
         params: &[(HeaderName, HeaderValue)],
+        bearer: Option<&str>,
         body: Bytes,
     ) -> Result<(StatusCode, String, Answer<'_>), HttpCallError> {
+        // The caller's exchanged token (AUTH-6) replaces any configured `Authorization`.
+        let authorization = match bearer {
+            None => None,
+            Some(token) => {
+                let mut value =
+                    HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| {
+                        HttpCallError::Transport("the exchanged token is not a valid header".into())
+                    })?;
+                value.set_sensitive(true);
+                Some(value)
+            }
+        };
         let headers = || {
             let mut headers = self.headers.clone();
             headers.insert(HeaderName::from_static("mcp-name"), name.clone());
             for (k, v) in params {
                 headers.insert(k.clone(), v.clone());
+            }
+            if let Some(value) = &authorization {
+                headers.insert(http::header::AUTHORIZATION, value.clone());
             }
             headers
         };
@@ -437,7 +466,8 @@ impl HttpExit {
     }
 
     /// Tells the upstream, best effort, that request `id` was cancelled by its client.
-    pub(crate) async fn cancel(&self, id: u64) {
+    /// `bearer` is the call's own (AUTH-6), if it had one.
+    pub(crate) async fn cancel(&self, id: u64, bearer: Option<&str>) {
         let body = serde_json::json!({
             "jsonrpc": "2.0",
             "method": "notifications/cancelled",
@@ -448,6 +478,10 @@ impl HttpExit {
             HeaderName::from_static("mcp-method"),
             HeaderValue::from_static("notifications/cancelled"),
         );
+        if let Some(value) = bearer.and_then(|t| HeaderValue::from_str(&format!("Bearer {t}")).ok())
+        {
+            headers.insert(http::header::AUTHORIZATION, value);
+        }
         let sent = self
             .client
             .post(self.url.clone())

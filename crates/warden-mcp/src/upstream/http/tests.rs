@@ -211,7 +211,7 @@ mod redirects {
         // 307: not executed, to be repeated: reqwest repeats it and follows it.
         let (url, hits) = upstream(Status::TEMPORARY_REDIRECT).await;
         let answer = exit(&url)
-            .call(1, &CallToolRequestParams::new("t"), None)
+            .call(1, &CallToolRequestParams::new("t"), None, None)
             .await;
         assert!(matches!(answer, Ok(ServerResult::CallToolResult(_))));
         assert_eq!(
@@ -222,7 +222,7 @@ mod redirects {
         // 303: the upstream may have executed it; it is not sent again.
         let (url, hits) = upstream(Status::SEE_OTHER).await;
         let answer = exit(&url)
-            .call(1, &CallToolRequestParams::new("t"), None)
+            .call(1, &CallToolRequestParams::new("t"), None, None)
             .await;
         assert!(
             matches!(&answer, Err(HttpCallError::Transport(m)) if m == "HTTP 303 See Other"),
