@@ -6,8 +6,8 @@
 //! HTTP Basic). An exchanged token is kept per subject token (by its SHA-256), agent,
 //! audience and scopes until shortly before it (or the caller's own token) expires, so that a
 //! caller's next calls cost no round trip to the issuer; another token of the same user is
-//! exchanged anew, never served a token minted from someone else's. The token endpoint is the issuer's metadata's unless the
-//! `Issuer` names one; found once per issuer URL.
+//! exchanged anew, never served a token minted from someone else's. The token endpoint is the
+//! issuer's metadata's unless the `Issuer` names one; found once per issuer URL.
 //!
 //! Warden presents no actor token: the issuer knows Warden as the client that asks, and the
 //! agent and run that act are in the audit trail's call record (`on_behalf_of`).
