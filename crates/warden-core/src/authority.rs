@@ -91,6 +91,15 @@ pub enum AuthorityError {
 }
 
 impl Authority {
+    /// Whether its credential is an access token of issuer `issuer` (AUTH-4): the only
+    /// caller an upstream acting as its caller (AUTH-6) acts for.
+    pub fn authenticated_by(&self, issuer: &str) -> bool {
+        self.credential_id
+            .as_deref()
+            .and_then(crate::principal::jwt_issuer)
+            == Some(issuer)
+    }
+
     /// The capabilities this run holds, as patterns: the grant's (`owner ∩ scopes`, see
     /// [`Grant::effective`]) with its `run:projects:…` patterns replaced by the projects whose
     /// tools the run may use — so a token bound to one project shows that project only, never

@@ -12,7 +12,6 @@ use serde_json::{Map, Value};
 
 use crate::authority::Authority;
 use crate::policy::{AutonomyLevel, Policy};
-use crate::principal::jwt_issuer;
 use crate::tool::{Catalog, GovernanceStatus, Risk, ToolDescriptor};
 
 /// Why a call was refused: a closed, documented set (GOV-4).
@@ -245,7 +244,7 @@ fn decide_visible(authority: &Authority, tool: &ToolDescriptor, purpose: Purpose
         ));
     }
     if let Some(issuer) = &tool.on_behalf_of
-        && authority.credential_id.as_deref().and_then(jwt_issuer) != Some(issuer.as_str())
+        && !authority.authenticated_by(issuer.as_str())
     {
         return Decision::Deny(Denial::new(
             DenyCode::Capability,

@@ -90,7 +90,7 @@ impl Recorder<'_> {
             .field("class", &tool.map(|t| t.class));
         // Only a caller the upstream acts for: any other is refused at the capability step.
         let payload = match tool.and_then(|t| t.on_behalf_of.as_ref()) {
-            Some(issuer) if self.authenticated_by(issuer) => {
+            Some(issuer) if self.authority.authenticated_by(issuer.as_str()) => {
                 payload.value("on_behalf_of", &self.acting(issuer))
             }
             _ => payload,
@@ -124,15 +124,6 @@ impl Recorder<'_> {
             "issuer": issuer,
             "subject": self.authority.principal.to_string(),
         })
-    }
-
-    /// Whether the caller's credential is an access token of `issuer`.
-    fn authenticated_by(&self, issuer: &crate::name::Name) -> bool {
-        self.authority
-            .credential_id
-            .as_deref()
-            .and_then(crate::principal::jwt_issuer)
-            == Some(issuer.as_str())
     }
 
     /// A failed append of the run record must let the next call write it.

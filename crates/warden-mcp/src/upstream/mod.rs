@@ -138,11 +138,7 @@ impl Upstreams {
         subject: Option<&exchange::SubjectToken>,
         now: warden_core::time::Millis,
     ) -> Result<Arc<str>, String> {
-        let of_issuer = authority
-            .credential_id
-            .as_deref()
-            .and_then(warden_core::principal::jwt_issuer)
-            == Some(issuer.name.as_str());
+        let of_issuer = authority.authenticated_by(issuer.name.as_str());
         let (Some(auth), Some(subject), true) = (&upstream.auth, subject, of_issuer) else {
             return Err(format!(
                 "upstream `{}` acts as its caller, and this call carries no access token of \
