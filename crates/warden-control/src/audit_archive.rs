@@ -1,7 +1,8 @@
 //! Archiving the audit trail (AUD-6) — `warden audit archive --before T -o FILE`: the records
 //! before a time are written as an AUD-5 export signed at both ends, then removed from the
-//! store, which keeps a signed cut so that `audit verify` proves the rest from there. The door
-//! writes the file between [`plan`] and [`cut`]: nothing is removed before it is written.
+//! store, which keeps a signed cut so that `audit verify` proves the rest from there.
+//! `audit_file::archive` writes the file between [`plan`] and [`cut`]: nothing is removed
+//! before it is written.
 
 use serde_json::json;
 use warden_core::audit::checkpoint::Checkpoint;

@@ -10,6 +10,7 @@
 pub mod approvals;
 pub mod audit;
 pub mod audit_archive;
+pub mod audit_file;
 pub mod epics;
 pub mod explain;
 mod forge_secrets;

@@ -3,12 +3,9 @@
 //! machine without the store, with the key's public half alone. The export's format and its
 //! verification are `warden_core::audit::export`'s; which records is `warden_control::audit`'s.
 
-use std::io::Write as _;
-
 use warden_control::Caller;
-use warden_control::audit::{SignedExport, signed_export};
-use warden_control::audit_archive;
-use warden_core::audit::ChainVerifier;
+use warden_control::audit::signed_export;
+use warden_control::audit_file::{self, Destination};
 use warden_core::audit::export::{self, Format};
 
 use crate::audit_verify::key_at;
@@ -82,7 +79,7 @@ pub(crate) async fn run(a: &ExportArgs, audit: &AuditArgs) -> anyhow::Result<()>
         None => Box::new(std::io::stdout().lock()),
     };
     let end = signed.end.clone();
-    let written = write(signed, format, out, false).await?;
+    let written = audit_file::write(signed, format, out, false).await?;
     if a.out.is_some() {
         eprintln!(
             "exported {written} audit records up to seq {}, signed by {}",
@@ -92,85 +89,16 @@ pub(crate) async fn run(a: &ExportArgs, audit: &AuditArgs) -> anyhow::Result<()>
     Ok(())
 }
 
-/// Writes `signed` in `format` to `out`: the start's checkpoint, the records, the end's. How
-/// many records. `check`: refuse, naming the record, an export whose records do not chain from
-/// its start to its end (an archive, which removes them from the store next).
-async fn write(
-    mut signed: SignedExport,
-    format: Format,
-    out: Box<dyn std::io::Write>,
-    check: bool,
-) -> anyhow::Result<u64> {
-    let mut out = std::io::BufWriter::new(out);
-    let mut chain = match &signed.start {
-        Some(start) => ChainVerifier::starting_at(start.seq + 1, &start.hash),
-        None => ChainVerifier::default(),
-    };
-    if let Some(start) = &signed.start {
-        writeln!(out, "{}", export::checkpoint_line(start))?;
-    }
-    let mut written = 0_u64;
-    let mut last_hash = None;
-    while let Some(chunk) = signed.records.next_chunk().await {
-        for record in chunk? {
-            if check {
-                chain.push(&record).map_err(|b| {
-                    anyhow::anyhow!("{b}: the store's chain is broken there; nothing was archived")
-                })?;
-                last_hash = Some(record.hash.clone());
-            }
-            writeln!(out, "{}", export::record_line(&record, format))?;
-            written += 1;
-        }
-    }
-    if check && last_hash.as_deref() != Some(signed.end.hash.as_str()) {
-        return Err(anyhow::anyhow!(
-            "the records read end before seq {}, which was signed: the store changed; nothing was archived",
-            signed.end.seq
-        ));
-    }
-    writeln!(out, "{}", export::checkpoint_line(&signed.end))?;
-    out.flush()?;
-    Ok(written)
-}
-
 /// `warden audit archive --before T -o FILE` (AUD-6): the archive is written and on disk
-/// before anything is removed from the store.
+/// before anything is removed from the store (`audit_file::archive`).
 pub(crate) async fn archive(a: &ArchiveArgs, audit: &AuditArgs) -> anyhow::Result<()> {
     let before =
         output::parse_time(&a.before, now()).map_err(|e| usage(format!("`before`: {e}")))?;
     let (key, store) = key_and_store(&a.key, audit, "audit archive").await?;
-    let control = control(store);
     let caller = Caller::Operator(cli_actor());
-    let signed = audit_archive::plan(&control, &caller, before, &key).await?;
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&a.out)
-        .map_err(|e| anyhow::anyhow!("cannot write a new archive at {}: {e}", a.out.display()))?;
-    let end = signed.end.clone();
-    let kept = file.try_clone()?;
-    let written = write(signed, Format::Jsonl, Box::new(file), true).await?;
-    // On disk, and found there after a crash, before anything leaves the store.
-    let synced = kept.sync_all().and_then(|()| {
-        let dir = match a.out.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => std::path::Path::new("."),
-        };
-        std::fs::File::open(dir)?.sync_all()
-    });
-    synced.map_err(|e| {
-        anyhow::anyhow!("cannot sync {}: {e}; nothing was archived", a.out.display())
-    })?;
-    let archived = audit_archive::cut(
-        &control,
-        &caller,
-        &key,
-        &end,
-        written,
-        &a.out.display().to_string(),
-    )
-    .await?;
+    let to = Destination::File(a.out.clone());
+    let made = audit_file::archive(&control(store), &caller, before, &key, &to).await?;
+    let (written, end, archived) = (made.records, made.end, made.archived);
     eprintln!(
         "archived {written} audit records through seq {} to {}, signed by {}; removed {} from the store, whose chain is verified from seq {} on",
         archived.through,

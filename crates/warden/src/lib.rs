@@ -19,6 +19,7 @@ mod output;
 mod progress;
 mod provider_cmd;
 mod remote;
+mod retention;
 mod runs_cmd;
 mod serve;
 mod stdio;

@@ -16,6 +16,7 @@ use crate::common::{
     SERVING_FILE, audit_key_path, config_errors, now, open_serving, read_config_files, usage,
 };
 use crate::output;
+use crate::retention::Retention;
 use crate::target::location;
 
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
@@ -40,6 +41,8 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         warden_store::StoreError::Invalid(m) => usage(m),
         other => anyhow::Error::new(other).context("failed to open the audit key"),
     })?);
+    let clock = Arc::new(warden_runtime::SystemClock);
+    let retention = Retention::new(&args.retention, store.clone(), clock, key.clone())?;
     let admin = store.bootstrap(now()).await?;
     let secrets_dir = crate::common::secrets_dir(args.secrets_dir.clone(), &location);
     if !resources.is_empty() {
@@ -131,9 +134,13 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         key.clone(),
         shutdown.clone(),
     ));
+    let archiving = retention.map(|r| tokio::spawn(r.run_while(shutdown.clone())));
     let result = bound.serve_on_threads(threads, shutdown).await;
     gateway.shutdown();
     let _ = signing.await;
+    if let Some(archiving) = archiving {
+        let _ = archiving.await;
+    }
     // The last records the chain got, anchored before the process ends.
     checkpoints::sign(gateway.store(), &key).await;
     // Inserts what is still spooled, so that the store is whole when the process ends.

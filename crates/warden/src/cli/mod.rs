@@ -278,9 +278,40 @@ pub struct ServeArgs {
     #[arg(long, value_name = "URL", env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
     pub otlp_endpoint: Option<String>,
 
+    /// Scheduled retention of the audit trail.
+    #[command(flatten)]
+    pub retention: RetentionArgs,
+
     /// Where the store is.
     #[command(flatten)]
     pub store: StoreArgs,
+}
+
+/// `warden serve`'s scheduled retention (AUD-6): the archive `warden audit archive` makes, on
+/// a schedule, into a directory (docs/audit.md).
+#[derive(Debug, Args)]
+pub struct RetentionArgs {
+    /// Archive the audit records older than this (`90d`) on `--retention-schedule` into
+    /// `--retention-dir`, removing them from the store as `warden audit archive` does. Off
+    /// without it.
+    #[arg(long, value_name = "AGE", env = "WARDEN_RETENTION", value_parser = positive_duration,
+        requires = "retention_dir")]
+    pub retention: Option<std::time::Duration>,
+
+    /// The directory archives are written to, each a new file named after the records it
+    /// holds (created, readable by its owner only, when missing).
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "WARDEN_RETENTION_DIR",
+        requires = "retention"
+    )]
+    pub retention_dir: Option<PathBuf>,
+
+    /// When archives are made: a five-field cron expression, UTC.
+    #[arg(long, value_name = "CRON", env = "WARDEN_RETENTION_SCHEDULE",
+        default_value = "0 3 * * *", value_parser = cron, requires = "retention")]
+    pub retention_schedule: String,
 }
 
 /// `warden stdio`.
@@ -396,6 +427,10 @@ fn public_url(value: &str) -> Result<String, String> {
 }
 
 /// A duration flag (`30s`, `2m`) that must be greater than zero.
+fn cron(value: &str) -> Result<String, String> {
+    warden_core::cron::Schedule::parse(value).map(|_| value.to_owned())
+}
+
 fn positive_duration(value: &str) -> Result<std::time::Duration, String> {
     let d = warden_core::time::parse_duration(value)?;
     if d.is_zero() {
