@@ -5,6 +5,7 @@ mod api;
 mod approvals_cmd;
 mod audit_cmd;
 mod audit_export;
+mod audit_logs;
 mod audit_verify;
 mod bench_cmd;
 mod chat_cmd;

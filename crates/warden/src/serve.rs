@@ -10,6 +10,7 @@ use warden_mcp::{Gateway, GatewayOptions};
 use warden_server::{AppState, Bound, HostPolicy};
 use warden_store::{AuditKey, Location};
 
+use crate::audit_logs::AuditLogs;
 use crate::checkpoints;
 use crate::cli::ServeArgs;
 use crate::common::{
@@ -34,9 +35,16 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     // Then the address: a port in use is refused before a new store is created (with an
     // admin token nobody would see) and before any upstream process is started.
     let listener = Bound::listener(args.listen)?;
+    let key_path = audit_key_path(args.audit_key.as_deref(), &location)?;
+    let audit_logs = match (&args.otlp_endpoint, args.otlp_audit) {
+        (Some(endpoint), true) => {
+            let cursor = key_path.with_file_name("audit-otlp-logs.cursor");
+            Some(AuditLogs::new(endpoint, cursor)?)
+        }
+        _ => None,
+    };
     let store = Arc::new(open_serving(&location).await?);
     tracing::info!(store = %location.display(), backend = store.backend_name(), "store opened");
-    let key_path = audit_key_path(args.audit_key.as_deref(), &location)?;
     let key = Arc::new(AuditKey::load_or_create(&key_path).map_err(|e| match e {
         warden_store::StoreError::Invalid(m) => usage(m),
         other => anyhow::Error::new(other).context("failed to open the audit key"),
@@ -135,11 +143,13 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         shutdown.clone(),
     ));
     let archiving = retention.map(|r| tokio::spawn(r.run_while(shutdown.clone())));
+    let sending =
+        audit_logs.map(|l| tokio::spawn(l.send_while(gateway.store().clone(), shutdown.clone())));
     let result = bound.serve_on_threads(threads, shutdown).await;
     gateway.shutdown();
     let _ = signing.await;
-    if let Some(archiving) = archiving {
-        let _ = archiving.await;
+    for task in [archiving, sending].into_iter().flatten() {
+        let _ = task.await;
     }
     // The last records the chain got, anchored before the process ends.
     checkpoints::sign(gateway.store(), &key).await;

@@ -105,15 +105,20 @@ fn traces_url(endpoint: &str) -> String {
     format!("{}/v1/traces", endpoint.trim_end_matches('/'))
 }
 
-fn tracer_provider(endpoint: &str) -> anyhow::Result<opentelemetry_sdk::trace::SdkTracerProvider> {
-    let url = reqwest::Url::parse(endpoint)
+/// The collector's base URL `--otlp-endpoint` names: a usage error unless http(s).
+pub(crate) fn collector_url(endpoint: &str) -> anyhow::Result<reqwest::Url> {
+    reqwest::Url::parse(endpoint)
         .ok()
         .filter(|u| matches!(u.scheme(), "http" | "https"))
         .ok_or_else(|| {
             usage(format!(
                 "--otlp-endpoint `{endpoint}`: not an http:// or https:// URL (e.g. http://127.0.0.1:4318)"
             ))
-        })?;
+        })
+}
+
+fn tracer_provider(endpoint: &str) -> anyhow::Result<opentelemetry_sdk::trace::SdkTracerProvider> {
+    let url = collector_url(endpoint)?;
     let client = Sender {
         client: reqwest::Client::builder()
             .timeout(EXPORT_TIMEOUT)

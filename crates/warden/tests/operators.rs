@@ -10,6 +10,8 @@
     reason = "test code"
 )]
 
+#[path = "operators/audit_logs.rs"]
+mod audit_logs;
 mod common;
 #[path = "operators/traces.rs"]
 mod traces;

@@ -278,6 +278,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "URL", env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
     pub otlp_endpoint: Option<String>,
 
+    /// Also send the audit trail to that collector as OTLP logs (its `/v1/logs`): each record
+    /// in order, from a cursor kept beside the audit key, sent again until the collector
+    /// takes it (docs/audit.md).
+    #[arg(long, env = "WARDEN_OTLP_AUDIT", requires = "otlp_endpoint")]
+    pub otlp_audit: bool,
+
     /// Scheduled retention of the audit trail.
     #[command(flatten)]
     pub retention: RetentionArgs,
