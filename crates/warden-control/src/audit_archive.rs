@@ -1,7 +1,7 @@
 //! Archiving the audit trail (AUD-6) — `warden audit archive --before T -o FILE`: the records
 //! before a time are written as an AUD-5 export signed at both ends, then removed from the
 //! store, which keeps a signed cut so that `audit verify` proves the rest from there.
-//! `audit_file::archive` writes the file between [`plan`] and [`cut`]: nothing is removed
+//! `audit_file::archive` writes the file between [`plan`] and [`set_cut`]: nothing is removed
 //! before it is written.
 
 use serde_json::json;
@@ -78,16 +78,16 @@ pub struct Archived {
 }
 
 /// Sets the store's cut at `end` — the [`plan`]'s, once its `records` are written to `file`
-/// (named in the admin record) — signed with `key` as a cut, removes the records through it,
-/// shrinks the store's files and signs a checkpoint of the head after it.
-pub async fn cut(
+/// (named in the admin record) — signed with `key` as a cut: from here on the records through
+/// it are the file's. Refused (a conflict) when they are archived already.
+pub async fn set_cut(
     control: &Control,
     caller: &Caller,
     key: &warden_store::AuditKey,
     end: &Checkpoint,
     records: u64,
     file: &str,
-) -> Result<Archived, Refusal> {
+) -> Result<(), Refusal> {
     caller.require(AUDIT_ARCHIVE, "archiving the audit trail")?;
     let store = control.store();
     let now = control.now();
@@ -98,12 +98,22 @@ pub async fn cut(
         "records": records,
         "file": file,
     });
-    store
+    Ok(store
         .set_audit_cut(cut, &caller.actor(), details, now)
-        .await?;
+        .await?)
+}
+
+/// After [`set_cut`] through `end`: removes the records through it, shrinks the store's files
+/// and signs a checkpoint of the head with `key`. What fails here, the next archive finishes.
+pub async fn after_cut(
+    control: &Control,
+    key: &warden_store::AuditKey,
+    end: &Checkpoint,
+) -> Result<Archived, Refusal> {
+    let store = control.store();
     let removed = store.remove_archived().await?;
     let not_shrunk = store.shrink_audit().await.err().map(|e| e.to_string());
-    store.checkpoint(key, now).await?;
+    store.checkpoint(key, control.now()).await?;
     Ok(Archived {
         through: end.seq,
         removed,

@@ -109,11 +109,11 @@ pub struct Archive {
 }
 
 /// `warden audit archive` and scheduled retention (AUD-6): writes the records before `before`
-/// as an export signed with `key` at both ends to a new file at `to`, checks that they chain
-/// from start to end, syncs the file and its directory — then, and only then, cuts the store
-/// there ([`audit_archive::cut`]). When anything fails before the cut, or the cut is refused
-/// (another archive of these records was cut first), the file is removed and the store is
-/// unchanged.
+/// as an export signed with `key` at both ends to a new file at `to` (readable by its owner
+/// only), checks that they chain from start to end, syncs the file and its directory — then,
+/// and only then, cuts the store there ([`audit_archive::set_cut`]). Until the cut, a failure
+/// removes what was written and leaves the store unchanged; from the cut on the file is kept
+/// whatever happens, and what fails after it the next archive finishes.
 pub async fn archive(
     control: &Control,
     caller: &Caller,
@@ -126,51 +126,40 @@ pub async fn archive(
     let (path, partial) = match to {
         Destination::File(path) => (path.clone(), None),
         Destination::Directory(dir) => {
+            remove_stale_partials(dir);
             let first = signed.start.as_ref().map_or(1, |s| s.seq + 1);
             let name = file_name(first, end.seq);
-            // Written under a name of its own first: what a crash leaves is written over by
-            // the next archive, never taken for one.
-            (dir.join(&name), Some(dir.join(format!(".{name}.partial"))))
+            // Written under a name of its own first (no other archive writes it), and named
+            // only once complete: a crash never leaves a file that looks like an archive.
+            let partial = format!(".{name}.{:016x}{PARTIAL}", random());
+            (dir.join(&name), Some(dir.join(partial)))
         }
     };
     let written_at = partial.as_ref().unwrap_or(&path);
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(partial.is_none())
-        .create(true)
-        .truncate(true)
-        .open(written_at)
-        .map_err(|e| {
-            FileError::Failed(format!(
-                "cannot write a new archive at {}: {e}",
-                written_at.display()
-            ))
-        })?;
+    let file = new_file(written_at).map_err(|e| {
+        FileError::Failed(format!(
+            "cannot write a new archive at {}: {e}",
+            written_at.display()
+        ))
+    })?;
     let removing = |e: FileError| {
         // What was written of an archive that will not be cut is no archive.
         let _ = std::fs::remove_file(written_at);
         e
     };
-    let kept = file
-        .try_clone()
-        .map_err(|e| FileError::Failed(format!("cannot write {}: {e}", path.display())))
-        .map_err(removing)?;
-    let records = write(signed, Format::Jsonl, file, true)
-        .await
-        .map_err(removing)?;
     let failed = |e: std::io::Error| {
         FileError::Failed(format!(
             "cannot write the archive at {}: {e}; nothing was archived",
             path.display()
         ))
     };
+    let kept = file.try_clone().map_err(failed).map_err(removing)?;
+    let records = write(signed, Format::Jsonl, file, true)
+        .await
+        .map_err(removing)?;
     kept.sync_all().map_err(failed).map_err(removing)?;
     if let Some(partial) = &partial {
-        // Named only if the name is free: an archive is never written over.
-        std::fs::hard_link(partial, &path)
-            .map_err(failed)
-            .map_err(removing)?;
-        let _ = std::fs::remove_file(partial);
+        name(partial, &path).map_err(failed).map_err(removing)?;
     }
     let removing = |e: FileError| {
         let _ = std::fs::remove_file(&path);
@@ -178,21 +167,29 @@ pub async fn archive(
     };
     // On disk under its name, and found there after a crash, before anything leaves the store.
     sync_dir(&path).map_err(failed).map_err(removing)?;
-    let archived = match audit_archive::cut(
-        control,
-        caller,
-        key,
-        &end,
-        records,
-        &path.display().to_string(),
-    )
-    .await
-    {
-        Ok(archived) => archived,
-        // Once the store's cut is this archive's end, the file is all that holds its records.
-        Err(e) if cut_at(control, &end).await => return Err(e.into()),
-        Err(e) => return Err(removing(e.into())),
-    };
+    let file = path.display().to_string();
+    match audit_archive::set_cut(control, caller, key, &end, records, &file).await {
+        Ok(()) => {}
+        // Refused before the store changed (archived already, by another archive).
+        Err(e @ (Refusal::Store(StoreError::Conflict(_)) | Refusal::Missing { .. })) => {
+            return Err(removing(e.into()));
+        }
+        // Whether the cut took is unknown: the file stays, so that its records are somewhere.
+        Err(e) => {
+            return Err(FileError::Failed(format!(
+                "{file} was written, then the store's cut could not be set: {e}; the file is kept (the store may hold its records still, or have been cut at seq {})",
+                end.seq
+            )));
+        }
+    }
+    let archived = audit_archive::after_cut(control, key, &end)
+        .await
+        .map_err(|e| {
+            FileError::Failed(format!(
+                "the store was cut through seq {} and {file} holds those records; then: {e}; the next archive removes what is left",
+                end.seq
+            ))
+        })?;
     Ok(Archive {
         file: path,
         records,
@@ -201,12 +198,61 @@ pub async fn archive(
     })
 }
 
-/// Whether the store's cut is at `end` — or cannot be read, so that it may be.
-async fn cut_at(control: &Control, end: &Checkpoint) -> bool {
-    match control.store().audit_cut().await {
-        Ok(cut) => cut.is_some_and(|c| c.seq == end.seq && c.hash == end.hash),
-        Err(_) => true,
+/// How the name of a file an archive is being written to ends.
+const PARTIAL: &str = ".partial";
+
+/// How old a `.partial` file must be before an archive in its directory removes it: one that
+/// a crash left, not one another archive is writing.
+const STALE: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Removes the `.partial` files of archives that stopped (a crash) in `dir`.
+fn remove_stale_partials(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let stale = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > STALE);
+        if name.starts_with(".audit-") && name.ends_with(PARTIAL) && stale {
+            let _ = std::fs::remove_file(entry.path());
+        }
     }
+}
+
+/// A new file at `path`, never one that exists (nor a link's target), readable by its owner
+/// only: an archive is as sensitive as the trail.
+fn new_file(path: &Path) -> std::io::Result<File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path)
+}
+
+/// Gives the complete file at `partial` the name `path`, only if no file has it.
+fn name(partial: &Path, path: &Path) -> std::io::Result<()> {
+    match std::fs::hard_link(partial, path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Err(e),
+        // A file system without hard links: a rename, after looking that the name is free.
+        Err(_) if !path.exists() => std::fs::rename(partial, path)?,
+        Err(e) => return Err(e),
+    }
+    let _ = std::fs::remove_file(partial);
+    Ok(())
+}
+
+/// A random number, for a name nobody else picks.
+fn random() -> u64 {
+    let mut bytes = [0_u8; 8];
+    let _ = getrandom::fill(&mut bytes);
+    u64::from_le_bytes(bytes)
 }
 
 /// Syncs the directory that names `path`.

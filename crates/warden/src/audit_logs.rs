@@ -18,7 +18,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
+use opentelemetry_proto::tonic::collector::logs::v1::{
+    ExportLogsServiceRequest, ExportLogsServiceResponse,
+};
 use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, InstrumentationScope, KeyValue};
 use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
@@ -35,8 +37,10 @@ use crate::common::usage;
 const LOOK: Duration = Duration::from_secs(1);
 /// The most records one request carries.
 const BATCH: i64 = 500;
-/// How long one request may take.
+/// How long one request may take; and how long a stopping server goes on sending.
 const TIMEOUT: Duration = Duration::from_secs(10);
+/// The longest wait between tries while the collector does not take what it is sent.
+const MAX_WAIT: Duration = Duration::from_secs(60);
 /// OpenTelemetry's severity numbers: INFO, and WARN for a denial.
 const INFO: i32 = 9;
 const WARN: i32 = 13;
@@ -74,77 +78,111 @@ impl AuditLogs {
         })
     }
 
-    /// Sends `store`'s trail as it grows until `cancel`, then what it holds at that moment.
-    pub(crate) async fn send_while(self, store: Arc<Store>, cancel: CancellationToken) {
-        let mut after = match self.start(&store).await {
-            Ok(after) => after,
-            Err(e) => {
-                tracing::error!(error = %e, "cannot send the audit trail as OTLP logs");
-                return;
-            }
-        };
+    /// Sends `store`'s trail after the record `after` (from [`AuditLogs::start`]) as it grows
+    /// until `cancel`, then for at most [`TIMEOUT`] what it holds at that moment.
+    pub(crate) async fn send_while(self, store: Arc<Store>, after: i64, cancel: CancellationToken) {
         tracing::info!(url = %self.url, after, "sending the audit trail as OTLP logs");
-        let mut failing = false;
-        let mut tick = tokio::time::interval(LOOK);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut sender = Sending {
+            after,
+            batch: BATCH,
+            failed: None,
+            wait: Duration::ZERO,
+        };
         loop {
             let stopping = tokio::select! {
                 () = cancel.cancelled() => true,
-                _ = tick.tick() => false,
+                () = tokio::time::sleep(LOOK + sender.wait) => false,
             };
+            let until = std::time::Instant::now() + TIMEOUT;
             // Batch after batch while the trail has more (and the collector takes them).
-            loop {
-                match self.send_after(&store, after).await {
-                    Ok(Some(sent)) => {
-                        after = sent;
-                        if std::mem::take(&mut failing) {
-                            tracing::info!(url = %self.url, "sending the audit trail again");
-                        }
-                    }
-                    Ok(None) => break,
-                    Err(why) => {
-                        if !std::mem::replace(&mut failing, true) {
-                            tracing::warn!(url = %self.url, error = %why, after, "cannot send the audit trail as OTLP logs; the records are sent again until the collector takes them");
-                        }
-                        break;
-                    }
-                }
-            }
+            while self.send_next(&store, &mut sender).await
+                && (!stopping || std::time::Instant::now() < until)
+            {}
             if stopping {
                 return;
             }
         }
     }
 
-    /// Where sending starts: after the cursor, or after the trail's head without one.
-    async fn start(&self, store: &Store) -> anyhow::Result<i64> {
-        match std::fs::read_to_string(&self.cursor) {
-            Ok(text) => text.trim().parse().with_context(|| {
-                format!(
-                    "{} does not hold a sequence number; delete it to start at the trail's head",
-                    self.cursor.display()
-                )
-            }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let head = store.audit_head().await?;
-                self.keep(head)?;
-                Ok(head)
+    /// Sends the next batch; whether one was sent. Failures are said when they change.
+    async fn send_next(&self, store: &Store, sender: &mut Sending) -> bool {
+        let why = match self.send_after(store, sender.after, sender.batch).await {
+            Ok(Some(sent)) => {
+                sender.after = sent;
+                sender.wait = Duration::ZERO;
+                if sender.failed.take().is_some() {
+                    tracing::info!(url = %self.url, "sending the audit trail again");
+                }
+                return true;
             }
-            Err(e) => Err(e).with_context(|| format!("cannot read {}", self.cursor.display())),
+            Ok(None) => return false,
+            Err(Failure::TooLarge) if sender.batch > 1 => {
+                sender.batch /= 2;
+                return true;
+            }
+            Err(Failure::TooLarge) => "the collector refuses a single record as too large".into(),
+            Err(Failure::Other(why)) => why,
+        };
+        // Sent again later, waiting longer each time (up to a minute), until it is taken.
+        sender.wait = (sender.wait * 2).clamp(LOOK, MAX_WAIT);
+        if sender.failed.as_deref() != Some(why.as_str()) {
+            tracing::warn!(url = %self.url, error = %why, after = sender.after, "cannot send the audit trail as OTLP logs; the records are sent again until the collector takes them");
+            sender.failed = Some(why);
         }
+        false
     }
 
-    /// Sends the records after `after` (a batch); the last one sent, none when there was none.
-    async fn send_after(&self, store: &Store, after: i64) -> Result<Option<i64>, String> {
+    /// Where sending starts: after the cursor, or after the trail's head without one (kept as
+    /// the cursor at once, so that what the server writes from now on is sent).
+    pub(crate) async fn start(&self, store: &Store) -> anyhow::Result<i64> {
+        let head = store.audit_head().await?;
+        let cursor = match std::fs::read_to_string(&self.cursor) {
+            Ok(text) => text.trim().parse::<i64>().with_context(|| {
+                format!(
+                    "{} does not hold a sequence number: write the last one sent into it (or delete it to start at the trail's head)",
+                    self.cursor.display()
+                )
+            })?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                self.keep(head)?;
+                return Ok(head);
+            }
+            Err(e) => {
+                return Err(e).with_context(|| format!("cannot read {}", self.cursor.display()));
+            }
+        };
+        if cursor > head {
+            tracing::warn!(cursor, head, file = %self.cursor.display(), "the OTLP cursor is ahead of the audit trail's head (another store's?); sending from the head");
+            self.keep(head)?;
+            return Ok(head);
+        }
+        Ok(cursor)
+    }
+
+    /// Sends at most `batch` records after `after`; the last one sent, none when there was
+    /// none.
+    async fn send_after(
+        &self,
+        store: &Store,
+        after: i64,
+        batch: i64,
+    ) -> Result<Option<i64>, Failure> {
         let filter = AuditFilter {
             after_seq: Some(after),
-            limit: Some(BATCH),
+            limit: Some(batch),
             ..AuditFilter::default()
         };
-        let records = store.audit(&filter).await.map_err(|e| e.to_string())?;
-        let Some(last) = records.last().map(|r| r.seq) else {
+        let records = store.audit(&filter).await.map_err(Failure::of)?;
+        let (Some(first), Some(last)) = (records.first(), records.last()) else {
             return Ok(None);
         };
+        if first.seq > after + 1 {
+            tracing::error!(
+                missing = %format!("{}..={}", after + 1, first.seq - 1),
+                "audit records were archived before they were sent as OTLP logs: they are in the archive files (the trail's `audit.archive` records name them), not in the logs"
+            );
+        }
+        let last = last.seq;
         let body = request(&records).encode_to_vec();
         let answer = self
             .client
@@ -154,20 +192,70 @@ impl AuditLogs {
             .body(body)
             .send()
             .await
-            .map_err(|e| e.to_string())?;
-        if !answer.status().is_success() {
-            return Err(format!("the collector answered {}", answer.status()));
+            .map_err(Failure::of)?;
+        let status = answer.status();
+        if status == http::StatusCode::PAYLOAD_TOO_LARGE {
+            return Err(Failure::TooLarge);
         }
-        self.keep(last).map_err(|e| e.to_string())?;
+        if !status.is_success() {
+            return Err(Failure::Other(format!("the collector answered {status}")));
+        }
+        // Records the collector took in but rejected are its own: sending them again would
+        // not change its mind. Said, and passed.
+        let answer = answer.bytes().await.unwrap_or_default();
+        if let Some(partial) = ExportLogsServiceResponse::decode(answer)
+            .ok()
+            .and_then(|r| r.partial_success)
+            .filter(|p| p.rejected_log_records > 0)
+        {
+            tracing::error!(rejected = partial.rejected_log_records, message = %partial.error_message, after, last, "the collector rejected audit records it was sent");
+        }
+        self.keep(last).map_err(Failure::of)?;
         Ok(Some(last))
     }
 
-    /// Keeps `seq` as the cursor (a new file renamed over the old: never half written).
+    /// Keeps `seq` as the cursor: a new file, on disk, renamed over the old.
     fn keep(&self, seq: i64) -> anyhow::Result<()> {
         let new = self.cursor.with_extension("new");
-        std::fs::write(&new, format!("{seq}\n"))
+        let written = std::fs::File::create(&new).and_then(|mut f| {
+            std::io::Write::write_all(&mut f, format!("{seq}\n").as_bytes())?;
+            f.sync_all()
+        });
+        written
             .and_then(|()| std::fs::rename(&new, &self.cursor))
+            .and_then(|()| match self.cursor.parent() {
+                Some(dir) if !dir.as_os_str().is_empty() => std::fs::File::open(dir)?.sync_all(),
+                _ => Ok(()),
+            })
             .with_context(|| format!("cannot write {}", self.cursor.display()))
+    }
+}
+
+/// Where a sender is.
+#[derive(Debug)]
+struct Sending {
+    /// The last record sent.
+    after: i64,
+    /// Records a request carries (halved while the collector finds them too large).
+    batch: i64,
+    /// The failure said last, until sending works again.
+    failed: Option<String>,
+    /// How much longer than [`LOOK`] to wait before the next try.
+    wait: Duration,
+}
+
+/// Why a batch was not sent.
+#[derive(Debug)]
+enum Failure {
+    /// The collector answered 413.
+    TooLarge,
+    /// Anything else, in words.
+    Other(String),
+}
+
+impl Failure {
+    fn of(e: impl std::fmt::Display) -> Self {
+        Self::Other(e.to_string())
     }
 }
 

@@ -40,6 +40,26 @@ pub(crate) struct Retention {
 }
 
 impl Retention {
+    /// Checks what `args` ask for before anything else starts: the schedule, and a directory
+    /// (created, readable by its owner only, when missing) that a file can be written to.
+    pub(crate) fn check(args: &RetentionArgs) -> anyhow::Result<()> {
+        let Some(directory) = &args.retention_dir else {
+            return Ok(());
+        };
+        Schedule::parse(&args.retention_schedule)
+            .map_err(|e| crate::common::usage(format!("`--retention-schedule`: {e}")))?;
+        let probe = directory.join(format!(".audit-probe-{}", std::process::id()));
+        create_private_dir(directory)
+            .and_then(|()| std::fs::write(&probe, b""))
+            .and_then(|()| std::fs::remove_file(&probe))
+            .map_err(|e| {
+                crate::common::usage(format!(
+                    "`--retention-dir`: cannot write in {}: {e}",
+                    directory.display()
+                ))
+            })
+    }
+
     /// The retention `args` ask for (none without `--retention`), archiving from `store` with
     /// `key` on `clock`; its directory is created (readable by its owner only) when missing.
     pub(crate) fn new(
@@ -113,6 +133,11 @@ impl Retention {
     /// The archive of the records older than the age at the scheduled time `at`, unless
     /// another replica claimed that time or nothing is that old.
     async fn fire(&self, at: Millis) -> Option<Archive> {
+        // A replica that cannot write its directory does not take the time from the others.
+        if !self.directory.is_dir() {
+            tracing::error!(directory = %self.directory.display(), "audit retention skipped: the directory is gone");
+            return None;
+        }
         let claim = format!("audit-retention:{}", self.cron);
         match self.store.claim_once(&claim, at).await {
             Ok(true) => {}
@@ -144,7 +169,7 @@ impl Retention {
                 None
             }
             Err(e) => {
-                tracing::error!(error = %e, "audit retention: the archive failed; the store is unchanged");
+                tracing::error!(error = %e, "audit retention: the archive failed; the next scheduled time tries again");
                 None
             }
         }

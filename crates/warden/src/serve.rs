@@ -35,11 +35,17 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     // Then the address: a port in use is refused before a new store is created (with an
     // admin token nobody would see) and before any upstream process is started.
     let listener = Bound::listener(args.listen)?;
+    Retention::check(&args.retention)?;
     let key_path = audit_key_path(args.audit_key.as_deref(), &location)?;
     let audit_logs = match (&args.otlp_endpoint, args.otlp_audit) {
         (Some(endpoint), true) => {
             let cursor = key_path.with_file_name("audit-otlp-logs.cursor");
             Some(AuditLogs::new(endpoint, cursor)?)
+        }
+        (None, true) => {
+            return Err(usage(
+                "`--otlp-audit` sends to the `--otlp-endpoint` collector: name one",
+            ));
         }
         _ => None,
     };
@@ -52,6 +58,14 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let clock = Arc::new(warden_runtime::SystemClock);
     let retention = Retention::new(&args.retention, store.clone(), clock, key.clone())?;
     let admin = store.bootstrap(now()).await?;
+    // Where the trail's logs start is settled before any call is served.
+    let audit_logs = match audit_logs {
+        Some(logs) => {
+            let after = logs.start(&store).await?;
+            Some((logs, after))
+        }
+        None => None,
+    };
     let secrets_dir = crate::common::secrets_dir(args.secrets_dir.clone(), &location);
     if !resources.is_empty() {
         // The one apply every door makes (a GitProvider's secret settled the same way).
@@ -143,8 +157,9 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         shutdown.clone(),
     ));
     let archiving = retention.map(|r| tokio::spawn(r.run_while(shutdown.clone())));
-    let sending =
-        audit_logs.map(|l| tokio::spawn(l.send_while(gateway.store().clone(), shutdown.clone())));
+    let sending = audit_logs.map(|(logs, after)| {
+        tokio::spawn(logs.send_while(gateway.store().clone(), after, shutdown.clone()))
+    });
     let result = bound.serve_on_threads(threads, shutdown).await;
     gateway.shutdown();
     let _ = signing.await;

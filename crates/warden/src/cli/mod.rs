@@ -281,7 +281,7 @@ pub struct ServeArgs {
     /// Also send the audit trail to that collector as OTLP logs (its `/v1/logs`): each record
     /// in order, from a cursor kept beside the audit key, sent again until the collector
     /// takes it (docs/audit.md).
-    #[arg(long, env = "WARDEN_OTLP_AUDIT", requires = "otlp_endpoint")]
+    #[arg(long, env = "WARDEN_OTLP_AUDIT", value_parser = clap::builder::BoolishValueParser::new())]
     pub otlp_audit: bool,
 
     /// Scheduled retention of the audit trail.
@@ -432,11 +432,12 @@ fn public_url(value: &str) -> Result<String, String> {
     Ok(value.trim_end_matches('/').to_owned())
 }
 
-/// A duration flag (`30s`, `2m`) that must be greater than zero.
+/// A five-field cron expression, checked.
 fn cron(value: &str) -> Result<String, String> {
     warden_core::cron::Schedule::parse(value).map(|_| value.to_owned())
 }
 
+/// A duration flag (`30s`, `2m`) that must be greater than zero.
 fn positive_duration(value: &str) -> Result<std::time::Duration, String> {
     let d = warden_core::time::parse_duration(value)?;
     if d.is_zero() {

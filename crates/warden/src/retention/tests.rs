@@ -137,10 +137,26 @@ async fn each_scheduled_time_archives_what_is_older_than_the_age_into_a_new_file
         .expect("the trail says who archived");
     assert_eq!(archived.record.principal.as_deref(), Some(ACTOR));
 
-    // A replica on the same store, at the same time, archives nothing more.
+    // A replica on the same store, at the same time, archives nothing more — though a
+    // record old enough came in since (written with an old time).
+    let late = parse_documents("p.yaml", "kind: Project\nname: late\n").unwrap();
+    store
+        .apply(late, "test", Millis(DAY0 + 2 * HOUR))
+        .await
+        .unwrap()
+        .unwrap();
     let replica = self::retention(&store, dir.path(), "1d", &clock);
     assert!(replica.fire(first).await.is_none());
     assert_eq!(files(&archive_dir).len(), 1);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(archive_dir.join(&name))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "an archive is its owner's");
+    }
 
     // Day 2 at 03:00: the records before day 1 03:00, in a file that starts at the cut.
     clock.advance(DAY);
