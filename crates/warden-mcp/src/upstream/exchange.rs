@@ -331,3 +331,117 @@ async fn read_limited(mut answer: reqwest::Response) -> Result<Vec<u8>, String> 
     }
     Ok(body)
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
+
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use base64::Engine as _;
+    use serde_json::json;
+
+    use super::*;
+
+    /// A token endpoint minting `t1`, `t2`, … each valid `lifetime` seconds.
+    async fn token_endpoint(lifetime: i64) -> (String, Arc<AtomicU64>) {
+        let minted = Arc::new(AtomicU64::new(0));
+        let count = minted.clone();
+        let app = axum::Router::new().route(
+            "/token",
+            axum::routing::post(move || {
+                let n = count.fetch_add(1, Ordering::SeqCst) + 1;
+                async move {
+                    axum::Json(json!({
+                        "access_token": format!("t{n}"),
+                        "token_type": "Bearer",
+                        "expires_in": lifetime,
+                    }))
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        (format!("http://{addr}/token"), minted)
+    }
+
+    /// A JWT-shaped subject token that expires at `exp` (seconds).
+    fn subject(exp: i64) -> SubjectToken {
+        let claims = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .encode(json!({ "sub": "alice", "exp": exp }).to_string());
+        SubjectToken::new(&format!("e30.{claims}.sig"))
+    }
+
+    #[tokio::test]
+    async fn a_kept_token_serves_until_shortly_before_it_or_the_callers_expires() {
+        crate::http_client::install_tls();
+        let (endpoint, minted) = token_endpoint(120).await;
+        let secrets_dir = tempfile::tempdir().unwrap();
+        std::fs::write(secrets_dir.path().join("exchange"), "s3cret").unwrap();
+        let secrets = Secrets::new(Some(secrets_dir.path().to_path_buf()));
+        let issuer: IssuerSpec = serde_json::from_value(json!({
+            "name": "corp",
+            "issuer": "https://idp.example",
+            "exchange": {
+                "clientId": "warden",
+                "clientSecret": "${secret:exchange}",
+                "tokenEndpoint": endpoint,
+            },
+        }))
+        .unwrap();
+        let spec: ExchangeSpec = serde_json::from_value(json!({
+            "issuer": "corp",
+            "audience": "https://ledger.example/mcp",
+        }))
+        .unwrap();
+        let t0 = 1_800_000_000_000_i64;
+        let alice = subject(t0 / 1000 + 3600);
+        let acting = |subject| Acting {
+            upstream: "ledger",
+            issuer: &issuer,
+            spec: &spec,
+            agent: None,
+            subject,
+        };
+        let exchanges = Exchanges::default();
+        let at = |ms: i64| Millis(t0 + ms);
+
+        assert_eq!(
+            &*exchanges
+                .bearer(&acting(&alice), &secrets, at(0))
+                .await
+                .unwrap(),
+            "t1"
+        );
+        // Kept: 120 s of life, less the 30 s margin.
+        let kept = exchanges
+            .bearer(&acting(&alice), &secrets, at(89_999))
+            .await;
+        assert_eq!(&*kept.unwrap(), "t1");
+        assert_eq!(minted.load(Ordering::SeqCst), 1);
+        // From then on, a new one.
+        let renewed = exchanges
+            .bearer(&acting(&alice), &secrets, at(90_000))
+            .await;
+        assert_eq!(&*renewed.unwrap(), "t2");
+        assert_eq!((exchanges.made(), minted.load(Ordering::SeqCst)), (2, 2));
+
+        // Another token of hers is exchanged anew, and one about to expire is not outlived.
+        let short = subject(t0 / 1000 + 60);
+        let first = exchanges.bearer(&acting(&short), &secrets, at(0)).await;
+        assert_eq!(&*first.unwrap(), "t3");
+        let kept = exchanges
+            .bearer(&acting(&short), &secrets, at(59_999))
+            .await;
+        assert_eq!(&*kept.unwrap(), "t3");
+        let after = exchanges
+            .bearer(&acting(&short), &secrets, at(60_000))
+            .await;
+        assert_eq!(
+            &*after.unwrap(),
+            "t4",
+            "kept no longer than the caller's own token"
+        );
+    }
+}
