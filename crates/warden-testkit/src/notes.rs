@@ -47,7 +47,10 @@ mod definitions;
 mod http;
 pub mod showcase;
 
-pub use http::{Seen, serve_http, serve_http_with, spawn_http, spawn_http_seen, spawn_http_with};
+pub use http::{
+    Seen, serve_http, serve_http_with, spawn_http, spawn_http_idle, spawn_http_seen,
+    spawn_http_with,
+};
 
 /// A value of the fixture's own making as an MCP type.
 fn typed<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, McpError> {

@@ -251,6 +251,90 @@ async fn resource_subscriptions_work_in_every_pairing_of_eras() {
     }
 }
 
+/// A 2025-11-25 client's subscription through an HTTP upstream that speaks both eras lives on
+/// the 2025-11-25 session Warden opens beside its stateless connection, a session nothing else
+/// may use for hours. Servers end idle sessions (rmcp after five minutes; this one after 45 s),
+/// and the subscription with it: Warden keeps the session alive, so updates still arrive after
+/// that long. An upstream that restarts has forgotten the session: Warden sees it (rather than
+/// letting the SDK open a new one unseen) and subscribes again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscription_outlasts_the_upstreams_idle_timeout_and_its_restart() {
+    use rmcp::ServiceExt as _;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    use std::time::Duration;
+    const IDLE: Duration = Duration::from_secs(45);
+    let upstream = |addr: std::net::SocketAddr, shutdown: tokio_util::sync::CancellationToken| {
+        let server = warden_testkit::notes::NotesServer::new(None);
+        warden_testkit::notes::spawn_http_idle(server, addr, shutdown, IDLE)
+    };
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let addr = upstream("127.0.0.1:0".parse().unwrap(), shutdown.clone())
+        .await
+        .unwrap();
+    let w = TestWarden::start(&format!(
+        "kind: Project\nname: alpha\n---\nkind: Upstream\nname: alpha\nproject: alpha\n\
+         http: {{ url: \"http://{addr}/mcp\" }}\n---\nkind: ToolPolicy\nname: add\n\
+         project: alpha\ntool: alpha__add_note\nclass: mutation\n"
+    ))
+    .await;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let config =
+        StreamableHttpClientTransportConfig::with_uri(w.mcp()).auth_header(w.admin.clone());
+    let session = Updates(tx)
+        .serve(StreamableHttpClientTransport::from_config(config))
+        .await
+        .unwrap();
+    #[allow(deprecated, reason = "resources/subscribe is the 2025-11-25 way")]
+    session
+        .subscribe(rmcp::model::SubscribeRequestParams::new("notes://all"))
+        .await
+        .unwrap();
+    // A note added each second until one is heard of, within `within` (a call while Warden
+    // reconnects may fail).
+    let note = rmcp::model::CallToolRequestParams::new("alpha__add_note")
+        .with_arguments(json!({"text": "later"}).as_object().unwrap().clone());
+    let heard = async |rx: &mut tokio::sync::mpsc::UnboundedReceiver<String>, within| {
+        let heard = async {
+            loop {
+                let _ = session.call_tool(note.clone()).await;
+                if let Ok(uri) = tokio::time::timeout(Duration::from_secs(1), rx.recv()).await {
+                    break uri;
+                }
+            }
+        };
+        tokio::time::timeout(within, heard).await.ok()
+    };
+    // Longer than the upstream keeps an idle session (the wait is the upstream's own clock).
+    tokio::time::sleep(IDLE + Duration::from_secs(5)).await;
+    let uri = heard(&mut rx, Duration::from_secs(10)).await;
+    assert_eq!(
+        uri.flatten().as_deref(),
+        Some("notes://all"),
+        "after the idle timeout"
+    );
+    // The upstream restarts on the same address, its sessions gone.
+    shutdown.cancel();
+    let restarted = tokio_util::sync::CancellationToken::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while let Err(e) = upstream(addr, restarted.clone()).await {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "restart on {addr}: {e}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    while rx.try_recv().is_ok() {}
+    // Found at the next ping (every 30 s) at the latest.
+    let uri = heard(&mut rx, Duration::from_secs(50)).await;
+    assert_eq!(
+        uri.flatten().as_deref(),
+        Some("notes://all"),
+        "after a restart"
+    );
+    restarted.cancel();
+}
+
 /// `tools/list` keeps each upstream's own order (XPORT-5), after Warden's built-in tools: a
 /// client that takes "the first tool" gets the upstream's first, not the first by name.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

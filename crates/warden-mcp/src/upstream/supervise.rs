@@ -16,7 +16,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rmcp::RoleClient;
-use rmcp::model::{ErrorCode, PaginatedRequestParams, ProtocolVersion, Tool};
+use rmcp::model::{
+    ClientRequest, ErrorCode, PaginatedRequestParams, PingRequest, ProtocolVersion, Tool,
+};
 use rmcp::service::{
     ClientCacheConfig, ClientInitializeError, ClientLifecycleMode, ClientServiceExt as _, Peer,
     RunningService, ServiceError,
@@ -42,6 +44,9 @@ use warden_runtime::Secrets;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
 /// How long opening the 2025-11-25 session of an upstream already connected may take.
 const SESSION_TIMEOUT: Duration = Duration::from_secs(5);
+/// How often the offer is fetched again, and the 2025-11-25 session beside a 2026-07-28
+/// connection pinged: nothing else may use that session for hours, and servers end a session
+/// left idle (rmcp's after five minutes), and with it the subscriptions it carries.
 const REFRESH_EVERY: Duration = Duration::from_secs(30);
 const MIN_BACKOFF: Duration = Duration::from_millis(250);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
@@ -194,6 +199,7 @@ async fn connect(
             legacy_version: Some(ProtocolVersion::V_2025_11_25),
         },
     };
+    let is_session = session.is_some();
     let inflight = session.unwrap_or_else(|| slot.inflight.clone());
     let handler = UpstreamClient {
         name: spec.name.clone(),
@@ -212,7 +218,7 @@ async fn connect(
                 .map_err(|e| format!("MCP handshake failed: {}", handshake(&e, spec.protocol)))
         } else if let Some(http) = &spec.http {
             let transport = Routed::new(
-                rmcp_transport(http, secrets)?,
+                rmcp_transport(http, secrets, is_session)?,
                 spec.name.clone(),
                 inflight.clone(),
             );
@@ -298,6 +304,7 @@ async fn run_connected(
     exits: &Exits<'_>,
 ) -> String {
     let ct = client.cancellation_token();
+    let session_peer = session.as_ref().map(|s| s.peer().clone());
     // Holds the session: when this function returns, dropping it ends the session.
     let session_ended = async move {
         match session {
@@ -343,14 +350,15 @@ async fn run_connected(
         // arrives meanwhile is taken by the next one (10,000 a second were 8,733 re-fetches in
         // 30 s, and as many notifications to every client).
         let due = async {
-            tokio::select! {
-                () = slot.refresh.notified() => {}
-                () = lists.changed() => {}
-                _ = timer.tick() => {}
-            }
+            let ticked = tokio::select! {
+                () = slot.refresh.notified() => false,
+                () = lists.changed() => false,
+                _ = timer.tick() => true,
+            };
             tokio::time::sleep_until(fetched + REFETCH_AT_MOST_EVERY).await;
+            ticked
         };
-        tokio::select! {
+        let ticked = tokio::select! {
             () = slot.cancel.cancelled() => {
                 ct.cancel();
                 let _ = (&mut waiting).await;
@@ -361,9 +369,16 @@ async fn run_connected(
                 ct.cancel();
                 return "its 2025-11-25 session ended".into();
             }
-            () = due => {}
-        }
+            ticked = due => ticked,
+        };
         fetched = tokio::time::Instant::now();
+        if let (true, Some(session)) = (ticked, &session_peer)
+            && let Err(why) = ping(session).await
+        {
+            // Its subscriptions are gone with it: a new connection makes them again.
+            ct.cancel();
+            return format!("its 2025-11-25 session ended ({why})");
+        }
         if peer.is_transport_closed() {
             ct.cancel();
             return "the connection closed".into();
@@ -381,6 +396,16 @@ async fn run_connected(
                 return reason;
             }
         }
+    }
+}
+
+/// Pings the upstream on `peer`, within [`LIST_TIMEOUT`]; any answer, an error too, is one.
+async fn ping(peer: &Peer<RoleClient>) -> Result<(), String> {
+    let ping = peer.send_request(ClientRequest::PingRequest(PingRequest::default()));
+    match tokio::time::timeout(LIST_TIMEOUT, ping).await {
+        Ok(Ok(_) | Err(ServiceError::McpError(_))) => Ok(()),
+        Ok(Err(e)) => Err(format!("ping failed: {}", short(&request_failure(&e)))),
+        Err(_) => Err("ping did not answer".to_owned()),
     }
 }
 

@@ -4,6 +4,7 @@
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// A server the fixture's HTTP service serves (the notes server).
 pub trait Served: rmcp::ServerHandler + Clone + Send + Sync + 'static {}
@@ -26,23 +27,57 @@ impl Seen {
     }
 }
 
-/// The fixture's Streamable HTTP service at `/mcp`.
+/// The fixture's Streamable HTTP service at `/mcp`; a session left `idle` that long ends (by
+/// default after rmcp's five minutes).
 fn app(
     server: impl Served,
     shutdown: &tokio_util::sync::CancellationToken,
     json: bool,
+    idle: Option<Duration>,
 ) -> axum::Router {
     use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
     use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
     let config = StreamableHttpServerConfig::default()
         .with_json_response(json)
         .with_cancellation_token(shutdown.child_token());
-    let service = StreamableHttpService::new(
-        move || Ok(server.clone()),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    );
+    let mut sessions = LocalSessionManager::default();
+    if idle.is_some() {
+        sessions.session_config.keep_alive = idle;
+    }
+    let service =
+        StreamableHttpService::new(move || Ok(server.clone()), Arc::new(sessions), config);
     axum::Router::new().route_service("/mcp", service)
+}
+
+/// Serves `app` on `listener` until `shutdown`, on a task of its own.
+fn spawn_app(
+    app: axum::Router,
+    listener: tokio::net::TcpListener,
+    shutdown: tokio_util::sync::CancellationToken,
+) {
+    tokio::spawn(async move {
+        let stopped = async move { shutdown.cancelled().await };
+        if let Err(e) = axum::serve(listener, app)
+            .with_graceful_shutdown(stopped)
+            .await
+        {
+            tracing::error!(error = %e, "fixture upstream stopped");
+        }
+    });
+}
+
+/// Binds `addr` and serves the fixture over HTTP (plain JSON answers), ending each session
+/// left idle for `idle`; returns the bound address.
+pub async fn spawn_http_idle(
+    server: impl Served,
+    addr: SocketAddr,
+    shutdown: tokio_util::sync::CancellationToken,
+    idle: Duration,
+) -> anyhow::Result<SocketAddr> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let local = listener.local_addr()?;
+    spawn_app(app(server, &shutdown, true, Some(idle)), listener, shutdown);
+    Ok(local)
 }
 
 /// Binds `addr` and serves the fixture over HTTP (plain JSON answers), remembering the headers
@@ -54,7 +89,7 @@ pub async fn spawn_http_seen(
 ) -> anyhow::Result<(SocketAddr, Seen)> {
     let seen = Seen::default();
     let kept = seen.clone();
-    let app = app(server, &shutdown, true).layer(axum::middleware::from_fn(
+    let app = app(server, &shutdown, true, None).layer(axum::middleware::from_fn(
         move |request: axum::extract::Request, next: axum::middleware::Next| {
             if let Ok(mut seen) = kept.0.lock() {
                 seen.push(request.headers().clone());
@@ -64,15 +99,7 @@ pub async fn spawn_http_seen(
     ));
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let local = listener.local_addr()?;
-    tokio::spawn(async move {
-        let stopped = async move { shutdown.cancelled().await };
-        if let Err(e) = axum::serve(listener, app)
-            .with_graceful_shutdown(stopped)
-            .await
-        {
-            tracing::error!(error = %e, "fixture upstream stopped");
-        }
-    });
+    spawn_app(app, listener, shutdown);
     Ok((local, seen))
 }
 
@@ -94,7 +121,7 @@ pub async fn serve_http_with(
     shutdown: tokio_util::sync::CancellationToken,
     json: bool,
 ) -> anyhow::Result<()> {
-    let app = app(server, &shutdown, json);
+    let app = app(server, &shutdown, json, None);
     let ct = shutdown.clone();
     axum::serve(listener, app)
         .with_graceful_shutdown(async move { ct.cancelled().await })

@@ -138,13 +138,18 @@ fn param_headers(
 }
 
 /// rmcp's Streamable HTTP client for an upstream (connecting, listing, everything but the
-/// calls of this exit), on the process's pooled client ([`crate::http_client`]).
+/// calls of this exit), on the process's pooled client ([`crate::http_client`]). For the
+/// 2025-11-25 `session` beside a 2026-07-28 connection, a session the server ended fails the
+/// next request rather than being opened again unseen: the subscriptions it carried would be
+/// lost without a word (the supervisor reconnects, and subscribes again).
 pub(super) fn rmcp_transport(
     http: &HttpSpec,
     secrets: &Secrets,
+    session: bool,
 ) -> Result<StreamableHttpClientTransport<reqwest::Client>, String> {
     let config = StreamableHttpClientTransportConfig::with_uri(http.url.clone())
-        .custom_headers(configured_headers(http, secrets)?);
+        .custom_headers(configured_headers(http, secrets)?)
+        .reinit_on_expired_session(!session);
     Ok(StreamableHttpClientTransport::with_client(
         crate::http_client::shared()?,
         config,
