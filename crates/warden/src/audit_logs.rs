@@ -94,9 +94,14 @@ impl AuditLogs {
                 () = tokio::time::sleep(LOOK + sender.wait) => false,
             };
             let until = std::time::Instant::now() + TIMEOUT;
-            // Batch after batch while the trail has more (and the collector takes them).
+            // Batch after batch while the trail has more (and the collector takes them); a
+            // stop asked for during a catch-up ends it, for the final drain's bounded time.
             while self.send_next(&store, &mut sender).await
-                && (!stopping || std::time::Instant::now() < until)
+                && if stopping {
+                    std::time::Instant::now() < until
+                } else {
+                    !cancel.is_cancelled()
+                }
             {}
             if stopping {
                 return;

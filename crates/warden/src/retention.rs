@@ -39,14 +39,24 @@ pub(crate) struct Retention {
     key: Arc<AuditKey>,
 }
 
+/// The retention a server's flags ask for, checked before the store is opened.
+#[derive(Debug)]
+pub(crate) struct Plan {
+    age: Millis,
+    directory: PathBuf,
+    cron: String,
+    schedule: Schedule,
+}
+
 impl Retention {
-    /// Checks what `args` ask for before anything else starts: the schedule, and a directory
-    /// (created, readable by its owner only, when missing) that a file can be written to.
-    pub(crate) fn check(args: &RetentionArgs) -> anyhow::Result<()> {
-        let Some(directory) = &args.retention_dir else {
-            return Ok(());
+    /// What `args` ask for (none without `--retention`), checked before anything else starts:
+    /// the schedule, and a directory (created, readable by its owner only, when missing) that
+    /// a file can be written to.
+    pub(crate) fn check(args: &RetentionArgs) -> anyhow::Result<Option<Plan>> {
+        let (Some(age), Some(directory)) = (args.retention, &args.retention_dir) else {
+            return Ok(None);
         };
-        Schedule::parse(&args.retention_schedule)
+        let schedule = Schedule::parse(&args.retention_schedule)
             .map_err(|e| crate::common::usage(format!("`--retention-schedule`: {e}")))?;
         let probe = directory.join(format!(".audit-probe-{}", std::process::id()));
         create_private_dir(directory)
@@ -57,42 +67,12 @@ impl Retention {
                     "`--retention-dir`: cannot write in {}: {e}",
                     directory.display()
                 ))
-            })
-    }
-
-    /// The retention `args` ask for (none without `--retention`), archiving from `store` with
-    /// `key` on `clock`; its directory is created (readable by its owner only) when missing.
-    pub(crate) fn new(
-        args: &RetentionArgs,
-        store: Arc<Store>,
-        clock: Arc<dyn Clock>,
-        key: Arc<AuditKey>,
-    ) -> anyhow::Result<Option<Self>> {
-        let (Some(age), Some(directory)) = (args.retention, &args.retention_dir) else {
-            return Ok(None);
-        };
-        create_private_dir(directory).map_err(|e| {
-            anyhow::anyhow!(
-                "`--retention-dir`: cannot create {}: {e}",
-                directory.display()
-            )
-        })?;
-        if !directory.is_dir() {
-            return Err(crate::common::usage(format!(
-                "`--retention-dir`: {} is not a directory",
-                directory.display()
-            )));
-        }
-        let schedule = Schedule::parse(&args.retention_schedule)
-            .map_err(|e| crate::common::usage(format!("`--retention-schedule`: {e}")))?;
-        Ok(Some(Self {
+            })?;
+        Ok(Some(Plan {
             age: Millis(i64::try_from(age.as_millis()).unwrap_or(i64::MAX)),
             directory: directory.clone(),
             cron: args.retention_schedule.clone(),
             schedule,
-            control: Control::new(store.clone(), clock),
-            store,
-            key,
         }))
     }
 
@@ -185,6 +165,26 @@ fn age_text(age: Millis) -> String {
         warden_core::time::format_duration(Duration::from_millis(
             u64::try_from(age.0).unwrap_or(u64::MAX),
         ))
+    }
+}
+
+impl Plan {
+    /// The retention planned, archiving from `store` with `key` on `clock`.
+    pub(crate) fn start(
+        self,
+        store: Arc<Store>,
+        clock: Arc<dyn Clock>,
+        key: Arc<AuditKey>,
+    ) -> Retention {
+        Retention {
+            age: self.age,
+            directory: self.directory,
+            cron: self.cron,
+            schedule: self.schedule,
+            control: Control::new(store.clone(), clock),
+            store,
+            key,
+        }
     }
 }
 

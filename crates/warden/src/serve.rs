@@ -35,7 +35,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     // Then the address: a port in use is refused before a new store is created (with an
     // admin token nobody would see) and before any upstream process is started.
     let listener = Bound::listener(args.listen)?;
-    Retention::check(&args.retention)?;
+    let retention = Retention::check(&args.retention)?;
     let key_path = audit_key_path(args.audit_key.as_deref(), &location)?;
     let audit_logs = match (&args.otlp_endpoint, args.otlp_audit) {
         (Some(endpoint), true) => {
@@ -56,7 +56,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         other => anyhow::Error::new(other).context("failed to open the audit key"),
     })?);
     let clock = Arc::new(warden_runtime::SystemClock);
-    let retention = Retention::new(&args.retention, store.clone(), clock, key.clone())?;
+    let retention = retention.map(|plan| plan.start(store.clone(), clock, key.clone()));
     let admin = store.bootstrap(now()).await?;
     // Where the trail's logs start is settled before any call is served.
     let audit_logs = match audit_logs {

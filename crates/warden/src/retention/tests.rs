@@ -62,9 +62,10 @@ fn retention(store: &Arc<Store>, dir: &Path, age: &str, clock: &Arc<ManualClock>
     ])
     .unwrap();
     let key = Arc::new(AuditKey::load_or_create(&dir.join("audit.key")).unwrap());
-    Retention::new(&args, store.clone(), clock.clone(), key)
+    Retention::check(&args)
         .unwrap()
         .unwrap()
+        .start(store.clone(), clock.clone(), key)
 }
 
 /// The files of `dir`, by name.
